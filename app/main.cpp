@@ -1,0 +1,53 @@
+// lockstep: synchronous data-parallel training. `lockstep <command> --help` for each.
+//
+// main() owns the top-level error policy (STYLE rule 3): an exception anywhere is
+// reported as one line "[rank R@HOST] error: ..." and ends the process with a non-zero
+// code; under MPI with more than one rank the whole job is ended with MPI_Abort so no rank
+// is left waiting in a collective (see cmd_train.cpp).
+#include <cstring>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: lockstep <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  shard     make HDF5 shards of a dataset     lockstep shard --input idx:DIR --output DIR --shards N\n"
+    "  train     train a model (under mpirun/srun)  lockstep train --config jobs/fashion_mnist.ini\n"
+    "  evaluate  test-split accuracy of a checkpoint lockstep evaluate --checkpoint PATH --data DIR\n"
+    "  inspect   print a shard's, dataset's or checkpoint's metadata   lockstep inspect PATH [--verify]\n"
+    "\n"
+    "`lockstep <command> --help` lists a command's options. Exit codes: 0 ok, 1 runtime error,\n"
+    "2 usage error, 3 stopped by a signal and resumable.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lockstep;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::cout << kUsage;
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  const std::string command = argv[1];
+  const app::Args args(argv + 2, argv + argc);
+  try {
+    if (command == "shard") return app::cmd_shard(args);
+    if (command == "inspect") return app::cmd_inspect(args);
+    if (command == "train") return app::cmd_train(&argc, &argv, args);
+    if (command == "evaluate") return app::cmd_evaluate(&argc, &argv, args);
+    std::cerr << "lockstep: unknown command '" << command << "' (shard, train, evaluate, inspect; --help)\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    log::error(e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    return kExitFailure;
+  }
+}

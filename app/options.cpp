@@ -1,0 +1,180 @@
+// options: see options.hpp.
+#include "app/options.hpp"
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace lockstep::app {
+namespace {
+
+const std::map<std::string, std::string>& aliases() {
+  static const std::map<std::string, std::string> m{
+      {"data", "data.path"},         {"epochs", "train.epochs"},
+      {"batch-size", "train.batch-size"}, {"lr", "train.lr"},
+      {"seed", "train.seed"},        {"max-steps", "train.max-steps"},
+      {"threads", "train.threads"},  {"log-every", "train.log-every"},
+      {"run-dir", "run.dir"},        {"resume", "run.resume"},
+      {"model", "model.name"},       {"backend", "dist.backend"},
+      {"bucket-mb", "dist.bucket-mb"}, {"checkpoint", "eval.checkpoint"},
+      {"split", "data.val-split"},       {"keep-last", "ckpt.keep-last"},
+      {"ckpt-every", "ckpt.every"}};
+  return m;
+}
+
+po::options_description common_options(Config* c) {
+  po::options_description d("Options (section.key on the command line or as 'key' under [section] in --config)");
+  d.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value<std::string>(), "INI job file (jobs/*.ini); the command line wins")
+      ("data.path", po::value(&c->data_dir), "dataset directory with manifest.json (alias --data)")
+      ("data.train-split", po::value(&c->train_split)->default_value(c->train_split), "split to train on")
+      ("data.val-split", po::value(&c->val_split)->default_value(c->val_split), "split validated every epoch")
+      ("model.name", po::value(&c->model)->default_value(c->model), "model: cnn (alias --model)")
+      ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
+      ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
+      ("train.batch-size", po::value(&c->batch_size)->default_value(c->batch_size), "samples per rank per step (alias --batch-size)")
+      ("dist.backend", po::value(&c->backend)->default_value(c->backend), "auto | mpi | nccl (alias --backend)")
+      ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor");
+  return d;
+}
+
+po::options_description train_options(Config* c) {
+  po::options_description d("Training");
+  d.add_options()
+      ("train.epochs", po::value(&c->epochs)->default_value(c->epochs), "epochs (alias --epochs)")
+      ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate (alias --lr)")
+      ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
+      ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "L2 weight decay")
+      ("train.seed", po::value(&c->seed)->default_value(c->seed), "seed of weights and data order (alias --seed)")
+      ("train.max-steps", po::value(&c->max_steps)->default_value(c->max_steps), "stop after this global step, 0: none (alias --max-steps)")
+      ("train.log-every", po::value(&c->log_every)->default_value(c->log_every), "steps between log lines and metrics rows (alias --log-every)")
+      ("run.dir", po::value(&c->run_dir)->default_value(c->run_dir), "run directory: checkpoints, logs, metrics (alias --run-dir)")
+      ("run.resume", po::value(&c->resume)->default_value(c->resume), "auto | none | PATH (alias --resume)")
+      ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
+      ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)");
+  return d;
+}
+
+po::options_description eval_options(Config* c) {
+  po::options_description d("Evaluation");
+  d.add_options()
+      ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint); "
+       "the split is --data.val-split (alias --split)");
+  return d;
+}
+
+std::string value_text(const po::variable_value& v) {
+  const auto& a = v.value();
+  if (const auto* s = boost::any_cast<std::string>(&a)) return *s;
+  if (const auto* i = boost::any_cast<int>(&a)) return std::to_string(*i);
+  if (const auto* l = boost::any_cast<int64_t>(&a)) return std::to_string(*l);
+  if (const auto* u = boost::any_cast<uint64_t>(&a)) return std::to_string(*u);
+  if (const auto* d = boost::any_cast<double>(&a)) {
+    std::ostringstream ss;
+    ss.precision(10);
+    ss << *d;
+    return ss.str();
+  }
+  return "?";
+}
+
+// The resolved configuration as INI, grouped by section; a valid --config file.
+std::string render_ini(const po::variables_map& vm) {
+  std::map<std::string, std::map<std::string, std::string>> sections;
+  for (const auto& [key, value] : vm) {
+    const auto dot = key.find('.');
+    if (dot == std::string::npos || value.empty()) continue;
+    sections[key.substr(0, dot)][key.substr(dot + 1)] = value_text(value);
+  }
+  std::string out = "# resolved lockstep configuration\n";
+  for (const auto& [section, keys] : sections) {
+    out += "\n[" + section + "]\n";
+    for (const auto& [k, v] : keys) out += k + " = " + v + "\n";
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+ParseResult parse(const std::string& command, const std::vector<std::string>& args,
+                  const po::options_description& desc, Config* cfg,
+                  const std::vector<std::string>& required) {
+  po::variables_map vm;
+  try {
+    const auto expanded = expand_aliases(args);
+    po::store(po::command_line_parser(expanded).options(desc).run(), vm);
+    if (vm.count("help")) {
+      std::ostringstream ss;
+      ss << "usage: lockstep " << command << " [--config FILE] [options]\n\n" << desc;
+      return {ParseStatus::kExitOk, ss.str()};
+    }
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream in(path);
+      if (!in) return {ParseStatus::kError, "cannot read config file " + path};
+      try {
+        po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
+      } catch (const po::error& e) {
+        return {ParseStatus::kError, path + ": " + e.what()};
+      }
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return {ParseStatus::kError, e.what()};
+  }
+  for (const auto& key : required)
+    if (!vm.count(key)) return {ParseStatus::kError, "missing required option --" + key};
+  if (cfg->batch_size < 1) return {ParseStatus::kError, "--train.batch-size must be at least 1"};
+  if (cfg->threads < 1) return {ParseStatus::kError, "--train.threads must be at least 1"};
+  if (cfg->epochs < 1) return {ParseStatus::kError, "--train.epochs must be at least 1"};
+  if (cfg->log_every < 1) return {ParseStatus::kError, "--train.log-every must be at least 1"};
+  if (cfg->max_steps < 0) return {ParseStatus::kError, "--train.max-steps must be >= 0"};
+  if (cfg->lr <= 0) return {ParseStatus::kError, "--train.lr must be positive"};
+  if (cfg->backend != "auto" && cfg->backend != "mpi" && cfg->backend != "nccl")
+    return {ParseStatus::kError, "--dist.backend must be auto, mpi or nccl, not '" + cfg->backend + "'"};
+  if (cfg->dropout < 0 || cfg->dropout >= 1) return {ParseStatus::kError, "--model.dropout must be in [0, 1)"};
+  cfg->resolved_ini = render_ini(vm);
+  cfg->command_line = "lockstep " + command + (args.empty() ? "" : " " + join(args));
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> expand_aliases(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      const auto eq = a.find('=');
+      const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      const auto it = aliases().find(name);
+      if (it != aliases().end()) {
+        out.push_back("--" + it->second + (eq == std::string::npos ? "" : a.substr(eq)));
+        continue;
+      }
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+ParseResult parse_train(const std::vector<std::string>& args, Config* cfg) {
+  po::options_description all;
+  all.add(common_options(cfg)).add(train_options(cfg));
+  return parse("train", args, all, cfg, {"data.path"});
+}
+
+ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg) {
+  po::options_description all;
+  all.add(common_options(cfg)).add(eval_options(cfg));
+  return parse("evaluate", args, all, cfg, {"data.path", "eval.checkpoint"});
+}
+
+}  // namespace lockstep::app

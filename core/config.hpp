@@ -1,0 +1,44 @@
+// config: everything a training or evaluation run is told, with its defaults. Filled by
+// app/options (Boost.Program_options: jobs/*.ini and --section.key flags); core reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep {
+
+struct Config {
+  // [data]
+  std::string data_dir;              // data.path: directory with manifest.json
+  std::string train_split = "train";
+  std::string val_split = "test";
+  // [model]
+  std::string model = "cnn";
+  double dropout = 0.25;
+  // [train]
+  int epochs = 1;
+  int64_t batch_size = 64;  // per rank
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  uint64_t seed = 42;
+  int64_t max_steps = 0;  // stop after this global step (0: run all epochs)
+  int threads = 1;        // intra-op threads per rank
+  int64_t log_every = 50;
+  // [run]
+  std::string run_dir = "runs/default";
+  std::string resume = "auto";  // auto | none | PATH
+  // [ckpt]
+  int64_t ckpt_every = 0;  // steps between checkpoints; 0: at epoch ends and at the end
+  int keep_last = 3;
+  // [dist]
+  std::string backend = "auto";  // auto | mpi | nccl
+  double bucket_mb = 25.0;
+  // evaluate
+  std::string checkpoint;  // evaluate --checkpoint
+  // Recorded, not parsed: the resolved config as INI and the command line.
+  std::string resolved_ini;
+  std::string command_line;
+};
+
+}  // namespace lockstep

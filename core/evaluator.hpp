@@ -1,0 +1,25 @@
+// evaluator: distributed evaluation. Each rank evaluates every sample it holds (nothing
+// dropped), then one all-reduce sums (loss, correct, count): the result equals a 1-rank
+// evaluation of the same data. Collective.
+#pragma once
+
+#include <cstdint>
+
+#include "core/batch.hpp"
+#include "core/model.hpp"
+#include "io/sample_store.hpp"
+
+namespace lockstep {
+
+class MpiRuntime;
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  int64_t count = 0;
+};
+
+EvalResult evaluate(Net& model, const io::SampleStore& data, const BatchMaker& maker, int64_t batch,
+                    const MpiRuntime& mpi);
+
+}  // namespace lockstep

@@ -1,0 +1,84 @@
+// log: see log.hpp.
+#include "core/log.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace lockstep::log {
+namespace {
+
+struct State {
+  int rank = 0;
+  int world = 1;
+  std::string host = "localhost";
+  std::FILE* file = nullptr;
+  std::mutex mu;  // lines from the main and background threads never interleave
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::string timestamp() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t t = system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void emit(std::FILE* stream, const std::string& line, bool to_file) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::fputs(line.c_str(), stream);
+  std::fflush(stream);
+  if (to_file && s.file) {
+    std::fputs(line.c_str(), s.file);
+    std::fflush(s.file);
+  }
+}
+
+}  // namespace
+
+void set_identity(int rank, int world, const std::string& host) {
+  State& s = state();
+  s.rank = rank;
+  s.world = world;
+  s.host = host;
+}
+
+int rank() { return state().rank; }
+const std::string& host() { return state().host; }
+
+void set_file(const std::string& path) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.file) std::fclose(s.file);
+  s.file = nullptr;
+  if (!path.empty() && s.rank == 0) s.file = std::fopen(path.c_str(), "a");
+}
+
+std::string where() {
+  return "[rank " + std::to_string(state().rank) + "@" + state().host + "]";
+}
+
+void info0(const std::string& msg) {
+  if (state().rank != 0) return;
+  emit(stdout, timestamp() + " " + msg + "\n", true);
+}
+
+void warn(const std::string& msg) {
+  emit(stderr, timestamp() + " " + where() + " warning: " + msg + "\n", state().rank == 0);
+}
+
+void error(const std::string& msg) {
+  emit(stderr, timestamp() + " " + where() + " error: " + msg + "\n", state().rank == 0);
+}
+
+}  // namespace lockstep::log

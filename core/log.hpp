@@ -1,0 +1,29 @@
+// log: lockstep's one logger.
+//
+// 1. info0() prints on rank 0 only (stdout and, once a run dir exists, its train.log).
+// 2. warn() and error() print on any rank, to stderr, prefixed "[rank R@HOST]".
+// 3. Every line starts with an ISO-8601 UTC timestamp so Slurm logs from several jobs
+//    can be merged and sorted.
+// The rank/host identity is set once by the MPI runtime; it is the only process-wide
+// state besides the runtime itself.
+#pragma once
+
+#include <string>
+
+namespace lockstep::log {
+
+void set_identity(int rank, int world, const std::string& host);
+int rank();
+const std::string& host();
+
+// Mirrors rank 0's info lines into PATH (append); empty closes it. Rank 0 only.
+void set_file(const std::string& path);
+
+void info0(const std::string& msg);
+void warn(const std::string& msg);
+void error(const std::string& msg);
+
+// "[rank R@HOST]" for this process.
+std::string where();
+
+}  // namespace lockstep::log

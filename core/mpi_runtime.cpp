@@ -1,0 +1,95 @@
+// mpi_runtime: see mpi_runtime.hpp.
+#include "core/mpi_runtime.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace lockstep {
+
+[[noreturn]] void mpi_fail(int rc, const char* call, const char* file, int line) {
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw_at(std::string("MPI call ") + call + " failed: " + std::string(msg, static_cast<size_t>(len)),
+           file, line);
+}
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int already = 0;
+  MPI_Initialized(&already);
+  if (already) {
+    MPI_Query_thread(&thread_level_);
+  } else {
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_) != MPI_SUCCESS)
+      throw Error("MPI_Init_thread failed (is the launcher's MPI the one lockstep was built with?)");
+    initialised_here_ = true;
+  }
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
+  MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
+  MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
+
+  char name[HOST_NAME_MAX + 1] = {0};
+  gethostname(name, sizeof name - 1);
+  host_ = name;
+  log::set_identity(rank_, size_, host_);
+
+  std::vector<char> all(static_cast<size_t>(size_) * (HOST_NAME_MAX + 1), 0);
+  MPI_CHECK(MPI_Allgather(name, HOST_NAME_MAX + 1, MPI_CHAR, all.data(), HOST_NAME_MAX + 1, MPI_CHAR, comm_));
+  for (int r = 0; r < size_; ++r) hosts_.emplace_back(all.data() + static_cast<size_t>(r) * (HOST_NAME_MAX + 1));
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (initialised_here_ && !finalized) MPI_Finalize();
+}
+
+void MpiRuntime::abort(int code) const {
+  MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, code);
+  _exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
+}
+
+void MpiRuntime::barrier() const { MPI_CHECK(MPI_Barrier(comm_)); }
+
+void MpiRuntime::broadcast_bytes(void* data, size_t n, int root) const {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {  // MPI counts are int: send huge buffers in pieces
+    const int chunk = static_cast<int>(std::min<size_t>(n, INT_MAX));
+    MPI_CHECK(MPI_Bcast(p, chunk, MPI_BYTE, root, comm_));
+    p += chunk;
+    n -= static_cast<size_t>(chunk);
+  }
+}
+
+std::string MpiRuntime::broadcast_string(const std::string& s, int root) const {
+  uint64_t n = s.size();
+  MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_));
+  std::string out = rank_ == root ? s : std::string(n, '\0');
+  broadcast_bytes(out.data(), n, root);
+  return out;
+}
+
+void MpiRuntime::allreduce_sum(double* data, int n) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, comm_));
+}
+
+void MpiRuntime::allreduce_max(double* data, int n) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, comm_));
+}
+
+void MpiRuntime::allreduce_min(double* data, int n) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MIN, comm_));
+}
+
+}  // namespace lockstep

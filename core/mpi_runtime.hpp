@@ -1,0 +1,69 @@
+// mpi_runtime: the process's MPI environment, the one piece of global state lockstep has.
+//
+// 1. MPI_Init_thread asks for MPI_THREAD_MULTIPLE (the gradient reducer's communication
+//    thread and the watchdog call MPI beside the training thread) and records what the
+//    library granted. Works under mpirun, srun --mpi=pmix, and as a singleton.
+// 2. All lockstep traffic goes over a private MPI_Comm_dup(MPI_COMM_WORLD) with
+//    MPI_ERRORS_RETURN, so every failing call returns to MPI_CHECK instead of aborting
+//    inside the library with no context.
+// 3. local rank/size come from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): the GPU a rank
+//    uses is its local rank.
+// 4. The destructor finalises MPI only if this object initialised it. abort() ends every
+//    rank of the job (MPI_Abort) and is how an error on one rank never leaves the others
+//    waiting in a collective.
+// Collectives (barrier, broadcast_*, allreduce_*) must be called by every rank in the
+// same order.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+[[noreturn]] void mpi_fail(int rc, const char* call, const char* file, int line);
+
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const std::string& host() const { return host_; }
+  MPI_Comm comm() const { return comm_; }
+  bool thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
+  // Hosts of all ranks, gathered once at start (index = rank).
+  const std::vector<std::string>& hosts() const { return hosts_; }
+
+  [[noreturn]] void abort(int code) const;
+  void barrier() const;
+  void broadcast_bytes(void* data, size_t n, int root) const;
+  std::string broadcast_string(const std::string& s, int root) const;
+  void allreduce_sum(double* data, int n) const;
+  void allreduce_max(double* data, int n) const;
+  void allreduce_min(double* data, int n) const;
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int thread_level_ = MPI_THREAD_SINGLE;
+  bool initialised_here_ = false;
+  std::string host_;
+  std::vector<std::string> hosts_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm local_comm_ = MPI_COMM_NULL;
+};
+
+}  // namespace lockstep
+
+#define MPI_CHECK(call)                                                    \
+  do {                                                                     \
+    const int mpi_rc_ = (call);                                            \
+    if (mpi_rc_ != MPI_SUCCESS) ::lockstep::mpi_fail(mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (0)

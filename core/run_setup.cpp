@@ -1,0 +1,65 @@
+// run_setup: see run_setup.hpp.
+#include "core/run_setup.hpp"
+
+#include <torch/cuda.h>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/mpi_runtime.hpp"
+#include "core/nccl_bootstrap.hpp"
+#include "io/checkpoint_store.hpp"
+
+#ifdef LOCKSTEP_HAVE_NCCL
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace lockstep {
+
+std::string checkpoint_dir(const Config& cfg) { return cfg.run_dir + "/checkpoints"; }
+
+Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
+  Placement p;
+  const bool gpu = torch::cuda::is_available();
+  const bool want_nccl = cfg.backend == "nccl" || (cfg.backend == "auto" && gpu && nccl_compiled());
+  if (!want_nccl) {
+    p.comm = std::make_unique<MpiCommunicator>(mpi);
+    return p;
+  }
+  LOCKSTEP_REQUIRE(gpu, "--dist.backend nccl needs a CUDA GPU, and none is visible on " + mpi.host());
+  const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
+  p.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device));
+  p.comm = make_nccl_communicator(mpi, device);
+#ifdef LOCKSTEP_HAVE_NCCL
+  nccl_set_compute_stream(*p.comm, c10::cuda::getCurrentCUDAStream(p.device.index()).stream());
+#endif
+  return p;
+}
+
+std::string agree_resume_path(const Config& cfg, const MpiRuntime& mpi) {
+  std::string path;
+  std::string problem;  // rank 0's reason to stop, shared so every rank fails the same way
+  if (mpi.rank() == 0) {
+    const std::string dir = checkpoint_dir(cfg);
+    if (cfg.resume == "auto") {
+      std::vector<std::string> skipped;
+      path = io::find_latest_valid_checkpoint(dir, &skipped);
+      for (const auto& s : skipped) log::warn("skipping unusable checkpoint: " + s);
+    } else if (cfg.resume == "none") {
+      if (!io::list_checkpoints(dir).empty())
+        problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
+                  "to continue or another --run-dir (nothing was overwritten)";
+    } else {
+      path = cfg.resume;
+      try {
+        io::read_checkpoint(path);
+      } catch (const Error& e) {
+        problem = std::string("--resume ") + e.what();
+      }
+    }
+  }
+  problem = mpi.broadcast_string(problem, 0);
+  if (!problem.empty()) throw UsageError(problem);
+  return mpi.broadcast_string(path, 0);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,318 @@
+// trainer: see trainer.hpp.
+#include "core/trainer.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+
+#include "core/batch.hpp"
+#include "core/error.hpp"
+#include "core/evaluator.hpp"
+#include "core/grad_reducer.hpp"
+#include "core/log.hpp"
+#include "core/mpi_runtime.hpp"
+#include "core/run_setup.hpp"
+#include "core/train_state.hpp"
+#include "io/checkpoint_store.hpp"
+#include "io/file_util.hpp"
+#include "io/metrics_log.hpp"
+#include "io/sample_order.hpp"
+#include "io/shard_plan.hpp"
+
+namespace lockstep {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::vector<at::Tensor> params_and_buffers(Net& model) {
+  std::vector<at::Tensor> all = model.parameters();
+  for (const auto& b : model.buffers()) all.push_back(b);
+  return all;
+}
+
+// Everything a training run carries between steps.
+struct Run {
+  const Config& cfg;
+  const MpiRuntime& mpi;
+  io::Manifest manifest;
+  int64_t steps_per_epoch = 0;
+  std::optional<io::SampleStore> train, val;
+  Placement place;
+  std::shared_ptr<Net> model;
+  std::unique_ptr<torch::optim::SGD> opt;
+  std::unique_ptr<GradReducer> reducer;
+  std::unique_ptr<BatchMaker> maker;
+  std::unique_ptr<io::MetricsLog> metrics;  // rank 0 only
+  TrainPosition pos;
+  double last_val_acc = -1.0;
+  int64_t last_ckpt_step = -1;
+};
+
+// Rank 0 only: the run dir with its config dump, command line, log and metrics.
+void open_run_dir(Run& r) {
+  if (r.mpi.rank() != 0) return;
+  io::make_dirs(r.cfg.run_dir);
+  io::make_dirs(checkpoint_dir(r.cfg));
+  io::write_file_atomic(r.cfg.run_dir + "/config.ini", r.cfg.resolved_ini);
+  io::write_file_atomic(r.cfg.run_dir + "/command.txt", r.cfg.command_line + "\n");
+  log::set_file(r.cfg.run_dir + "/train.log");
+  r.metrics = std::make_unique<io::MetricsLog>(r.cfg.run_dir + "/metrics.jsonl");
+}
+
+void save_checkpoint(Run& r) {
+  if (r.last_ckpt_step == r.pos.step) return;
+  r.last_ckpt_step = r.pos.step;
+  if (r.mpi.rank() != 0) return;  // parameters are identical on every rank
+  CheckpointMeta m;
+  m.pos = r.pos;
+  m.world_size = r.mpi.size();
+  m.batch_size = r.cfg.batch_size;
+  m.seed = r.cfg.seed;
+  m.model = r.cfg.model;
+  m.dataset = r.manifest.spec.name;
+  m.sample_shape = r.manifest.spec.sample_shape;
+  m.num_classes = r.manifest.spec.num_classes;
+  m.lockstep_version = lockstep_version();
+  m.torch_version = torch_version();
+  m.config_ini = r.cfg.resolved_ini;
+  m.val_acc = r.last_val_acc;
+  const auto t0 = Clock::now();
+  const std::string path = io::write_checkpoint(checkpoint_dir(r.cfg), r.pos.step, meta_to_json(m),
+                                                serialize_state(*r.model, *r.opt));
+  io::prune_checkpoints(checkpoint_dir(r.cfg), r.cfg.keep_last);
+  log::info0("checkpoint " + path + " (" + fmt("%.2f", seconds_since(t0)) + " s)");
+}
+
+void resume_from(Run& r, const std::string& path) {
+  const io::CheckpointData d = io::read_checkpoint(path);
+  const CheckpointMeta m = meta_from_json(d.meta_json, path);
+  LOCKSTEP_REQUIRE(m.model == r.cfg.model && m.sample_shape == r.manifest.spec.sample_shape &&
+                       m.num_classes == r.manifest.spec.num_classes,
+                   path + ": checkpoint is of model '" + m.model + "' on other data than this run's");
+  load_state(d.payload, *r.model, r.opt.get(), path);
+  r.pos = m.pos;
+  r.last_val_acc = m.val_acc;
+  r.last_ckpt_step = m.pos.step;
+  // The data order is a function of (seed, epoch, rank); what carries over is how many
+  // samples of the epoch were consumed, so a different world size or batch resumes at the
+  // same fraction of the epoch (docs/checkpoints.md).
+  const int64_t global_batch = r.cfg.batch_size * r.mpi.size();
+  if (r.pos.samples_done_in_epoch / global_batch >= r.steps_per_epoch) {
+    ++r.pos.epoch;
+    r.pos.samples_done_in_epoch = 0;
+  }
+  if (m.world_size != r.mpi.size() || m.batch_size != r.cfg.batch_size)
+    log::info0("resuming a checkpoint of " + std::to_string(m.world_size) + " ranks x batch " +
+               std::to_string(m.batch_size) + " on " + std::to_string(r.mpi.size()) + " ranks x batch " +
+               std::to_string(r.cfg.batch_size));
+  log::info0("resumed from " + path + " at step " + std::to_string(r.pos.step) + " (epoch " +
+             std::to_string(r.pos.epoch + 1) + ")");
+}
+
+void setup(Run& r) {
+  const Config& cfg = r.cfg;
+  torch::set_num_threads(cfg.threads);
+  r.manifest = io::read_manifest(cfg.data_dir);
+  const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
+  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size);
+  r.train.emplace(io::load_rank_samples(cfg.data_dir, r.manifest, cfg.train_split, r.mpi.rank(), r.mpi.size()));
+  if (r.manifest.has_split(cfg.val_split))
+    r.val.emplace(io::load_rank_samples(cfg.data_dir, r.manifest, cfg.val_split, r.mpi.rank(), r.mpi.size()));
+  else
+    log::info0("no '" + cfg.val_split + "' split in " + cfg.data_dir + ": validation is skipped");
+
+  r.place = place_run(cfg, r.mpi);
+  torch::manual_seed(cfg.seed);
+  r.model = make_model(cfg.model, r.manifest.spec, cfg.dropout);
+  r.model->to(r.place.device);
+  broadcast_tensors(params_and_buffers(*r.model), *r.place.comm);
+  r.opt = std::make_unique<torch::optim::SGD>(
+      r.model->parameters(),
+      torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb);
+  r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
+
+  const std::string resume = agree_resume_path(cfg, r.mpi);
+  if (!resume.empty()) resume_from(r, resume);
+  // Dropout differs per rank and continues deterministically after a resume.
+  torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(r.mpi.rank()) + 1,
+                                  static_cast<uint64_t>(r.pos.step)));
+  open_run_dir(r);
+
+  int64_t params = 0;
+  for (const auto& p : r.model->parameters()) params += p.numel();
+  const std::set<std::string> hosts(r.mpi.hosts().begin(), r.mpi.hosts().end());
+  log::info0("lockstep " + lockstep_version() + " (torch " + torch_version() + "): " +
+             std::to_string(r.mpi.size()) + " rank(s) on " + std::to_string(hosts.size()) +
+             " host(s), backend " + r.place.comm->name() + ", device " + r.place.device.str() + ", " +
+             std::to_string(cfg.threads) + " thread(s)/rank");
+  log::info0("data " + cfg.data_dir + " (" + r.manifest.spec.name + "): " +
+             std::to_string(split.count()) + " train samples in " + std::to_string(split.shards.size()) +
+             " shard(s); model " + cfg.model + " (" + std::to_string(params) + " parameters, " +
+             std::to_string(r.reducer->buckets().size()) + " gradient bucket(s))");
+  log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) +
+             " ranks = " + std::to_string(cfg.batch_size * r.mpi.size()) + " per step, " +
+             std::to_string(r.steps_per_epoch) + " steps/epoch, lr " + fmt("%g", cfg.lr));
+}
+
+EvalResult validate(Run& r) {
+  if (!r.val) return EvalResult{};
+  return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.mpi);
+}
+
+void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, double samples_per_s,
+               double seconds, const EvalResult* ev) {
+  if (r.mpi.rank() != 0) return;
+  io::JsonObject row;
+  row.add("kind", kind).add("epoch", epoch).add("step", r.pos.step).add("train_loss", train_loss);
+  if (ev && ev->count > 0) row.add("val_loss", ev->loss).add("val_acc", ev->accuracy);
+  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("lr", r.cfg.lr);
+  r.metrics->write(row);
+}
+
+}  // namespace
+
+// LibTorch reports errors as c10::Error with a multi-line backtrace; lockstep reports one
+// line per error, so torch errors are re-thrown as lockstep::Error without it.
+template <typename F>
+int with_torch_errors(F&& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    throw Error(std::string("LibTorch: ") + e.what_without_backtrace());
+  }
+}
+
+int train_impl(const Config& cfg, const MpiRuntime& mpi) {
+  Run r{cfg, mpi, {}};
+  setup(r);
+  const int64_t world = mpi.size(), batch = cfg.batch_size, global_batch = batch * world;
+  if (r.pos.epoch >= cfg.epochs || (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps)) {
+    log::info0("nothing to do: the run is complete at step " + std::to_string(r.pos.step));
+    return kExitOk;
+  }
+  const auto run_start = Clock::now();
+  std::vector<unsigned char> raw(static_cast<size_t>(batch) * r.manifest.spec.sample_bytes());
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  double run_train_s = 0.0;
+  int64_t run_steps = 0;
+  bool stop = false;
+  double epoch_loss[2] = {0.0, 0.0};  // sum, steps this epoch on this rank
+
+  for (; r.pos.epoch < cfg.epochs && !stop;) {
+    const int64_t epoch = r.pos.epoch;
+    const auto order = io::epoch_permutation(r.train->size(), cfg.seed, epoch, mpi.rank());
+    double window[2] = {0.0, 0.0};
+    double train_s = 0.0;
+    int64_t epoch_steps = 0;
+    epoch_loss[0] = epoch_loss[1] = 0.0;
+    r.model->train();
+    for (int64_t s = r.pos.samples_done_in_epoch / global_batch; s < r.steps_per_epoch; ++s) {
+      const auto t0 = Clock::now();
+      r.train->gather(order.data() + s * batch, batch, raw.data(), labels.data());
+      const torch::Tensor x = r.maker->inputs(raw.data(), batch);
+      const torch::Tensor y = r.maker->labels(labels.data(), batch);
+      r.opt->zero_grad();
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(r.model->forward(x), y);
+      loss.backward();
+      r.reducer->average_gradients();
+      r.opt->step();
+      const double l = loss.item<double>();
+      train_s += seconds_since(t0);
+      ++r.pos.step;
+      ++epoch_steps;
+      r.pos.samples_done_in_epoch = (s + 1) * global_batch;
+      window[0] += l;
+      window[1] += 1;
+      epoch_loss[0] += l;
+      epoch_loss[1] += 1;
+      if (r.pos.step % cfg.log_every == 0) {
+        mpi.allreduce_sum(window, 2);
+        const double mean = window[0] / window[1];
+        if (!std::isfinite(mean))
+          throw Error("training loss is " + fmt("%g", mean) + " at step " + std::to_string(r.pos.step) +
+                      " (lower --train.lr?)");
+        const double sps = static_cast<double>(epoch_steps * global_batch) / train_s;
+        log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
+                   std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
+                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s");
+        write_row(r, "train", epoch + 1, mean, sps, train_s, nullptr);
+        window[0] = window[1] = 0.0;
+      }
+      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) save_checkpoint(r);
+      if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    run_train_s += train_s;
+    run_steps += epoch_steps;
+    mpi.allreduce_sum(epoch_loss, 2);
+    const double mean_loss = epoch_loss[1] > 0 ? epoch_loss[0] / epoch_loss[1] : 0.0;
+    const double sps = train_s > 0 ? static_cast<double>(epoch_steps * global_batch) / train_s : 0.0;
+    const EvalResult ev = validate(r);
+    r.last_val_acc = ev.count > 0 ? ev.accuracy : -1.0;
+    if (!stop) {
+      log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " done: loss " +
+                 fmt("%.4f", mean_loss) + " val_loss " + fmt("%.4f", ev.loss) + " val_acc " +
+                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " + fmt("%.1f", train_s) + " s");
+      write_row(r, "epoch", epoch + 1, mean_loss, sps, train_s, &ev);
+      ++r.pos.epoch;
+      r.pos.samples_done_in_epoch = 0;
+    }
+    save_checkpoint(r);
+    if (stop || r.pos.epoch >= cfg.epochs) {
+      const double total_sps = run_train_s > 0 ? static_cast<double>(run_steps * global_batch) / run_train_s : 0.0;
+      log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
+                 " val_loss " + fmt("%.4f", ev.loss) + ", " + fmt("%.0f", total_sps) + " samples/s, " +
+                 fmt("%.1f", seconds_since(run_start)) + " s wall");
+      write_row(r, "end", epoch + 1, mean_loss, total_sps, seconds_since(run_start), &ev);
+    }
+  }
+  return kExitOk;
+}
+
+int run_training(const Config& cfg, const MpiRuntime& mpi) {
+  return with_torch_errors([&] { return train_impl(cfg, mpi); });
+}
+
+int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
+  const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
+  const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
+  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
+                   cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
+  torch::set_num_threads(cfg.threads);
+  const io::SampleStore data = io::load_rank_samples(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size());
+  Placement place = place_run(cfg, mpi);
+  auto model = make_model(meta.model, manifest.spec, cfg.dropout);
+  model->to(place.device);
+  load_state(d.payload, *model, nullptr, cfg.checkpoint);
+  const BatchMaker maker(manifest.spec, place.device);
+  const auto t0 = Clock::now();
+  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, mpi);
+  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
+             " split '" + cfg.val_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " loss " + fmt("%.4f", ev.loss) +
+             " over " + std::to_string(ev.count) + " samples, " + std::to_string(mpi.size()) + " rank(s), " +
+             fmt("%.2f", seconds_since(t0)) + " s");
+  return kExitOk;
+}
+
+int run_evaluation(const Config& cfg, const MpiRuntime& mpi) {
+  return with_torch_errors([&] { return evaluate_impl(cfg, mpi); });
+}
+
+}  // namespace lockstep

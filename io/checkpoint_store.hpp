@@ -1,0 +1,35 @@
+// checkpoint_store: durable, verifiable checkpoint files. Knows bytes, not tensors: the
+// trainer serialises its state to a payload and a JSON metadata string.
+//
+// File DIR/step-NNNNNNNNN.ckpt = "LSCKPT01" | u64 meta_len | u64 payload_len |
+// u32 crc32(meta + payload) | meta (JSON) | payload, little-endian.
+// Writing follows file_util's atomic protocol (temp, fsync, rename, fsync dir), so a file
+// under a final name is always complete; a file that fails its checksum (disk trouble,
+// a copy cut short) is detected on read and skipped by find_latest_valid_checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lockstep::io {
+
+struct CheckpointData {
+  std::string meta_json;
+  std::string payload;
+};
+
+std::string checkpoint_path(const std::string& dir, int64_t step);
+std::string write_checkpoint(const std::string& dir, int64_t step, const std::string& meta_json,
+                             const std::string& payload);
+CheckpointData read_checkpoint(const std::string& path);       // throws naming PATH
+std::string read_checkpoint_meta(const std::string& path);      // header + meta only, verified
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir);  // by step
+// Newest checkpoint in DIR that verifies; "" if none. Each newer one that failed
+// verification is described in SKIPPED ("PATH: why").
+std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
+// Deletes all but the KEEP_LAST newest checkpoints (keep_last <= 0 keeps all).
+void prune_checkpoints(const std::string& dir, int keep_last);
+
+}  // namespace lockstep::io

@@ -1,0 +1,148 @@
+// file_util: see file_util.hpp.
+#include "io/file_util.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace lockstep::io {
+namespace {
+std::string errno_text() { return std::strerror(errno); }
+}  // namespace
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void make_dirs(const std::string& path) {
+  if (path.empty() || is_directory(path)) return;
+  const std::string parent = parent_dir(path);
+  if (!parent.empty() && parent != path) make_dirs(parent);
+  if (::mkdir(path.c_str(), 0775) != 0 && errno != EEXIST)
+    throw Error("cannot create directory " + path + ": " + errno_text());
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path + ": " + errno_text());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<char> read_binary_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw Error("cannot read " + path + ": " + errno_text());
+  std::vector<char> out(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  if (!out.empty() && !in.read(out.data(), static_cast<std::streamsize>(out.size())))
+    throw Error("cannot read " + path + ": short read");
+  return out;
+}
+
+std::string temp_name_for(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw Error("cannot open " + path + " to fsync: " + errno_text());
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0 && errno != EINVAL) throw Error("fsync " + path + ": " + errno_text());
+}
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  const std::string tmp = temp_name_for(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0664);
+  if (fd < 0) throw Error("cannot write " + tmp + ": " + errno_text());
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = errno_text();
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("cannot write " + tmp + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw Error("cannot flush " + tmp + ": " + why);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
+  }
+  fsync_path(parent_dir(path));
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw Error("cannot list " + dir + ": " + errno_text());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") out.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
+int64_t file_size(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw Error("cannot stat " + path + ": " + errno_text());
+  return st.st_size;
+}
+
+uint32_t crc32_of_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw Error("cannot read " + path + ": " + errno_text());
+  std::vector<unsigned char> buf(1 << 20);
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = errno_text();
+      ::close(fd);
+      throw Error("cannot read " + path + ": " + why);
+    }
+    if (n == 0) break;
+    crc = ::crc32(crc, buf.data(), static_cast<uInt>(n));
+  }
+  ::close(fd);
+  return static_cast<uint32_t>(crc);
+}
+
+}  // namespace lockstep::io

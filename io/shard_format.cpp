@@ -1,0 +1,182 @@
+// shard_format: see shard_format.hpp.
+#include "io/shard_format.hpp"
+
+#include <boost/property_tree/ptree.hpp>
+#include <cstdio>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "io/file_util.hpp"
+#include "io/json.hpp"
+
+namespace lockstep::io {
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat32: return "float32";
+  }
+  return "?";
+}
+
+DType dtype_from_name(const std::string& name) {
+  if (name == "uint8") return DType::kUInt8;
+  if (name == "int16") return DType::kInt16;
+  if (name == "float16") return DType::kFloat16;
+  if (name == "float32") return DType::kFloat32;
+  throw Error("unknown sample dtype '" + name + "' (uint8, int16, float16, float32)");
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kUInt8: return 1;
+    case DType::kInt16:
+    case DType::kFloat16: return 2;
+    case DType::kFloat32: return 4;
+  }
+  return 0;
+}
+
+int64_t DatasetSpec::sample_elems() const {
+  return std::accumulate(sample_shape.begin(), sample_shape.end(), int64_t{1},
+                         [](int64_t a, int64_t b) { return a * b; });
+}
+
+int64_t SplitEntry::count() const {
+  int64_t n = 0;
+  for (const auto& s : shards) n += s.count;
+  return n;
+}
+
+bool Manifest::has_split(const std::string& name) const {
+  for (const auto& [n, s] : splits)
+    if (n == name) return true;
+  return false;
+}
+
+const SplitEntry& Manifest::split(const std::string& name, const std::string& dir) const {
+  for (const auto& [n, s] : splits)
+    if (n == name) return s;
+  throw Error(dir + "/" + kManifestName + ": no split '" + name + "'");
+}
+
+std::string shard_file_name(const std::string& split, int index, int count) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "-%05d-of-%05d.h5", index, count);
+  return split + buf;
+}
+
+std::string manifest_to_json(const Manifest& m) {
+  JsonObject splits;
+  for (const auto& [name, split] : m.splits) {
+    std::vector<JsonObject> shards;
+    for (const auto& s : split.shards) {
+      char crc[16];
+      std::snprintf(crc, sizeof crc, "%08x", s.crc32);
+      shards.push_back(JsonObject()
+                           .add("file", s.file)
+                           .add("count", s.count)
+                           .add("histogram", s.histogram)
+                           .add("crc32", std::string(crc)));
+    }
+    splits.add(name, JsonObject().add("count", split.count()).add_array("shards", shards));
+  }
+  JsonObject root;
+  root.add("lockstep_format", kShardFormatVersion)
+      .add("name", m.spec.name)
+      .add("source", m.source)
+      .add("source_fingerprint", m.source_fingerprint)
+      .add("sample_shape", m.spec.sample_shape)
+      .add("dtype", dtype_name(m.spec.dtype))
+      .add("num_classes", m.spec.num_classes)
+      .add("class_names", m.spec.class_names)
+      .add("mean", m.spec.mean)
+      .add("std", m.spec.std)
+      .add("splits", splits);
+  return root.str() + "\n";
+}
+
+namespace {
+
+using boost::property_tree::ptree;
+
+template <typename T>
+std::vector<T> array_of(const ptree& t, const std::string& key, const std::string& what) {
+  std::vector<T> out;
+  const auto child = t.get_child_optional(key);
+  if (!child) throw Error(what + ": missing key '" + key + "'");
+  for (const auto& [k, v] : *child) out.push_back(v.template get_value<T>());
+  return out;
+}
+
+template <typename T>
+T value_of(const ptree& t, const std::string& key, const std::string& what) {
+  try {
+    return t.get<T>(key);
+  } catch (const boost::property_tree::ptree_error&) {
+    throw Error(what + ": missing or malformed key '" + key + "'");
+  }
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestName;
+  LOCKSTEP_REQUIRE(path_exists(dir), "dataset directory " + dir + " does not exist");
+  LOCKSTEP_REQUIRE(path_exists(path),
+                   path + ": no manifest (make shards with `lockstep shard`)");
+  const ptree t = json_parse(read_text_file(path), path);
+  const int version = value_of<int>(t, "lockstep_format", path);
+  LOCKSTEP_REQUIRE(version == kShardFormatVersion,
+                   path + ": format version " + std::to_string(version) + ", this lockstep reads " +
+                       std::to_string(kShardFormatVersion));
+  Manifest m;
+  m.spec.name = t.get<std::string>("name", "");
+  m.source = t.get<std::string>("source", "");
+  m.source_fingerprint = t.get<std::string>("source_fingerprint", "");
+  m.spec.sample_shape = array_of<int64_t>(t, "sample_shape", path);
+  m.spec.dtype = dtype_from_name(value_of<std::string>(t, "dtype", path));
+  m.spec.num_classes = value_of<int64_t>(t, "num_classes", path);
+  m.spec.class_names = array_of<std::string>(t, "class_names", path);
+  m.spec.mean = array_of<double>(t, "mean", path);
+  m.spec.std = array_of<double>(t, "std", path);
+  LOCKSTEP_REQUIRE(!m.spec.sample_shape.empty() && m.spec.sample_elems() > 0,
+                   path + ": empty sample_shape");
+  LOCKSTEP_REQUIRE(m.spec.num_classes > 0, path + ": num_classes must be positive");
+  LOCKSTEP_REQUIRE(m.spec.class_names.empty() ||
+                       static_cast<int64_t>(m.spec.class_names.size()) == m.spec.num_classes,
+                   path + ": class_names has " + std::to_string(m.spec.class_names.size()) +
+                       " names for " + std::to_string(m.spec.num_classes) + " classes");
+  const auto splits = t.get_child_optional("splits");
+  LOCKSTEP_REQUIRE(splits && !splits->empty(), path + ": no splits");
+  for (const auto& [name, s] : *splits) {
+    SplitEntry split;
+    const auto shards = s.get_child_optional("shards");
+    LOCKSTEP_REQUIRE(shards && !shards->empty(), path + ": split '" + name + "' has no shards");
+    for (const auto& [unused, sh] : *shards) {
+      ShardEntry e;
+      e.file = value_of<std::string>(sh, "file", path);
+      e.count = value_of<int64_t>(sh, "count", path);
+      e.histogram = array_of<int64_t>(sh, "histogram", path);
+      e.crc32 = static_cast<uint32_t>(std::stoul(value_of<std::string>(sh, "crc32", path), nullptr, 16));
+      const int64_t hsum = std::accumulate(e.histogram.begin(), e.histogram.end(), int64_t{0});
+      LOCKSTEP_REQUIRE(static_cast<int64_t>(e.histogram.size()) == m.spec.num_classes &&
+                           hsum == e.count,
+                       path + ": shard " + e.file + " histogram does not match its count");
+      split.shards.push_back(std::move(e));
+    }
+    const int64_t declared = s.get<int64_t>("count", split.count());
+    LOCKSTEP_REQUIRE(declared == split.count(), path + ": split '" + name + "' says " + std::to_string(declared) +
+                                                    " samples, its shards hold " + std::to_string(split.count()));
+    m.splits.emplace_back(name, std::move(split));
+  }
+  return m;
+}
+
+void write_manifest(const std::string& dir, const Manifest& m) {
+  write_file_atomic(dir + "/" + kManifestName, manifest_to_json(m));
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,72 @@
+// shard_format: lockstep's on-disk dataset format, version 1 (docs/shard-format.md is
+// the specification; this header is its code).
+//
+// A dataset directory holds, per split, files NAME-00000-of-000NN.h5 and one
+// manifest.json listing every shard with its sample count, class histogram and CRC-32.
+// Each shard has /samples (N x sample_shape) and /labels (N, int64) plus root attributes
+// describing the dataset (shape, dtype, classes, per-channel mean/std).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep::io {
+
+inline constexpr int kShardFormatVersion = 1;
+inline constexpr const char* kManifestName = "manifest.json";
+inline constexpr const char* kSamplesDataset = "samples";
+inline constexpr const char* kLabelsDataset = "labels";
+
+enum class DType { kUInt8, kInt16, kFloat16, kFloat32 };
+
+std::string dtype_name(DType t);
+DType dtype_from_name(const std::string& name);  // throws naming the bad value
+size_t dtype_size(DType t);
+
+// Everything about a dataset that is the same for all its shards.
+struct DatasetSpec {
+  std::string name;
+  std::vector<int64_t> sample_shape;  // e.g. {1, 28, 28} (channels first)
+  DType dtype = DType::kUInt8;
+  int64_t num_classes = 0;
+  std::vector<std::string> class_names;  // empty or num_classes names
+  std::vector<double> mean;              // per channel, in raw sample units
+  std::vector<double> std;
+
+  int64_t sample_elems() const;
+  size_t sample_bytes() const { return static_cast<size_t>(sample_elems()) * dtype_size(dtype); }
+};
+
+struct ShardEntry {
+  std::string file;  // relative to the dataset directory
+  int64_t count = 0;
+  std::vector<int64_t> histogram;  // num_classes entries
+  uint32_t crc32 = 0;              // of the whole file's bytes
+};
+
+struct SplitEntry {
+  std::vector<ShardEntry> shards;
+  int64_t count() const;
+};
+
+struct Manifest {
+  DatasetSpec spec;
+  std::string source;              // what the importer read, for humans
+  std::string source_fingerprint;  // lets `lockstep shard` skip work already done
+  std::vector<std::pair<std::string, SplitEntry>> splits;  // in writing order
+
+  const SplitEntry& split(const std::string& name, const std::string& dir) const;
+  bool has_split(const std::string& name) const;
+};
+
+// "train-00003-of-00016.h5"
+std::string shard_file_name(const std::string& split, int index, int count);
+
+// manifest.json <-> Manifest. read_manifest checks the format version and consistency
+// (histograms sum to counts, class names match the class count) and names DIR in errors.
+std::string manifest_to_json(const Manifest& m);
+Manifest read_manifest(const std::string& dir);
+void write_manifest(const std::string& dir, const Manifest& m);  // atomic
+
+}  // namespace lockstep::io

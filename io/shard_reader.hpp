@@ -1,0 +1,52 @@
+// shard_reader: opens one shard file, checks it against the dataset's manifest, and reads
+// sample ranges from it.
+//
+// Every check names the file: missing file, not HDF5, missing datasets, shape/dtype that
+// differ from the manifest, a count that differs from the manifest, labels outside
+// [0, classes), NaN/Inf in float samples.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "io/h5.hpp"
+#include "io/shard_format.hpp"
+
+namespace lockstep::io {
+
+class ShardFile {
+ public:
+  // Opens PATH and checks it against SPEC and, when EXPECTED_COUNT >= 0, the count.
+  ShardFile(const std::string& path, const DatasetSpec& spec, int64_t expected_count);
+  ShardFile(const ShardFile&) = delete;
+  ShardFile& operator=(const ShardFile&) = delete;
+  ShardFile(ShardFile&&) noexcept = default;
+  ShardFile& operator=(ShardFile&&) noexcept = default;
+
+  int64_t count() const { return count_; }
+  const std::string& path() const { return path_; }
+  // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and LABELS (N).
+  void read(int64_t begin, int64_t n, void* samples, int64_t* labels) const;
+
+ private:
+  std::string path_;
+  DatasetSpec spec_;
+  int64_t count_ = 0;
+  H5Handle file_, samples_, labels_;
+};
+
+// The attributes of a shard file, for `lockstep inspect FILE.h5` (no manifest needed).
+struct ShardHeader {
+  DatasetSpec spec;
+  std::string split;
+  int64_t index = 0, count_of = 0, samples = 0;
+  std::vector<int64_t> chunk;
+  std::string filters;
+};
+ShardHeader read_shard_header(const std::string& path);
+
+// Checks every shard of every split in DIR against the manifest: existence, CRC-32,
+// attributes, counts, labels. Returns one line per shard; throws on the first problem.
+std::vector<std::string> verify_dataset(const std::string& dir);
+
+}  // namespace lockstep::io

@@ -1,0 +1,229 @@
+// shard_writer: see shard_writer.hpp.
+#include "io/shard_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "io/file_util.hpp"
+
+namespace lockstep::io {
+
+hid_t h5_type_of(DType t) {
+  switch (t) {
+    case DType::kUInt8: return H5T_NATIVE_UINT8;
+    case DType::kInt16: return H5T_NATIVE_INT16;
+    case DType::kFloat16: return H5T_NATIVE_UINT16;  // stored as raw IEEE half bits
+    case DType::kFloat32: return H5T_NATIVE_FLOAT;
+  }
+  return H5T_NATIVE_UINT8;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      int e = -1;
+      uint32_t m = mant;
+      do {
+        ++e;
+        m <<= 1;
+      } while ((m & 0x400u) == 0);
+      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+namespace {
+
+void check_finite(const DatasetSpec& spec, const void* samples, int64_t n,
+                  const std::string& where) {
+  const int64_t elems = n * spec.sample_elems();
+  auto finite = [&](int64_t i) {
+    if (spec.dtype == DType::kFloat32) return std::isfinite(static_cast<const float*>(samples)[i]);
+    return std::isfinite(half_to_float(static_cast<const uint16_t*>(samples)[i]));
+  };
+  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
+  for (int64_t i = 0; i < elems; ++i)
+    LOCKSTEP_REQUIRE(finite(i), where + ": sample " +
+                                              std::to_string(i / spec.sample_elems()) +
+                                              " contains NaN or Inf");
+}
+
+}  // namespace
+
+ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int index, int count,
+                         const DatasetSpec& spec, int64_t n_samples, const WriteOptions& opt)
+    : spec_(spec), total_(n_samples), histogram_(static_cast<size_t>(spec.num_classes), 0) {
+  h5_quiet();
+  file_name_ = shard_file_name(split, index, count);
+  final_path_ = dir + "/" + file_name_;
+  tmp_path_ = temp_name_for(final_path_);
+  LOCKSTEP_REQUIRE(n_samples > 0, final_path_ + ": refusing to write an empty shard");
+  LOCKSTEP_REQUIRE(opt.compression >= 0 && opt.compression <= 9,
+                   "compression level must be 0..9, got " + std::to_string(opt.compression));
+  file_ = H5Handle(H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file_.valid()) throw Error("cannot create shard " + tmp_path_ + ": " + h5_last_error());
+
+  const hid_t f = file_.get();
+  h5_write_attr_i64(f, "lockstep_format", {kShardFormatVersion});
+  h5_write_attr_str(f, "name", spec.name);
+  h5_write_attr_str(f, "split", split);
+  h5_write_attr_i64(f, "shard_index", {index});
+  h5_write_attr_i64(f, "shard_count", {count});
+  h5_write_attr_i64(f, "sample_shape", spec.sample_shape);
+  h5_write_attr_str(f, "dtype", dtype_name(spec.dtype));
+  h5_write_attr_i64(f, "num_classes", {spec.num_classes});
+  std::string names;
+  for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
+  h5_write_attr_str(f, "class_names", names);
+  h5_write_attr_f64(f, "mean", spec.mean);
+  h5_write_attr_f64(f, "std", spec.std);
+
+  std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
+  for (const int64_t d : spec.sample_shape) dims.push_back(static_cast<hsize_t>(d));
+  int64_t chunk = opt.chunk_samples;
+  if (chunk <= 0) chunk = std::max<int64_t>(1, (1 << 20) / static_cast<int64_t>(spec.sample_bytes()));
+  chunk = std::min(chunk, n_samples);
+  std::vector<hsize_t> chunk_dims = dims;
+  chunk_dims[0] = static_cast<hsize_t>(chunk);
+
+  H5Handle dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk_dims.size()), chunk_dims.data()));
+  if (opt.compression > 0) {
+    H5_CHECK(H5Pset_shuffle(dcpl.get()));
+    H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.compression)));
+  }
+  H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
+                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
+
+  const hsize_t ldims = dims[0], lchunk = chunk_dims[0];
+  H5Handle lcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_chunk(lcpl.get(), 1, &lchunk));
+  H5Handle lspace(H5_CHECK(H5Screate_simple(1, &ldims, nullptr)));
+  labels_ = H5Handle(H5_CHECK(H5Dcreate2(f, kLabelsDataset, H5T_STD_I64LE, lspace.get(),
+                                         H5P_DEFAULT, lcpl.get(), H5P_DEFAULT)));
+}
+
+ShardWriter::~ShardWriter() {
+  if (finished_) return;
+  samples_.reset();
+  labels_.reset();
+  file_.reset();
+  remove_file(tmp_path_);
+}
+
+void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) {
+  LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
+  for (int64_t i = 0; i < n; ++i) {
+    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
+                     final_path_ + ": label " + std::to_string(labels[i]) + " of sample " +
+                         std::to_string(written_ + i) + " is outside [0, " +
+                         std::to_string(spec_.num_classes) + ")");
+    ++histogram_[static_cast<size_t>(labels[i])];
+  }
+  check_finite(spec_, samples, n, final_path_);
+
+  std::vector<hsize_t> start(spec_.sample_shape.size() + 1, 0), count{static_cast<hsize_t>(n)};
+  start[0] = static_cast<hsize_t>(written_);
+  for (const int64_t d : spec_.sample_shape) count.push_back(static_cast<hsize_t>(d));
+  H5Handle fspace(H5_CHECK(H5Dget_space(samples_.get())));
+  H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  H5Handle mspace(H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
+  H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), mspace.get(), fspace.get(), H5P_DEFAULT, samples));
+
+  H5Handle lfspace(H5_CHECK(H5Dget_space(labels_.get())));
+  H5_CHECK(H5Sselect_hyperslab(lfspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  H5Handle lmspace(H5_CHECK(H5Screate_simple(1, count.data(), nullptr)));
+  H5_CHECK(H5Dwrite(labels_.get(), H5T_NATIVE_INT64, lmspace.get(), lfspace.get(), H5P_DEFAULT, labels));
+  written_ += n;
+}
+
+ShardEntry ShardWriter::finish() {
+  LOCKSTEP_REQUIRE(written_ == total_, final_path_ + ": " + std::to_string(written_) + " of " +
+                                           std::to_string(total_) + " samples written");
+  samples_.reset();
+  labels_.reset();
+  H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+  file_.reset();
+  ShardEntry e;
+  e.file = file_name_;
+  e.count = total_;
+  e.histogram = histogram_;
+  e.crc32 = crc32_of_file(tmp_path_);
+  fsync_path(tmp_path_);
+  if (std::rename(tmp_path_.c_str(), final_path_.c_str()) != 0)
+    throw Error("cannot rename " + tmp_path_ + " to " + final_path_);
+  finished_ = true;
+  return e;
+}
+
+SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
+                       const void* samples, const int64_t* labels, int64_t n, int shards,
+                       const WriteOptions& opt) {
+  LOCKSTEP_REQUIRE(shards >= 1, "shard count must be at least 1");
+  LOCKSTEP_REQUIRE(n >= shards, "split '" + split + "' has " + std::to_string(n) +
+                                    " samples, fewer than " + std::to_string(shards) + " shards");
+  SplitEntry out;
+  const auto* bytes = static_cast<const unsigned char*>(samples);
+  for (int s = 0; s < shards; ++s) {
+    const int64_t begin = n * s / shards, end = n * (s + 1) / shards;
+    ShardWriter w(dir, split, s, shards, spec, end - begin, opt);
+    // Append in slices so the float check and hyperslab writes stay cache-sized.
+    const int64_t slice = 4096;
+    for (int64_t i = begin; i < end; i += slice) {
+      const int64_t k = std::min(slice, end - i);
+      w.append(bytes + static_cast<size_t>(i) * spec.sample_bytes(), labels + i, k);
+    }
+    out.shards.push_back(w.finish());
+  }
+  fsync_path(dir);
+  return out;
+}
+
+void compute_channel_stats(const DatasetSpec& spec, const void* samples, int64_t n,
+                           std::vector<double>* mean, std::vector<double>* std) {
+  const int64_t channels = spec.sample_shape.empty() ? 1 : spec.sample_shape[0];
+  const int64_t per_channel = spec.sample_elems() / channels;
+  std::vector<double> sum(static_cast<size_t>(channels), 0.0), sq(sum);
+  auto value = [&](int64_t idx) -> double {
+    switch (spec.dtype) {
+      case DType::kUInt8: return static_cast<const uint8_t*>(samples)[idx];
+      case DType::kInt16: return static_cast<const int16_t*>(samples)[idx];
+      case DType::kFloat32: return static_cast<const float*>(samples)[idx];
+      case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(samples)[idx]);
+    }
+    return 0.0;
+  };
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t base = s * spec.sample_elems() + c * per_channel;
+      for (int64_t i = 0; i < per_channel; ++i) {
+        const double v = value(base + i);
+        sum[c] += v;
+        sq[c] += v * v;
+      }
+    }
+  mean->assign(static_cast<size_t>(channels), 0.0);
+  std->assign(static_cast<size_t>(channels), 1.0);
+  const double count = static_cast<double>(n * per_channel);
+  for (int64_t c = 0; c < channels && count > 0; ++c) {
+    (*mean)[c] = sum[c] / count;
+    const double var = sq[c] / count - (*mean)[c] * (*mean)[c];
+    (*std)[c] = var > 1e-12 ? std::sqrt(var) : 1.0;
+  }
+}
+
+}  // namespace lockstep::io

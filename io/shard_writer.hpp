@@ -1,0 +1,57 @@
+// shard_writer: writes shard files and whole splits in the format of shard_format.hpp.
+//
+// Protocol for one shard (never a partial file under a final name):
+// 1. create NAME.h5.tmp.PID and its datasets at their full size;
+// 2. append samples and labels in order, checking each label and each float sample;
+// 3. finish(): close, compute the file's CRC-32, fsync, rename to NAME.h5.
+// A writer destroyed before finish() deletes its temp file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "io/h5.hpp"
+#include "io/shard_format.hpp"
+
+namespace lockstep::io {
+
+struct WriteOptions {
+  int compression = 0;        // deflate level 0..9 (0: none); shuffle filter when > 0
+  int64_t chunk_samples = 0;  // samples per chunk; 0 picks ~1 MiB chunks
+};
+
+class ShardWriter {
+ public:
+  ShardWriter(const std::string& dir, const std::string& split, int index, int count,
+              const DatasetSpec& spec, int64_t n_samples, const WriteOptions& opt);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends N samples (sample_bytes() each) and their labels.
+  void append(const void* samples, const int64_t* labels, int64_t n);
+  ShardEntry finish();
+
+ private:
+  DatasetSpec spec_;
+  std::string final_path_, tmp_path_, file_name_;
+  int64_t total_ = 0, written_ = 0;
+  std::vector<int64_t> histogram_;
+  H5Handle file_, samples_, labels_;
+  bool finished_ = false;
+};
+
+// Writes N samples as SHARDS files of SPLIT (contiguous, near-equal ranges).
+SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
+                       const void* samples, const int64_t* labels, int64_t n, int shards,
+                       const WriteOptions& opt);
+
+// IEEE half bits -> float (float16 samples are stored as raw 16-bit words).
+float half_to_float(uint16_t h);
+hid_t h5_type_of(DType t);
+
+// Per-channel mean/std of N samples in raw units (channel = first sample dimension).
+void compute_channel_stats(const DatasetSpec& spec, const void* samples, int64_t n,
+                           std::vector<double>* mean, std::vector<double>* std);
+
+}  // namespace lockstep::io

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Bad input: one clear line naming the file/option/rank, a non-zero exit on every rank,
+# no hang (each launch runs under a timeout; 124 fails the test).
+source "$(dirname "$0")/common.sh" "$@"
+make_slice data 256 2
+
+expect_rc 2 "$LOCKSTEP"
+expect_rc 2 "$LOCKSTEP" frobnicate
+expect_output "unknown command 'frobnicate'"
+pass "usage errors"
+
+expect_rc 2 run_mpi 2 train --data data --bogus 3
+expect_output "rank 0@.*error: unrecognised option '--bogus'"
+[ "$(grep -c 'error:' out.txt)" = 1 ] || fail "a usage error should be printed once"
+expect_rc 2 run_mpi 2 train --data data --epochs many
+expect_output "train.epochs"
+printf '[train]\nlearning_rate = 1\n' > bad.ini
+expect_rc 2 run_mpi 2 train --config bad.ini --data data
+expect_output "bad.ini: .*learning_rate"
+pass "bad options and config keys: exit 2, one line"
+
+expect_rc 1 run_mpi 2 train --data /nonexistent/data
+expect_output "rank 0@.*dataset directory /nonexistent/data does not exist"
+expect_output "rank 1@.*dataset directory /nonexistent/data does not exist"
+pass "missing data: every rank reports, job exits 1"
+
+expect_rc 1 run_mpi 2 train --data data --batch-size 200 --run-dir r1
+expect_output "rank 0 of 2 gets 128 samples, fewer than one batch of 200"
+pass "more ranks than data: the rank is named"
+
+cp -r data broken
+head -c 4000 broken/train-00001-of-00002.h5 > t && mv t broken/train-00001-of-00002.h5
+expect_rc 1 run_mpi 2 train --data broken --batch-size 16 --run-dir r2
+expect_output "rank [01]@.*broken/train-00001-of-00002.h5: cannot open as HDF5 \(truncated or corrupt"
+[ ! -e r2/metrics.jsonl ] || fail "a failed start left metrics behind"
+expect_rc 1 "$LOCKSTEP" inspect broken --verify
+expect_output "train-00001-of-00002.h5: checksum mismatch"
+pass "truncated shard named in training and in inspect --verify"
+
+expect_rc 2 "$LOCKSTEP" shard --input csv:x --output y
+expect_output "--input must be idx:DIR"
+expect_rc 1 "$LOCKSTEP" shard --input idx:/nonexistent --output y
+expect_output "idx input /nonexistent is not a directory"
+expect_rc 2 run_mpi 2 shard --input "idx:$FMNIST" --output z
+expect_output "serial tool"
+expect_rc 2 "$LOCKSTEP" inspect README.none
+pass "shard and inspect errors"
+echo "e2e errors: all passed"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# End to end: shard a slice, train 2 ranks, loss goes down, only rank 0 writes, resume
+# continues at the saved step (same and different world size), a corrupt newest
+# checkpoint is skipped, evaluate agrees at 1 and 2 ranks.
+source "$(dirname "$0")/common.sh" "$@"
+
+make_slice data 2048 2
+COMMON=(--data data --epochs 10 --batch-size 32 --log-every 5 --lr 0.05 --run-dir run)
+
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 40
+[ "$(grep -c 'finished at step 40' out.txt)" = 1 ] || fail "the summary line should appear once (rank 0 only)"
+grep -q 'rank 1' out.txt && fail "rank 1 printed on a clean run"
+pass "2-rank training ran 40 steps"
+
+losses=$(json_rows run/metrics.jsonl train train_loss)
+[ "$(echo "$losses" | wc -l)" = 8 ] || fail "expected 8 train rows (not doubled by rank 1), got: $losses"
+python3 - "$losses" <<'PY' || fail "loss did not go down"
+import sys
+v = [float(x) for x in sys.argv[1].split()]
+assert v[-1] < 0.8 * v[0], v
+PY
+[ "$(json_rows run/metrics.jsonl end step)" = 40 ] || fail "no end row at step 40"
+[ -n "$(json_rows run/metrics.jsonl end val_acc)" ] || fail "end row lacks val_acc"
+pass "loss went down: $(echo $losses | cut -d' ' -f1) -> $(echo $losses | awk '{print $NF}')"
+
+[ "$(ls run | tr '\n' ' ')" = "checkpoints command.txt config.ini metrics.jsonl train.log " ] || fail "unexpected run dir: $(ls run)"
+# 32 steps/epoch: the epoch-end checkpoint and the one where --max-steps stopped the run.
+[ "$(ls run/checkpoints | tr '\n' ' ')" = "step-000000032.ckpt step-000000040.ckpt " ] || fail "checkpoints: $(ls run/checkpoints)"
+grep -q '^\[train\]' run/config.ini || fail "config.ini is not the resolved config"
+grep -q -- '--max-steps 40' run/command.txt || fail "command.txt lacks the command line"
+pass "run dir holds exactly rank 0's files"
+
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 60
+expect_output 'resumed from run/checkpoints/step-000000040.ckpt at step 40'
+[ "$(json_rows run/metrics.jsonl train step | sed -n 9p)" = 45 ] || fail "first resumed row is not step 45"
+[ "$(json_rows run/metrics.jsonl end step | tail -1)" = 60 ] || fail "resumed run did not end at 60"
+pass "resume at the same world size continued at step 40"
+
+expect_rc 0 run_mpi 1 train "${COMMON[@]}" --max-steps 70
+expect_output 'resuming a checkpoint of 2 ranks x batch 32 on 1 ranks x batch 32'
+[ "$(json_rows run/metrics.jsonl end step | tail -1)" = 70 ] || fail "1-rank resume did not end at 70"
+pass "resume on a different world size"
+
+head -c 1000 run/checkpoints/step-000000070.ckpt > tmp && mv tmp run/checkpoints/step-000000070.ckpt
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 75
+expect_output 'skipping unusable checkpoint: .*step-000000070.ckpt: truncated'
+# The 1-rank run (64 steps/epoch) also wrote its epoch-end checkpoint at step 68.
+expect_output 'resumed from run/checkpoints/step-000000068.ckpt at step 68'
+pass "corrupt newest checkpoint skipped, previous one used"
+
+before=$(md5sum run/checkpoints/* | md5sum)
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --max-steps 80 --resume none
+expect_output 'already holds checkpoints'
+[ "$(md5sum run/checkpoints/* | md5sum)" = "$before" ] || fail "--resume none changed checkpoints"
+pass "--resume none refuses to overwrite"
+
+ckpt=run/checkpoints/step-000000075.ckpt
+expect_rc 0 run_mpi 2 evaluate --data data --checkpoint "$ckpt"
+acc2=$(grep -Eo 'accuracy [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+expect_rc 0 run_mpi 1 evaluate --data data --checkpoint "$ckpt"
+acc1=$(grep -Eo 'accuracy [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+[ -n "$acc1" ] && [ "$acc1" = "$acc2" ] || fail "evaluate differs: 1 rank '$acc1' vs 2 ranks '$acc2'"
+pass "evaluate: $acc2 at 1 and 2 ranks"
+
+expect_rc 0 "$LOCKSTEP" inspect "$ckpt"
+expect_output '^step +75$'
+pass "inspect reads the checkpoint"
+echo "e2e train_resume: all passed"

@@ -1,0 +1,30 @@
+// main() for the MPI test binary: MPI is initialised once for all tests; only rank 0
+// prints GoogleTest's output; the exit code is the worst over all ranks, so a test that
+// fails on rank 1 alone fails the run.
+#include <gtest/gtest.h>
+
+#include "core/mpi_runtime.hpp"
+#include "mpi_test_env.hpp"
+
+namespace lockstep::testing {
+namespace {
+MpiRuntime* g_mpi = nullptr;
+}
+const MpiRuntime& mpi() { return *g_mpi; }
+}  // namespace lockstep::testing
+
+int main(int argc, char** argv) {
+  lockstep::MpiRuntime runtime(&argc, &argv);
+  lockstep::testing::g_mpi = &runtime;
+  ::testing::InitGoogleTest(&argc, argv);
+  if (runtime.rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int any_failed = failed;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, runtime.comm());
+  if (runtime.rank() == 0 && any_failed && !failed)
+    std::fprintf(stderr, "a test failed on another rank (its output is above, prefixed by rank)\n");
+  return any_failed;
+}

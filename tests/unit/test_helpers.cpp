@@ -1,0 +1,54 @@
+// test_helpers: see test_helpers.hpp.
+#include "test_helpers.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "io/file_util.hpp"
+#include "io/shard_writer.hpp"
+
+namespace lockstep::testing {
+
+std::string fresh_dir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string dir = ::testing::TempDir() + "/lockstep-" + std::to_string(::getpid()) + "-" +
+                          (info ? std::string(info->name()) : "x") + "-" + tag + "-" +
+                          std::to_string(counter++);
+  io::make_dirs(dir);
+  return dir;
+}
+
+io::DatasetSpec tiny_spec(int64_t classes) {
+  io::DatasetSpec s;
+  s.name = "tiny";
+  s.sample_shape = {1, 4, 4};
+  s.dtype = io::DType::kUInt8;
+  s.num_classes = classes;
+  s.mean = {10.0};
+  s.std = {2.0};
+  return s;
+}
+
+void tiny_data(const io::DatasetSpec& spec, int64_t n, std::vector<unsigned char>* samples,
+               std::vector<int64_t>* labels) {
+  samples->resize(static_cast<size_t>(n) * spec.sample_bytes());
+  labels->resize(static_cast<size_t>(n));
+  for (size_t i = 0; i < samples->size(); ++i) (*samples)[i] = static_cast<unsigned char>(i * 31 % 251);
+  for (int64_t i = 0; i < n; ++i) (*labels)[static_cast<size_t>(i)] = i % spec.num_classes;
+}
+
+io::Manifest write_tiny_dataset(const std::string& dir, int64_t n, int shards) {
+  io::Manifest m;
+  m.spec = tiny_spec();
+  std::vector<unsigned char> samples;
+  std::vector<int64_t> labels;
+  tiny_data(m.spec, n, &samples, &labels);
+  m.splits.emplace_back("train", io::write_split(dir, "train", m.spec, samples.data(), labels.data(), n,
+                                                 shards, io::WriteOptions{}));
+  io::write_manifest(dir, m);
+  return m;
+}
+
+}  // namespace lockstep::testing

@@ -1,0 +1,38 @@
+// Helpers shared by the unit tests: temp dirs and small synthetic datasets.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/shard_format.hpp"
+
+namespace lockstep::testing {
+
+// A fresh empty directory under the test temp dir, unique per test.
+std::string fresh_dir(const std::string& tag);
+
+// A small uint8 image dataset spec: [1, 4, 4], CLASSES classes.
+io::DatasetSpec tiny_spec(int64_t classes = 3);
+
+// N samples of SPEC with deterministic content; labels i % classes.
+void tiny_data(const io::DatasetSpec& spec, int64_t n, std::vector<unsigned char>* samples,
+               std::vector<int64_t>* labels);
+
+// Writes a dataset dir with a "train" split of N samples in SHARDS shards and a manifest.
+io::Manifest write_tiny_dataset(const std::string& dir, int64_t n, int shards);
+
+// Asserts that BODY throws lockstep::Error whose message contains NEEDLE.
+#define EXPECT_ERROR_CONTAINS(body, needle)                                         \
+  do {                                                                              \
+    try {                                                                           \
+      body;                                                                         \
+      ADD_FAILURE() << "expected an error containing '" << (needle) << "'";         \
+    } catch (const ::lockstep::Error& e) {                                          \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); \
+    }                                                                               \
+  } while (0)
+
+}  // namespace lockstep::testing

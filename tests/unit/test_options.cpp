@@ -1,0 +1,82 @@
+// Option parsing: aliases, INI + command line precedence, one-line errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "app/options.hpp"
+
+using namespace lockstep;
+using namespace lockstep::app;
+
+TEST(Options, AliasesExpandToSectionKeys) {
+  const auto out = expand_aliases({"--lr", "0.1", "--epochs=3", "--train.seed", "5", "x"});
+  EXPECT_EQ(out, (std::vector<std::string>{"--train.lr", "0.1", "--train.epochs=3", "--train.seed", "5", "x"}));
+}
+
+TEST(Options, CommandLineWinsOverConfigFile) {
+  const std::string path = ::testing::TempDir() + "/job.ini";
+  std::ofstream(path) << "[data]\npath = /data/x\n[train]\nlr = 0.2\nepochs = 4\n";
+  Config cfg;
+  const auto r = parse_train({"--config", path, "--lr", "0.01"}, &cfg);
+  ASSERT_EQ(r.status, ParseStatus::kRun) << r.message;
+  EXPECT_EQ(cfg.data_dir, "/data/x");
+  EXPECT_DOUBLE_EQ(cfg.lr, 0.01);
+  EXPECT_EQ(cfg.epochs, 4);
+  EXPECT_NE(cfg.resolved_ini.find("[train]"), std::string::npos);
+  EXPECT_NE(cfg.resolved_ini.find("lr = 0.01"), std::string::npos);
+  EXPECT_NE(cfg.command_line.find("--lr 0.01"), std::string::npos);
+}
+
+TEST(Options, ResolvedConfigIsItselfAValidConfig) {
+  Config first;
+  ASSERT_EQ(parse_train({"--data", "/d", "--epochs", "7", "--batch-size", "16"}, &first).status, ParseStatus::kRun);
+  const std::string path = ::testing::TempDir() + "/resolved.ini";
+  std::ofstream(path) << first.resolved_ini;
+  Config second;
+  ASSERT_EQ(parse_train({"--config", path}, &second).status, ParseStatus::kRun);
+  EXPECT_EQ(second.epochs, 7);
+  EXPECT_EQ(second.batch_size, 16);
+  EXPECT_EQ(second.resolved_ini, first.resolved_ini);
+}
+
+TEST(Options, ErrorsAreOneLine) {
+  const std::vector<std::vector<std::string>> bad{
+      {"--data", "/d", "--no-such-option", "1"},
+      {"--data", "/d", "--epochs", "many"},
+      {"--epochs", "2"},  // missing --data
+      {"--data", "/d", "--batch-size", "0"},
+      {"--data", "/d", "--backend", "gloo"},
+      {"--config", "/nonexistent/job.ini", "--data", "/d"}};
+  for (const auto& args : bad) {
+    Config cfg;
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << args[2];
+    EXPECT_FALSE(r.message.empty());
+    EXPECT_EQ(r.message.find('\n'), std::string::npos) << r.message;
+  }
+}
+
+TEST(Options, UnknownKeyInConfigFileNamesTheFile) {
+  const std::string path = ::testing::TempDir() + "/typo.ini";
+  std::ofstream(path) << "[train]\nlearning_rate = 0.1\n";
+  Config cfg;
+  const auto r = parse_train({"--config", path, "--data", "/d"}, &cfg);
+  ASSERT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find(path), std::string::npos) << r.message;
+}
+
+TEST(Options, HelpExitsOk) {
+  Config cfg;
+  const auto r = parse_train({"--help"}, &cfg);
+  EXPECT_EQ(r.status, ParseStatus::kExitOk);
+  EXPECT_NE(r.message.find("train.lr"), std::string::npos);
+}
+
+TEST(Options, EvaluateNeedsCheckpoint) {
+  Config cfg;
+  EXPECT_EQ(parse_evaluate({"--data", "/d"}, &cfg).status, ParseStatus::kError);
+  ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c.ckpt", "--split", "train"}, &cfg).status,
+            ParseStatus::kRun);
+  EXPECT_EQ(cfg.checkpoint, "c.ckpt");
+  EXPECT_EQ(cfg.val_split, "train");
+}
