@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/lr_schedule.hpp"
+
 namespace po = boost::program_options;
 
 namespace lockstep::app {
@@ -49,6 +51,9 @@ po::options_description train_options(Config* c) {
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate (alias --lr)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
       ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "L2 weight decay")
+      ("train.schedule", po::value(&c->schedule)->default_value(c->schedule), "learning-rate schedule: constant | cosine")
+      ("train.warmup-steps", po::value(&c->warmup_steps)->default_value(c->warmup_steps), "linear warmup steps")
+      ("train.min-lr-fraction", po::value(&c->min_lr_fraction)->default_value(c->min_lr_fraction), "cosine floor as a fraction of lr")
       ("train.seed", po::value(&c->seed)->default_value(c->seed), "seed of weights and data order (alias --seed)")
       ("train.max-steps", po::value(&c->max_steps)->default_value(c->max_steps), "stop after this global step, 0: none (alias --max-steps)")
       ("train.log-every", po::value(&c->log_every)->default_value(c->log_every), "steps between log lines and metrics rows (alias --log-every)")
@@ -140,6 +145,9 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   if (cfg->lr <= 0) return {ParseStatus::kError, "--train.lr must be positive"};
   if (cfg->backend != "auto" && cfg->backend != "mpi" && cfg->backend != "nccl")
     return {ParseStatus::kError, "--dist.backend must be auto, mpi or nccl, not '" + cfg->backend + "'"};
+  if (!valid_schedule_kind(cfg->schedule))
+    return {ParseStatus::kError, "--train.schedule must be constant or cosine, not '" + cfg->schedule + "'"};
+  if (cfg->warmup_steps < 0) return {ParseStatus::kError, "--train.warmup-steps must be >= 0"};
   if (cfg->dropout < 0 || cfg->dropout >= 1) return {ParseStatus::kError, "--model.dropout must be in [0, 1)"};
   cfg->resolved_ini = render_ini(vm);
   cfg->command_line = "lockstep " + command + (args.empty() ? "" : " " + join(args));

@@ -21,6 +21,9 @@ struct Config {
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
+  std::string schedule = "constant";  // constant | cosine
+  int64_t warmup_steps = 0;
+  double min_lr_fraction = 0.0;  // cosine floor, as a fraction of lr
   uint64_t seed = 42;
   int64_t max_steps = 0;  // stop after this global step (0: run all epochs)
   int threads = 1;        // intra-op threads per rank

@@ -8,11 +8,9 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "io/json.hpp"
 
-#ifndef LOCKSTEP_VERSION
-#define LOCKSTEP_VERSION "0.0.0"
-#endif
 
 namespace lockstep {
 

@@ -14,6 +14,7 @@
 #include "core/evaluator.hpp"
 #include "core/grad_reducer.hpp"
 #include "core/log.hpp"
+#include "core/lr_schedule.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/run_setup.hpp"
 #include "core/train_state.hpp"
@@ -57,6 +58,8 @@ struct Run {
   std::unique_ptr<BatchMaker> maker;
   std::unique_ptr<io::MetricsLog> metrics;  // rank 0 only
   TrainPosition pos;
+  LrSchedule schedule;
+  double lr = 0.0;  // the rate of the last step
   double last_val_acc = -1.0;
   int64_t last_ckpt_step = -1;
 };
@@ -144,6 +147,9 @@ void setup(Run& r) {
       torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
   r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb);
   r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
+  const int64_t planned = cfg.epochs * r.steps_per_epoch;
+  r.schedule = LrSchedule{cfg.schedule, cfg.lr, cfg.warmup_steps,
+                          cfg.max_steps > 0 ? std::min(cfg.max_steps, planned) : planned, cfg.min_lr_fraction};
 
   const std::string resume = agree_resume_path(cfg, r.mpi);
   if (!resume.empty()) resume_from(r, resume);
@@ -165,7 +171,8 @@ void setup(Run& r) {
              std::to_string(r.reducer->buckets().size()) + " gradient bucket(s))");
   log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) +
              " ranks = " + std::to_string(cfg.batch_size * r.mpi.size()) + " per step, " +
-             std::to_string(r.steps_per_epoch) + " steps/epoch, lr " + fmt("%g", cfg.lr));
+             std::to_string(r.steps_per_epoch) + " steps/epoch, lr " + fmt("%g", cfg.lr) + " (" + cfg.schedule +
+             (cfg.warmup_steps > 0 ? ", warmup " + std::to_string(cfg.warmup_steps) : std::string()) + ")");
 }
 
 EvalResult validate(Run& r) {
@@ -179,7 +186,7 @@ void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, doubl
   io::JsonObject row;
   row.add("kind", kind).add("epoch", epoch).add("step", r.pos.step).add("train_loss", train_loss);
   if (ev && ev->count > 0) row.add("val_loss", ev->loss).add("val_acc", ev->accuracy);
-  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("lr", r.cfg.lr);
+  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("lr", r.lr);
   r.metrics->write(row);
 }
 
@@ -210,36 +217,39 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   double run_train_s = 0.0;
   int64_t run_steps = 0;
   bool stop = false;
-  double epoch_loss[2] = {0.0, 0.0};  // sum, steps this epoch on this rank
+  // Loss sums stay on the device between log steps: no host sync in the step loop.
+  const auto zero = [&] { return torch::zeros({}, torch::TensorOptions().device(r.place.device)); };
 
   for (; r.pos.epoch < cfg.epochs && !stop;) {
     const int64_t epoch = r.pos.epoch;
     const auto order = io::epoch_permutation(r.train->size(), cfg.seed, epoch, mpi.rank());
-    double window[2] = {0.0, 0.0};
+    torch::Tensor window_loss = zero(), epoch_loss = zero();
+    int64_t window_steps = 0;
     double train_s = 0.0;
     int64_t epoch_steps = 0;
-    epoch_loss[0] = epoch_loss[1] = 0.0;
     r.model->train();
     for (int64_t s = r.pos.samples_done_in_epoch / global_batch; s < r.steps_per_epoch; ++s) {
       const auto t0 = Clock::now();
       r.train->gather(order.data() + s * batch, batch, raw.data(), labels.data());
       const torch::Tensor x = r.maker->inputs(raw.data(), batch);
       const torch::Tensor y = r.maker->labels(labels.data(), batch);
+      r.lr = r.schedule.at(r.pos.step);
+      for (auto& group : r.opt->param_groups())
+        static_cast<torch::optim::SGDOptions&>(group.options()).lr(r.lr);
       r.opt->zero_grad();
       const torch::Tensor loss = torch::nn::functional::cross_entropy(r.model->forward(x), y);
       loss.backward();
       r.reducer->average_gradients();
       r.opt->step();
-      const double l = loss.item<double>();
+      window_loss += loss.detach();
+      epoch_loss += loss.detach();
       train_s += seconds_since(t0);
       ++r.pos.step;
       ++epoch_steps;
+      ++window_steps;
       r.pos.samples_done_in_epoch = (s + 1) * global_batch;
-      window[0] += l;
-      window[1] += 1;
-      epoch_loss[0] += l;
-      epoch_loss[1] += 1;
       if (r.pos.step % cfg.log_every == 0) {
+        double window[2] = {window_loss.item<double>(), static_cast<double>(window_steps)};
         mpi.allreduce_sum(window, 2);
         const double mean = window[0] / window[1];
         if (!std::isfinite(mean))
@@ -250,7 +260,8 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
                    std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
                    fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s");
         write_row(r, "train", epoch + 1, mean, sps, train_s, nullptr);
-        window[0] = window[1] = 0.0;
+        window_loss.zero_();
+        window_steps = 0;
       }
       if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) save_checkpoint(r);
       if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
@@ -260,8 +271,9 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     }
     run_train_s += train_s;
     run_steps += epoch_steps;
-    mpi.allreduce_sum(epoch_loss, 2);
-    const double mean_loss = epoch_loss[1] > 0 ? epoch_loss[0] / epoch_loss[1] : 0.0;
+    double epoch_sum[2] = {epoch_loss.item<double>(), static_cast<double>(epoch_steps)};
+    mpi.allreduce_sum(epoch_sum, 2);
+    const double mean_loss = epoch_sum[1] > 0 ? epoch_sum[0] / epoch_sum[1] : 0.0;
     const double sps = train_s > 0 ? static_cast<double>(epoch_steps * global_batch) / train_s : 0.0;
     const EvalResult ev = validate(r);
     r.last_val_acc = ev.count > 0 ? ev.accuracy : -1.0;

@@ -1,0 +1,26 @@
+// lr_schedule: the learning rate at a given optimizer step. A pure function of the step,
+// so a resumed run continues the schedule with no extra state.
+//
+// constant: base after warmup. cosine: base * (min + (1 - min) * (1 + cos(pi * t)) / 2)
+// with t the fraction of post-warmup steps done. Warmup: linear from base/warmup to base
+// over the first WARMUP steps. (More schedules: the trainer issue, #5.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep {
+
+struct LrSchedule {
+  std::string kind = "constant";  // constant | cosine
+  double base = 0.05;
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 1;  // the run's last step
+  double min_fraction = 0.0;
+
+  double at(int64_t step) const;  // step counts from 0
+};
+
+bool valid_schedule_kind(const std::string& kind);
+
+}  // namespace lockstep
