@@ -35,6 +35,11 @@ po::options_description common_options(Config* c) {
       ("data.path", po::value(&c->data_dir), "dataset directory with manifest.json (alias --data)")
       ("data.train-split", po::value(&c->train_split)->default_value(c->train_split), "split to train on")
       ("data.val-split", po::value(&c->val_split)->default_value(c->val_split), "split validated every epoch")
+      ("data.mode", po::value(&c->data_mode)->default_value(c->data_mode), "auto | memory | stream (auto: memory if the rank's share fits the budget)")
+      ("data.memory-budget-mb", po::value(&c->memory_budget_mb)->default_value(c->memory_budget_mb), "per-rank budget for data.mode auto")
+      ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
+      ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~1 MiB")
+      ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
       ("model.name", po::value(&c->model)->default_value(c->model), "model: cnn (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
       ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
@@ -48,6 +53,9 @@ po::options_description train_options(Config* c) {
   po::options_description d("Training");
   d.add_options()
       ("train.epochs", po::value(&c->epochs)->default_value(c->epochs), "epochs (alias --epochs)")
+      ("data.remainder", po::value(&c->remainder)->default_value(c->remainder), "drop | wrap: ranks' leftover samples each epoch (docs/shard-format.md)")
+      ("data.random-crop", po::value(&c->random_crop)->default_value(c->random_crop), "augment: random crops with this zero padding (images), 0: off")
+      ("data.hflip", po::value(&c->hflip)->default_value(c->hflip), "augment: random horizontal flips (images)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate (alias --lr)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
       ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "L2 weight decay")
@@ -78,6 +86,7 @@ std::string value_text(const po::variable_value& v) {
   if (const auto* i = boost::any_cast<int>(&a)) return std::to_string(*i);
   if (const auto* l = boost::any_cast<int64_t>(&a)) return std::to_string(*l);
   if (const auto* u = boost::any_cast<uint64_t>(&a)) return std::to_string(*u);
+  if (const auto* b = boost::any_cast<bool>(&a)) return *b ? "true" : "false";
   if (const auto* d = boost::any_cast<double>(&a)) {
     std::ostringstream ss;
     ss.precision(10);
@@ -145,6 +154,12 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   if (cfg->lr <= 0) return {ParseStatus::kError, "--train.lr must be positive"};
   if (cfg->backend != "auto" && cfg->backend != "mpi" && cfg->backend != "nccl")
     return {ParseStatus::kError, "--dist.backend must be auto, mpi or nccl, not '" + cfg->backend + "'"};
+  if (cfg->data_mode != "auto" && cfg->data_mode != "memory" && cfg->data_mode != "stream")
+    return {ParseStatus::kError, "--data.mode must be auto, memory or stream, not '" + cfg->data_mode + "'"};
+  if (cfg->remainder != "drop" && cfg->remainder != "wrap")
+    return {ParseStatus::kError, "--data.remainder must be drop or wrap, not '" + cfg->remainder + "'"};
+  if (cfg->prefetch < 1) return {ParseStatus::kError, "--data.prefetch must be at least 1"};
+  if (cfg->random_crop < 0) return {ParseStatus::kError, "--data.random-crop must be >= 0"};
   if (!valid_schedule_kind(cfg->schedule))
     return {ParseStatus::kError, "--train.schedule must be constant or cosine, not '" + cfg->schedule + "'"};
   if (cfg->warmup_steps < 0) return {ParseStatus::kError, "--train.warmup-steps must be >= 0"};

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <cstring>
+
 #include "core/error.hpp"
 
 namespace lockstep {
@@ -39,6 +41,13 @@ torch::Tensor BatchMaker::inputs(const void* raw, int64_t n) const {
   dims.insert(dims.end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
   // from_blob does not own RAW: .to() copies before RAW's buffer is reused.
   torch::Tensor x = torch::from_blob(const_cast<void*>(raw), dims, torch_type(spec_.dtype));
+  if (device_.is_cuda()) {
+    const int64_t bytes = n * static_cast<int64_t>(spec_.sample_bytes());
+    if (!staging_.defined() || staging_.numel() < bytes)
+      staging_ = torch::empty({bytes}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+    std::memcpy(staging_.data_ptr(), raw, static_cast<size_t>(bytes));
+    x = torch::from_blob(staging_.data_ptr(), dims, torch_type(spec_.dtype));
+  }
   x = x.to(device_, torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
   return x.sub_(mean_).mul_(inv_std_);
 }

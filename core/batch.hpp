@@ -1,5 +1,7 @@
 // batch: raw samples (any shard dtype) -> normalised float32 tensors on the device,
-// using the per-channel mean/std stored in the dataset's manifest.
+// using the per-channel mean/std stored in the dataset's manifest. On a GPU the raw bytes
+// go through a pinned host buffer (a DMA copy, not a pageable one); the copy is
+// synchronous, so the buffer can be reused at once.
 #pragma once
 
 #include <torch/types.h>
@@ -20,6 +22,7 @@ class BatchMaker {
   io::DatasetSpec spec_;
   torch::Device device_;
   torch::Tensor mean_, inv_std_;  // [1, C, 1, ...] on the device
+  mutable torch::Tensor staging_;  // CUDA: pinned host buffer the batch is copied from
 };
 
 }  // namespace lockstep

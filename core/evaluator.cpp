@@ -3,31 +3,28 @@
 
 #include <torch/torch.h>
 
-#include <numeric>
 
 #include "core/mpi_runtime.hpp"
+#include "io/epoch_loader.hpp"
 
 namespace lockstep {
 
-EvalResult evaluate(Net& model, const io::SampleStore& data, const BatchMaker& maker, int64_t batch,
+EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
                     const MpiRuntime& mpi) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
   double sums[3] = {0.0, 0.0, 0.0};  // loss * n, correct, n
-  std::vector<unsigned char> raw(static_cast<size_t>(batch) * data.spec().sample_bytes());
-  std::vector<int64_t> labels(static_cast<size_t>(batch)), idx(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < data.size(); i += batch) {
-    const int64_t n = std::min(batch, data.size() - i);
-    std::iota(idx.begin(), idx.begin() + n, i);
-    data.gather(idx.data(), n, raw.data(), labels.data());
-    const torch::Tensor y = maker.labels(labels.data(), n);
-    const torch::Tensor logits = model.forward(maker.inputs(raw.data(), n));
+  const int64_t steps = (data.size() + batch - 1) / batch;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
+  while (const io::Batch* b = loader.next()) {
+    const torch::Tensor y = maker.labels(b->labels.data(), b->size);
+    const torch::Tensor logits = model.forward(maker.inputs(b->samples.data(), b->size));
     sums[0] += torch::nn::functional::cross_entropy(
                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                    .item<double>();
     sums[1] += logits.argmax(1).eq(y).sum().item<double>();
-    sums[2] += static_cast<double>(n);
+    sums[2] += static_cast<double>(b->size);
   }
   mpi.allreduce_sum(sums, 3);
   if (was_training) model.train();

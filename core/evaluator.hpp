@@ -7,7 +7,7 @@
 
 #include "core/batch.hpp"
 #include "core/model.hpp"
-#include "io/sample_store.hpp"
+#include "io/rank_reader.hpp"
 
 namespace lockstep {
 
@@ -19,7 +19,8 @@ struct EvalResult {
   int64_t count = 0;
 };
 
-EvalResult evaluate(Net& model, const io::SampleStore& data, const BatchMaker& maker, int64_t batch,
+// Reads DATA in natural order through a prefetching loader (PREFETCH batches ahead).
+EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
                     const MpiRuntime& mpi);
 
 }  // namespace lockstep

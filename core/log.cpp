@@ -6,13 +6,20 @@
 #include <ctime>
 #include <mutex>
 
+#include <unistd.h>
+
 namespace lockstep::log {
 namespace {
+
+std::string this_host() {
+  char name[256] = {0};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "unknown-host";
+}
 
 struct State {
   int rank = 0;
   int world = 1;
-  std::string host = "localhost";
+  std::string host = this_host();
   std::FILE* file = nullptr;
   std::mutex mu;  // lines from the main and background threads never interleave
 };

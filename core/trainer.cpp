@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/augment.hpp"
 #include "core/batch.hpp"
 #include "core/error.hpp"
 #include "core/evaluator.hpp"
@@ -19,6 +20,7 @@
 #include "core/run_setup.hpp"
 #include "core/train_state.hpp"
 #include "io/checkpoint_store.hpp"
+#include "io/epoch_loader.hpp"
 #include "io/file_util.hpp"
 #include "io/metrics_log.hpp"
 #include "io/sample_order.hpp"
@@ -50,7 +52,8 @@ struct Run {
   const MpiRuntime& mpi;
   io::Manifest manifest;
   int64_t steps_per_epoch = 0;
-  std::optional<io::SampleStore> train, val;
+  std::unique_ptr<io::RankReader> train, val;
+  AugmentOptions augment;
   Placement place;
   std::shared_ptr<Net> model;
   std::unique_ptr<torch::optim::SGD> opt;
@@ -130,10 +133,12 @@ void setup(Run& r) {
   torch::set_num_threads(cfg.threads);
   r.manifest = io::read_manifest(cfg.data_dir);
   const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
-  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size);
-  r.train.emplace(io::load_rank_samples(cfg.data_dir, r.manifest, cfg.train_split, r.mpi.rank(), r.mpi.size()));
+  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size, cfg.remainder == "wrap");
+  const io::ReaderOptions ropt{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks};
+  r.train = std::make_unique<io::RankReader>(cfg.data_dir, r.manifest, cfg.train_split, r.mpi.rank(), r.mpi.size(), ropt);
+  r.augment = AugmentOptions{cfg.random_crop, cfg.hflip};
   if (r.manifest.has_split(cfg.val_split))
-    r.val.emplace(io::load_rank_samples(cfg.data_dir, r.manifest, cfg.val_split, r.mpi.rank(), r.mpi.size()));
+    r.val = std::make_unique<io::RankReader>(cfg.data_dir, r.manifest, cfg.val_split, r.mpi.rank(), r.mpi.size(), ropt);
   else
     log::info0("no '" + cfg.val_split + "' split in " + cfg.data_dir + ": validation is skipped");
 
@@ -171,22 +176,23 @@ void setup(Run& r) {
              std::to_string(r.reducer->buckets().size()) + " gradient bucket(s))");
   log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) +
              " ranks = " + std::to_string(cfg.batch_size * r.mpi.size()) + " per step, " +
-             std::to_string(r.steps_per_epoch) + " steps/epoch, lr " + fmt("%g", cfg.lr) + " (" + cfg.schedule +
+             std::to_string(r.steps_per_epoch) + " steps/epoch (" + cfg.remainder + " remainder), reader " +
+             (r.train->streaming() ? "stream" : "memory") + ", lr " + fmt("%g", cfg.lr) + " (" + cfg.schedule +
              (cfg.warmup_steps > 0 ? ", warmup " + std::to_string(cfg.warmup_steps) : std::string()) + ")");
 }
 
 EvalResult validate(Run& r) {
   if (!r.val) return EvalResult{};
-  return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.mpi);
+  return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.mpi);
 }
 
 void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, double samples_per_s,
-               double seconds, const EvalResult* ev) {
+               double seconds, double data_wait_s, const EvalResult* ev) {
   if (r.mpi.rank() != 0) return;
   io::JsonObject row;
   row.add("kind", kind).add("epoch", epoch).add("step", r.pos.step).add("train_loss", train_loss);
   if (ev && ev->count > 0) row.add("val_loss", ev->loss).add("val_acc", ev->accuracy);
-  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("lr", r.lr);
+  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("data_wait_s", data_wait_s).add("lr", r.lr);
   r.metrics->write(row);
 }
 
@@ -212,9 +218,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     return kExitOk;
   }
   const auto run_start = Clock::now();
-  std::vector<unsigned char> raw(static_cast<size_t>(batch) * r.manifest.spec.sample_bytes());
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  double run_train_s = 0.0;
+  double run_train_s = 0.0, run_wait_s = 0.0;
   int64_t run_steps = 0;
   bool stop = false;
   // Loss sums stay on the device between log steps: no host sync in the step loop.
@@ -222,17 +226,24 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
 
   for (; r.pos.epoch < cfg.epochs && !stop;) {
     const int64_t epoch = r.pos.epoch;
-    const auto order = io::epoch_permutation(r.train->size(), cfg.seed, epoch, mpi.rank());
+    const int64_t first_step = r.pos.samples_done_in_epoch / global_batch;
+    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), batch, r.steps_per_epoch,
+                           first_step, cfg.prefetch);
+    double window_wait_start = 0.0;
     torch::Tensor window_loss = zero(), epoch_loss = zero();
     int64_t window_steps = 0;
     double train_s = 0.0;
     int64_t epoch_steps = 0;
     r.model->train();
-    for (int64_t s = r.pos.samples_done_in_epoch / global_batch; s < r.steps_per_epoch; ++s) {
+    for (int64_t s = first_step; s < r.steps_per_epoch; ++s) {
       const auto t0 = Clock::now();
-      r.train->gather(order.data() + s * batch, batch, raw.data(), labels.data());
-      const torch::Tensor x = r.maker->inputs(raw.data(), batch);
-      const torch::Tensor y = r.maker->labels(labels.data(), batch);
+      const io::Batch* b = loader.next();
+      LOCKSTEP_REQUIRE(b != nullptr && b->step == s, "data loader ended before step " + std::to_string(s));
+      torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
+      if (r.augment.enabled())
+        x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(s),
+                                                      static_cast<uint64_t>(mpi.rank())));
+      const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
       r.lr = r.schedule.at(r.pos.step);
       for (auto& group : r.opt->param_groups())
         static_cast<torch::optim::SGDOptions&>(group.options()).lr(r.lr);
@@ -256,10 +267,13 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
           throw Error("training loss is " + fmt("%g", mean) + " at step " + std::to_string(r.pos.step) +
                       " (lower --train.lr?)");
         const double sps = static_cast<double>(epoch_steps * global_batch) / train_s;
+        const double wait = loader.wait_seconds() - window_wait_start;
+        window_wait_start = loader.wait_seconds();
         log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
                    std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
-                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s");
-        write_row(r, "train", epoch + 1, mean, sps, train_s, nullptr);
+                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s, data wait " +
+                   fmt("%.1f", 1000.0 * wait / window[1]) + " ms/step");
+        write_row(r, "train", epoch + 1, mean, sps, train_s, wait, nullptr);
         window_loss.zero_();
         window_steps = 0;
       }
@@ -270,6 +284,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
       }
     }
     run_train_s += train_s;
+    run_wait_s += loader.wait_seconds();
     run_steps += epoch_steps;
     double epoch_sum[2] = {epoch_loss.item<double>(), static_cast<double>(epoch_steps)};
     mpi.allreduce_sum(epoch_sum, 2);
@@ -280,8 +295,9 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     if (!stop) {
       log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " done: loss " +
                  fmt("%.4f", mean_loss) + " val_loss " + fmt("%.4f", ev.loss) + " val_acc " +
-                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " + fmt("%.1f", train_s) + " s");
-      write_row(r, "epoch", epoch + 1, mean_loss, sps, train_s, &ev);
+                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " + fmt("%.1f", train_s) +
+                 " s, data wait " + fmt("%.2f", 100.0 * loader.wait_seconds() / std::max(train_s, 1e-9)) + "%");
+      write_row(r, "epoch", epoch + 1, mean_loss, sps, train_s, loader.wait_seconds(), &ev);
       ++r.pos.epoch;
       r.pos.samples_done_in_epoch = 0;
     }
@@ -291,7 +307,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
       log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
                  " val_loss " + fmt("%.4f", ev.loss) + ", " + fmt("%.0f", total_sps) + " samples/s, " +
                  fmt("%.1f", seconds_since(run_start)) + " s wall");
-      write_row(r, "end", epoch + 1, mean_loss, total_sps, seconds_since(run_start), &ev);
+      write_row(r, "end", epoch + 1, mean_loss, total_sps, seconds_since(run_start), run_wait_s, &ev);
     }
   }
   return kExitOk;
@@ -308,14 +324,15 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
                    cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
   torch::set_num_threads(cfg.threads);
-  const io::SampleStore data = io::load_rank_samples(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size());
+  const io::RankReader data(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size(),
+                            io::ReaderOptions{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks});
   Placement place = place_run(cfg, mpi);
   auto model = make_model(meta.model, manifest.spec, cfg.dropout);
   model->to(place.device);
   load_state(d.payload, *model, nullptr, cfg.checkpoint);
   const BatchMaker maker(manifest.spec, place.device);
   const auto t0 = Clock::now();
-  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, mpi);
+  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, mpi);
   log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
              " split '" + cfg.val_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " loss " + fmt("%.4f", ev.loss) +
              " over " + std::to_string(ev.count) + " samples, " + std::to_string(mpi.size()) + " rank(s), " +

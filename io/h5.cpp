@@ -18,8 +18,14 @@ void H5Handle::reset() {
   id_ = H5I_INVALID_HID;
 }
 
+std::mutex& h5_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 void h5_quiet() {
-  static const bool once = [] {
+  // HDF5's error-stack settings are per thread: each thread silences its own once.
+  thread_local const bool once = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();

@@ -8,6 +8,7 @@
 
 #include <hdf5.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,13 @@ class H5Handle {
   hid_t id_ = H5I_INVALID_HID;
 };
 
-// Silences HDF5's own stderr dumps (idempotent); called by every io entry point.
+// Shard reads from the loader threads and the training thread take this lock. Debian's
+// libhdf5 is built thread-safe (H5_HAVE_THREADSAFE) and needs no lock; a site's HDF5
+// module built without thread safety would corrupt its state under concurrent calls.
+std::mutex& h5_mutex();
+
+// Silences HDF5's own stderr dumps for the calling thread (idempotent); called by every
+// io entry point that may run on a new thread.
 void h5_quiet();
 // The innermost message on HDF5's error stack, e.g. "unable to open file".
 std::string h5_last_error();

@@ -35,11 +35,17 @@ int64_t rank_sample_count(const std::vector<int64_t>& shard_counts, int rank, in
   return n;
 }
 
-int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch) {
+int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap) {
   LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
   int64_t steps = -1;
   for (int r = 0; r < world; ++r) {
     const int64_t n = rank_sample_count(shard_counts, r, world);
+    if (wrap) {
+      LOCKSTEP_REQUIRE(n > 0, "rank " + std::to_string(r) + " of " + std::to_string(world) +
+                                  " gets no samples (more ranks than samples)");
+      steps = std::max(steps, (n + batch - 1) / batch);
+      continue;
+    }
     LOCKSTEP_REQUIRE(n >= batch, "rank " + std::to_string(r) + " of " + std::to_string(world) +
                                      " gets " + std::to_string(n) + " samples, fewer than one batch of " +
                                      std::to_string(batch) + " (more ranks than data? use fewer ranks, "

@@ -6,9 +6,11 @@
 // 1. S >= W shards: rank r owns whole shards r, r+W, r+2W, ...
 // 2. S <  W shards: the split's samples, concatenated in shard order, are cut into W
 //    contiguous near-equal ranges; rank r reads range r (ranges may span shards).
-// 3. Training steps per epoch = min over ranks of floor(samples_r / batch): every rank
-//    runs the same number of steps; each rank's remainder is dropped for that epoch
-//    (a different remainder each epoch, since the order is reshuffled).
+// 3. Training steps per epoch are the same on every rank. "drop" (default): min over
+//    ranks of floor(samples_r / batch); each rank's remainder is dropped for that epoch (a
+//    different remainder each epoch, since the order is reshuffled). "wrap": max over
+//    ranks of ceil(samples_r / batch); a rank that runs out continues from the start of
+//    its epoch order, so every sample is seen at least once per epoch.
 // 4. Evaluation reads every sample of the rank's ranges (nothing dropped).
 #pragma once
 
@@ -29,7 +31,8 @@ struct SampleRange {
 std::vector<SampleRange> plan_rank_ranges(const std::vector<int64_t>& shard_counts, int rank,
                                           int world);
 int64_t rank_sample_count(const std::vector<int64_t>& shard_counts, int rank, int world);
-// Throws naming the rank when some rank has fewer samples than one batch.
-int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch);
+// Throws naming the rank when some rank has fewer samples than one batch (drop) or none
+// at all (wrap).
+int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap = false);
 
 }  // namespace lockstep::io

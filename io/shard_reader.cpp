@@ -2,6 +2,7 @@
 #include "io/shard_reader.hpp"
 
 #include <cmath>
+#include <mutex>
 #include <cstdio>
 #include <vector>
 
@@ -73,6 +74,8 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) c
                    path_ + ": read of [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                        ") is outside the shard's " + std::to_string(count_) + " samples");
   if (n == 0) return;
+  h5_quiet();  // may be the loader's thread
+  std::lock_guard<std::mutex> lock(h5_mutex());
   std::vector<hsize_t> start(spec_.sample_shape.size() + 1, 0), count{static_cast<hsize_t>(n)};
   start[0] = static_cast<hsize_t>(begin);
   for (const int64_t d : spec_.sample_shape) count.push_back(static_cast<hsize_t>(d));

@@ -88,8 +88,6 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   std::string names;
   for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
   h5_write_attr_str(f, "class_names", names);
-  h5_write_attr_f64(f, "mean", spec.mean);
-  h5_write_attr_f64(f, "std", spec.std);
 
   std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
   for (const int64_t d : spec.sample_shape) dims.push_back(static_cast<hsize_t>(d));
@@ -151,9 +149,16 @@ void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) 
   written_ += n;
 }
 
+void ShardWriter::set_stats(const std::vector<double>& mean, const std::vector<double>& std) {
+  spec_.mean = mean;
+  spec_.std = std;
+}
+
 ShardEntry ShardWriter::finish() {
   LOCKSTEP_REQUIRE(written_ == total_, final_path_ + ": " + std::to_string(written_) + " of " +
                                            std::to_string(total_) + " samples written");
+  h5_write_attr_f64(file_.get(), "mean", spec_.mean);
+  h5_write_attr_f64(file_.get(), "std", spec_.std);
   samples_.reset();
   labels_.reset();
   H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
@@ -191,39 +196,6 @@ SplitEntry write_split(const std::string& dir, const std::string& split, const D
   }
   fsync_path(dir);
   return out;
-}
-
-void compute_channel_stats(const DatasetSpec& spec, const void* samples, int64_t n,
-                           std::vector<double>* mean, std::vector<double>* std) {
-  const int64_t channels = spec.sample_shape.empty() ? 1 : spec.sample_shape[0];
-  const int64_t per_channel = spec.sample_elems() / channels;
-  std::vector<double> sum(static_cast<size_t>(channels), 0.0), sq(sum);
-  auto value = [&](int64_t idx) -> double {
-    switch (spec.dtype) {
-      case DType::kUInt8: return static_cast<const uint8_t*>(samples)[idx];
-      case DType::kInt16: return static_cast<const int16_t*>(samples)[idx];
-      case DType::kFloat32: return static_cast<const float*>(samples)[idx];
-      case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(samples)[idx]);
-    }
-    return 0.0;
-  };
-  for (int64_t s = 0; s < n; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      const int64_t base = s * spec.sample_elems() + c * per_channel;
-      for (int64_t i = 0; i < per_channel; ++i) {
-        const double v = value(base + i);
-        sum[c] += v;
-        sq[c] += v * v;
-      }
-    }
-  mean->assign(static_cast<size_t>(channels), 0.0);
-  std->assign(static_cast<size_t>(channels), 1.0);
-  const double count = static_cast<double>(n * per_channel);
-  for (int64_t c = 0; c < channels && count > 0; ++c) {
-    (*mean)[c] = sum[c] / count;
-    const double var = sq[c] / count - (*mean)[c] * (*mean)[c];
-    (*std)[c] = var > 1e-12 ? std::sqrt(var) : 1.0;
-  }
 }
 
 }  // namespace lockstep::io

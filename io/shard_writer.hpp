@@ -3,7 +3,8 @@
 // Protocol for one shard (never a partial file under a final name):
 // 1. create NAME.h5.tmp.PID and its datasets at their full size;
 // 2. append samples and labels in order, checking each label and each float sample;
-// 3. finish(): close, compute the file's CRC-32, fsync, rename to NAME.h5.
+// 3. finish(): write the statistics attributes, close, compute the file's CRC-32, fsync,
+//    rename to NAME.h5.
 // A writer destroyed before finish() deletes its temp file.
 #pragma once
 
@@ -30,6 +31,8 @@ class ShardWriter {
 
   // Appends N samples (sample_bytes() each) and their labels.
   void append(const void* samples, const int64_t* labels, int64_t n);
+  // Per-channel statistics, known only after a whole pass: stored at finish().
+  void set_stats(const std::vector<double>& mean, const std::vector<double>& std);
   ShardEntry finish();
 
  private:
@@ -50,8 +53,5 @@ SplitEntry write_split(const std::string& dir, const std::string& split, const D
 float half_to_float(uint16_t h);
 hid_t h5_type_of(DType t);
 
-// Per-channel mean/std of N samples in raw units (channel = first sample dimension).
-void compute_channel_stats(const DatasetSpec& spec, const void* samples, int64_t n,
-                           std::vector<double>* mean, std::vector<double>* std);
 
 }  // namespace lockstep::io

@@ -16,7 +16,7 @@
 #include "core/model.hpp"
 #include "core/mpi_runtime.hpp"
 #include "io/file_util.hpp"
-#include "io/sample_store.hpp"
+#include "io/rank_reader.hpp"
 #include "io/shard_writer.hpp"
 #include "mpi_test_env.hpp"
 
@@ -118,10 +118,18 @@ TEST(Evaluator, DistributedEqualsSingleProcess) {
   }
   mpi().barrier();
   m = io::read_manifest(dir);
-  const auto store = io::load_rank_samples(dir, m, "test", mpi().rank(), mpi().size());
   auto model = seeded_model(11);
   const BatchMaker maker(m.spec, torch::kCPU);
-  const EvalResult dist = evaluate(*model, store, maker, 16, mpi());
+  EvalResult dist;
+  for (const char* mode : {"memory", "stream"}) {
+    io::ReaderOptions ro;
+    ro.mode = mode;
+    ro.block_samples = 5;
+    const io::RankReader reader(dir, m, "test", mpi().rank(), mpi().size(), ro);
+    const EvalResult e = evaluate(*model, reader, maker, 16, 2, mpi());
+    if (dist.count > 0) EXPECT_DOUBLE_EQ(e.loss, dist.loss) << mode;
+    dist = e;
+  }
 
   // Reference: this process alone over all 103 samples, straight from the arrays.
   torch::NoGradGuard ng;

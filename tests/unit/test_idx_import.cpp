@@ -50,71 +50,70 @@ std::string make_idx_dir(int n_train, int n_test) {
   return dir;
 }
 
+ImportResult import_dir(const std::string& in, const std::string& out, PlanOptions plan = {}, bool force = false,
+                        std::vector<std::string> class_names = {}) {
+  std::vector<std::string> files;
+  auto inputs = open_idx(in, &files);
+  ImportOptions opt;
+  opt.output_dir = out;
+  opt.plan = plan;
+  opt.force = force;
+  opt.class_names = class_names;
+  const std::string fp = "test" + file_fingerprint(files) + std::to_string(plan.shards) + std::to_string(plan.limit);
+  return run_import(std::move(inputs), opt, "idx:" + in, fp);
+}
+
 }  // namespace
 
 TEST(IdxImport, ImportsBothSplitsWithStats) {
-  const std::string in = make_idx_dir(40, 12);
-  ImportOptions opt;
-  opt.input_dir = in;
-  opt.output_dir = fresh_dir("out");
-  opt.shards = 2;
-  opt.name = "toy";
-  const ImportResult r = import_idx(opt);
-  EXPECT_FALSE(r.skipped);
-  const Manifest m = read_manifest(opt.output_dir);
+  const std::string in = make_idx_dir(40, 12), out = fresh_dir("out");
+  PlanOptions plan;
+  plan.shards = 2;
+  EXPECT_FALSE(import_dir(in, out, plan).skipped);
+  const Manifest m = read_manifest(out);
   EXPECT_EQ(m.spec.sample_shape, (std::vector<int64_t>{1, 3, 2}));
   EXPECT_EQ(m.spec.num_classes, 4);
-  EXPECT_EQ(m.split("train", opt.output_dir).count(), 40);
-  EXPECT_EQ(m.split("test", opt.output_dir).count(), 12);
+  EXPECT_EQ(m.split("train", out).count(), 40);
+  EXPECT_EQ(m.split("test", out).count(), 12);
   ASSERT_EQ(m.spec.mean.size(), 1u);
   EXPECT_GT(m.spec.std[0], 0.0);
-  EXPECT_EQ(verify_dataset(opt.output_dir).size(), 4u);
+  EXPECT_EQ(verify_dataset(out).size(), 4u);
+  // Statistics are the train split's, stored in every shard (test shards included).
+  EXPECT_EQ(read_shard_header(out + "/test-00000-of-00002.h5").spec.mean, m.spec.mean);
 }
 
 TEST(IdxImport, SecondRunIsSkippedUnlessInputOrOptionsChange) {
-  const std::string in = make_idx_dir(20, 8);
-  ImportOptions opt;
-  opt.input_dir = in;
-  opt.output_dir = fresh_dir("out");
-  EXPECT_FALSE(import_idx(opt).skipped);
-  EXPECT_TRUE(import_idx(opt).skipped);
-  opt.shards = 2;  // other options: redo, and the old shard files go away
-  EXPECT_FALSE(import_idx(opt).skipped);
-  for (const auto& f : list_dir(opt.output_dir)) EXPECT_EQ(f.find("-of-00001"), std::string::npos) << f;
-  opt.force = true;
-  EXPECT_FALSE(import_idx(opt).skipped);
+  const std::string in = make_idx_dir(20, 8), out = fresh_dir("out");
+  EXPECT_FALSE(import_dir(in, out).skipped);
+  EXPECT_TRUE(import_dir(in, out).skipped);
+  PlanOptions two;
+  two.shards = 2;  // other options: redo, and the old shard files go away
+  EXPECT_FALSE(import_dir(in, out, two).skipped);
+  for (const auto& f : list_dir(out)) EXPECT_EQ(f.find("-of-00001"), std::string::npos) << f;
+  EXPECT_FALSE(import_dir(in, out, two, /*force=*/true).skipped);
 }
 
 TEST(IdxImport, LimitAndClassNames) {
-  const std::string in = make_idx_dir(40, 12);
-  ImportOptions opt;
-  opt.input_dir = in;
-  opt.output_dir = fresh_dir("out");
-  opt.limit = 10;
-  opt.class_names = {"a", "b", "c", "d"};
-  import_idx(opt);
-  const Manifest m = read_manifest(opt.output_dir);
-  EXPECT_EQ(m.split("train", opt.output_dir).count(), 10);
-  EXPECT_EQ(m.split("test", opt.output_dir).count(), 10);
+  const std::string in = make_idx_dir(40, 12), out = fresh_dir("out");
+  PlanOptions plan;
+  plan.limit = 10;
+  import_dir(in, out, plan, false, {"a", "b", "c", "d"});
+  const Manifest m = read_manifest(out);
+  EXPECT_EQ(m.split("train", out).count(), 10);
+  EXPECT_EQ(m.split("test", out).count(), 10);
   EXPECT_EQ(m.spec.class_names[3], "d");
 }
 
 TEST(IdxImport, Errors) {
-  ImportOptions opt;
-  opt.output_dir = fresh_dir("out");
-  opt.input_dir = fresh_dir("empty-in");
-  EXPECT_ERROR_CONTAINS(import_idx(opt), "no train-images-idx3-ubyte");
-  opt.input_dir = "/nonexistent/idx";
-  EXPECT_ERROR_CONTAINS(import_idx(opt), "is not a directory");
+  std::vector<std::string> files;
+  EXPECT_ERROR_CONTAINS(open_idx(fresh_dir("empty-in"), &files), "no train-images-idx3-ubyte");
+  EXPECT_ERROR_CONTAINS(open_idx("/nonexistent/idx", &files), "is not a directory");
 
   const std::string in = make_idx_dir(10, 4);
-  opt.input_dir = in;
-  opt.class_names = {"only", "two"};
-  EXPECT_ERROR_CONTAINS(import_idx(opt), "label 3 but only 2 class names");
+  EXPECT_ERROR_CONTAINS(import_dir(in, fresh_dir("out"), {}, false, {"only", "two"}), "--class-names gives 2 names");
 
   write_raw(in + "/t10k-labels-idx1-ubyte", idx_bytes({5}, {0, 1, 2, 3, 0}));
-  opt.class_names.clear();
-  EXPECT_ERROR_CONTAINS(import_idx(opt), "has 4 images but");
+  EXPECT_ERROR_CONTAINS(open_idx(in, &files), "has 4 images but");
 
   std::string truncated = idx_bytes({10, 3, 2}, std::vector<unsigned char>(30));
   write_raw(in + "/t10k-images-idx3-ubyte", truncated);

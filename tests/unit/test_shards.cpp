@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "io/file_util.hpp"
+#include "io/importer.hpp"
 #include "io/sample_store.hpp"
 #include "io/shard_reader.hpp"
 #include "io/shard_writer.hpp"
@@ -206,7 +207,10 @@ TEST(ShardWriterTest, ChannelStats) {
   spec.sample_shape = {2, 1, 2};
   const unsigned char data[8] = {0, 2, 10, 10, 4, 6, 10, 10};  // 2 samples x 2 channels x 2
   std::vector<double> mean, std;
-  compute_channel_stats(spec, data, 2, &mean, &std);
+  ChannelStats stats(spec);
+  stats.add(data, 1);  // streamed in pieces, as the importer does
+  stats.add(data + 4, 1);
+  stats.finish(&mean, &std);
   EXPECT_DOUBLE_EQ(mean[0], 3.0);
   EXPECT_DOUBLE_EQ(mean[1], 10.0);
   EXPECT_NEAR(std[0], std::sqrt(5.0), 1e-12);

@@ -1,0 +1,37 @@
+// import_plan: which source samples go to which split and shard. A pure function of the
+// labels and the options, tested in one process.
+//
+// 1. Order: source order, or a permutation seeded by (seed, split) when shuffling.
+// 2. --limit N keeps the first N of that order.
+// 3. Validation (stratified): from each class, the first round(fraction * class count)
+//    samples of that order go to the validation split; the rest stay.
+// 4. Each split's list is cut into contiguous near-equal ranges, one per shard
+//    (min(shards, samples) shards). Within a shard, samples keep source order, so the
+//    writer reads the source in one sequential pass; the reader reshuffles every epoch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep::io {
+
+struct PlanOptions {
+  int shards = 1;
+  double val_fraction = 0.0;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int64_t limit = 0;  // 0: all
+};
+
+struct SplitAssignment {
+  std::string split;
+  std::vector<std::vector<int64_t>> shards;  // source indices, ascending within each shard
+  int64_t count() const;
+};
+
+// Plans SPLIT (and "val" when options.val_fraction > 0) from LABELS.
+std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int64_t num_classes,
+                                         const std::string& split, const PlanOptions& options);
+
+}  // namespace lockstep::io
