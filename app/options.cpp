@@ -38,7 +38,7 @@ po::options_description common_options(Config* c) {
       ("data.mode", po::value(&c->data_mode)->default_value(c->data_mode), "auto | memory | stream (auto: memory if the rank's share fits the budget)")
       ("data.memory-budget-mb", po::value(&c->memory_budget_mb)->default_value(c->memory_budget_mb), "per-rank budget for data.mode auto")
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
-      ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~1 MiB")
+      ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
       ("model.name", po::value(&c->model)->default_value(c->model), "model: cnn (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")

@@ -16,7 +16,7 @@ struct Config {
   int64_t memory_budget_mb = 4096;   // per rank, for data.mode auto
   int prefetch = 4;                  // batches the loader thread keeps ready
   std::string remainder = "drop";    // drop | wrap (io/shard_plan.hpp)
-  int64_t block_samples = 0;         // stream: samples per read, 0: ~1 MiB
+  int64_t block_samples = 0;         // stream: samples per read, 0: ~4 MiB
   int64_t shuffle_blocks = 16;       // stream: blocks per shuffle window
   int64_t random_crop = 0;           // pad for random crops of images, 0: off
   bool hflip = false;                // random horizontal flips of images

@@ -29,7 +29,7 @@ RankReader::RankReader(const std::string& dir, const Manifest& m, const std::str
       files_[static_cast<size_t>(r.shard)] = std::make_unique<ShardFile>(dir + "/" + s.file, spec_, s.count);
   }
   block_ = opt.block_samples > 0 ? opt.block_samples
-                                 : std::max<int64_t>(1, (1 << 20) / static_cast<int64_t>(spec_.sample_bytes()));
+                                 : std::max<int64_t>(1, (4 << 20) / static_cast<int64_t>(spec_.sample_bytes()));
   group_ = std::max<int64_t>(1, opt.shuffle_blocks);
 }
 

@@ -24,7 +24,7 @@ namespace lockstep::io {
 struct ReaderOptions {
   std::string mode = "auto";        // auto | memory | stream
   int64_t memory_budget_mb = 4096;  // per rank
-  int64_t block_samples = 0;        // stream: samples per read; 0: about 1 MiB
+  int64_t block_samples = 0;        // stream: samples per read; 0: about 4 MiB (bench/io.sh)
   int64_t shuffle_blocks = 16;      // stream: blocks per shuffle window
 };
 
