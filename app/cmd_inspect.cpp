@@ -34,7 +34,7 @@ std::string list(const std::vector<double>& v) {
 void print_spec(const io::DatasetSpec& s) {
   std::cout << "dataset      " << s.name << "\n"
             << "samples      " << list(s.sample_shape) << " " << io::dtype_name(s.dtype) << "\n"
-            << "classes      " << s.num_classes;
+            << "classes      " << (s.labeled ? std::to_string(s.num_classes) : "none (unlabeled data)");
   for (size_t i = 0; i < s.class_names.size(); ++i) std::cout << (i ? ", " : ": ") << s.class_names[i];
   std::cout << "\nmean / std   " << list(s.mean) << " / " << list(s.std) << "\n";
 }
@@ -44,11 +44,11 @@ void inspect_dataset(const std::string& dir, bool verify) {
   print_spec(m.spec);
   std::cout << "source       " << m.source << "\n";
   for (const auto& [name, split] : m.splits) {
-    std::vector<int64_t> hist(static_cast<size_t>(m.spec.num_classes), 0);
+    std::vector<int64_t> hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
     for (const auto& s : split.shards)
       for (size_t c = 0; c < hist.size(); ++c) hist[c] += s.histogram[c];
-    std::cout << "split " << name << ": " << split.count() << " samples in " << split.shards.size()
-              << " shard(s); class histogram";
+    std::cout << "split " << name << ": " << split.count() << " samples in " << split.shards.size() << " shard(s)";
+    if (m.spec.labeled) std::cout << "; class histogram";
     for (const int64_t h : hist) std::cout << " " << h;
     std::cout << "\n";
   }

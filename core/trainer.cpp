@@ -132,6 +132,8 @@ void setup(Run& r) {
   const Config& cfg = r.cfg;
   torch::set_num_threads(cfg.threads);
   r.manifest = io::read_manifest(cfg.data_dir);
+  if (!r.manifest.spec.labeled)
+    throw UsageError(cfg.data_dir + ": dataset '" + r.manifest.spec.name + "' has no labels; lockstep trains classifiers");
   const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
   r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size, cfg.remainder == "wrap");
   const io::ReaderOptions ropt{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks};
@@ -321,6 +323,8 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
   const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
   const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  if (!manifest.spec.labeled)
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against");
   LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
                    cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
   torch::set_num_threads(cfg.threads);

@@ -74,7 +74,9 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
       const bool header = opt.header == "yes" || (opt.header == "auto" && !numeric);
       for (int64_t i = 0; i < width; ++i)
         t.columns.push_back(header ? fields[static_cast<size_t>(i)] : "column " + std::to_string(i));
-      if (opt.label_column.empty()) {
+      if (opt.label_column == "none") {
+        label_col = -1;  // unlabeled: every column is a feature
+      } else if (opt.label_column.empty()) {
         label_col = width - 1;
       } else if (is_class_id(opt.label_column)) {
         label_col = std::stoll(opt.label_column);
@@ -84,10 +86,10 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
                          path + ": no column named '" + opt.label_column + "'" + (header ? "" : " (the file has no header)"));
         label_col = it - t.columns.begin();
       }
-      LOCKSTEP_REQUIRE(label_col >= 0 && label_col < width,
+      LOCKSTEP_REQUIRE(label_col == -1 || (label_col >= 0 && label_col < width),
                        path + ": label column " + opt.label_column + " is outside its " + std::to_string(width) + " columns");
-      LOCKSTEP_REQUIRE(width >= 2, path + ": needs at least one feature column and a label column");
-      t.features = width - 1;
+      LOCKSTEP_REQUIRE(width >= (label_col < 0 ? 1 : 2), path + ": needs at least one feature column");
+      t.features = label_col < 0 ? width : width - 1;
       if (header) continue;
     }
     LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
@@ -117,6 +119,7 @@ std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int
   DatasetSpec spec;
   spec.dtype = DType::kFloat32;
   spec.num_classes = classes;
+  spec.labeled = opt.label_column != "none";
   std::vector<float> samples;
   std::vector<int64_t> labels;
   const int64_t f = t.features;
@@ -133,6 +136,10 @@ std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int
     for (int64_t start = 0; start + w <= t.rows; start += s) {
       for (int64_t c = 0; c < f; ++c)
         for (int64_t k = 0; k < w; ++k) samples.push_back(t.values[static_cast<size_t>((start + k) * f + c)]);
+      if (!spec.labeled) {
+        labels.push_back(0);
+        continue;
+      }
       std::fill(counts.begin(), counts.end(), 0);
       for (int64_t k = 0; k < w; ++k) ++counts[static_cast<size_t>(ids[static_cast<size_t>(start + k)])];
       labels.push_back(std::max_element(counts.begin(), counts.end()) - counts.begin());
@@ -177,6 +184,7 @@ std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::s
   for (size_t i = 0; i < tables.size(); ++i) {
     std::vector<int64_t> ids;
     for (const auto& l : tables[i].labels) ids.push_back(numeric ? static_cast<int64_t>(std::stoll(l)) : id_of[l]);
+    if (opt.label_column == "none") ids.assign(static_cast<size_t>(tables[i].rows), 0);
     out.push_back({split_files[i].first, to_source(tables[i], ids, classes, opt), i == 0});
   }
   return out;

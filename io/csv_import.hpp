@@ -1,7 +1,7 @@
 // csv_import: the CSV input of `lockstep shard --input csv:FILE [--test-input csv:FILE]`.
 //
 // Numeric feature columns plus one label column (by name or 0-based index; default: the
-// last column). The header is detected (a first line with a non-numeric field) or forced.
+// last column; "none": unlabeled data, every column a feature). The header is detected (a first line with a non-numeric field) or forced.
 // Plain delimiter-separated fields, no quoting. Labels that are all non-negative integers
 // are class ids; otherwise each distinct label text is a class, numbered in sorted order
 // across all files, and the texts become the class names.

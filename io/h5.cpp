@@ -49,6 +49,19 @@ std::string h5_last_error() {
   throw_at("HDF5 call " + what + " failed: " + h5_last_error(), file, line);
 }
 
+RowSelection select_rows(hid_t dataset, int64_t begin, int64_t n) {
+  RowSelection s;
+  s.file = H5Handle(H5_CHECK(H5Dget_space(dataset)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(s.file.get()));
+  std::vector<hsize_t> count(static_cast<size_t>(rank)), start(static_cast<size_t>(rank), 0);
+  H5_CHECK(H5Sget_simple_extent_dims(s.file.get(), count.data(), nullptr));
+  start[0] = static_cast<hsize_t>(begin);
+  count[0] = static_cast<hsize_t>(n);
+  H5_CHECK(H5Sselect_hyperslab(s.file.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  s.memory = H5Handle(H5_CHECK(H5Screate_simple(rank, count.data(), nullptr)));
+  return s;
+}
+
 bool h5_has_attr(hid_t obj, const char* name) { return H5Aexists(obj, name) > 0; }
 
 namespace {

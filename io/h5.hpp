@@ -52,6 +52,13 @@ void h5_quiet();
 std::string h5_last_error();
 [[noreturn]] void h5_fail(const std::string& what, const char* file, int line);
 
+// Rows [BEGIN, BEGIN+N) of a dataset (first dimension = samples): the file dataspace with
+// that hyperslab selected and a matching memory dataspace, for H5Dread/H5Dwrite.
+struct RowSelection {
+  H5Handle file, memory;
+};
+RowSelection select_rows(hid_t dataset, int64_t begin, int64_t n);
+
 // Attribute helpers on an open object. Reading a missing attribute throws naming it.
 bool h5_has_attr(hid_t obj, const char* name);
 void h5_write_attr_i64(hid_t obj, const char* name, const std::vector<int64_t>& v);

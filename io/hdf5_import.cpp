@@ -16,11 +16,11 @@ class Hdf5Source final : public SampleSource {
     LOCKSTEP_REQUIRE(H5Fis_hdf5(path.c_str()) > 0, path + ": not an HDF5 file");
     file_ = H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     LOCKSTEP_REQUIRE(file_.valid(), path + ": cannot open: " + h5_last_error());
+    spec_.labeled = labels != "none";
     for (const std::string& name : {samples, labels})
-      LOCKSTEP_REQUIRE(H5Lexists(file_.get(), name.c_str(), H5P_DEFAULT) > 0,
+      LOCKSTEP_REQUIRE(name == "none" || H5Lexists(file_.get(), name.c_str(), H5P_DEFAULT) > 0,
                        path + ": no dataset '" + name + "' (set --samples-dataset / --labels-dataset)");
     samples_ = H5Handle(H5_CHECK(H5Dopen2(file_.get(), samples.c_str(), H5P_DEFAULT)));
-    H5Handle lset(H5_CHECK(H5Dopen2(file_.get(), labels.c_str(), H5P_DEFAULT)));
 
     H5Handle space(H5_CHECK(H5Dget_space(samples_.get())));
     const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
@@ -28,7 +28,6 @@ class Hdf5Source final : public SampleSource {
     std::vector<hsize_t> dims(static_cast<size_t>(rank));
     H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
     count_ = static_cast<int64_t>(dims[0]);
-    file_dims_ = dims;
     spec_.sample_shape.assign(dims.begin() + 1, dims.end());
     if (spec_.sample_shape.empty()) spec_.sample_shape = {1};
 
@@ -46,17 +45,18 @@ class Hdf5Source final : public SampleSource {
                   "(uint8, int16 or any float)");
     }
 
+    LOCKSTEP_REQUIRE(count_ > 0, path + ": dataset '" + samples + "' is empty");
+    labels_.assign(static_cast<size_t>(count_), 0);
+    if (!spec_.labeled) return;
+    H5Handle lset(H5_CHECK(H5Dopen2(file_.get(), labels.c_str(), H5P_DEFAULT)));
     H5Handle lspace(H5_CHECK(H5Dget_space(lset.get())));
     LOCKSTEP_REQUIRE(H5Sget_simple_extent_ndims(lspace.get()) == 1 &&
                          H5Sget_simple_extent_npoints(lspace.get()) == count_,
                      path + ": dataset '" + labels + "' is not one label per sample (" + std::to_string(count_) + ")");
     H5Handle ltype(H5_CHECK(H5Dget_type(lset.get())));
     LOCKSTEP_REQUIRE(H5Tget_class(ltype.get()) == H5T_INTEGER, path + ": labels '" + labels + "' are not integers");
-    labels_.resize(static_cast<size_t>(count_));
-    if (count_ > 0)
-      H5_CHECK(H5Dread(lset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
+    H5_CHECK(H5Dread(lset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
     for (const int64_t l : labels_) spec_.num_classes = std::max(spec_.num_classes, l + 1);
-    LOCKSTEP_REQUIRE(count_ > 0, path + ": dataset '" + samples + "' is empty");
   }
 
   const DatasetSpec& spec() const override { return spec_; }
@@ -65,14 +65,8 @@ class Hdf5Source final : public SampleSource {
   std::string name() const override { return path_; }
 
   void read(int64_t begin, int64_t n, void* out) override {
-    // Selections follow the file's own rank (a 1-d dataset holds scalar samples).
-    std::vector<hsize_t> start(file_dims_.size(), 0), cnt = file_dims_;
-    start[0] = static_cast<hsize_t>(begin);
-    cnt[0] = static_cast<hsize_t>(n);
-    H5Handle fspace(H5_CHECK(H5Dget_space(samples_.get())));
-    H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr));
-    H5Handle mspace(H5_CHECK(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr)));
-    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), mspace.get(), fspace.get(), H5P_DEFAULT, out) < 0)
+    const RowSelection rows = select_rows(samples_.get(), begin, n);  // follows the file's own rank
+    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, out) < 0)
       throw Error(path_ + ": cannot read samples " + std::to_string(begin) + ".." + std::to_string(begin + n) +
                   ": " + h5_last_error());
   }
@@ -81,7 +75,6 @@ class Hdf5Source final : public SampleSource {
   std::string path_;
   DatasetSpec spec_;
   int64_t count_ = 0;
-  std::vector<hsize_t> file_dims_;
   std::vector<int64_t> labels_;
   H5Handle file_, samples_;
 };

@@ -4,7 +4,8 @@
 //
 // Samples: dataset --samples-dataset (default "samples"), N x shape; unsigned 8-bit and
 // signed 16-bit integers are kept, any float type becomes float32. Labels: dataset
-// --labels-dataset (default "labels"), N integers of any width.
+// --labels-dataset (default "labels"), N integers of any width; "none" imports unlabeled
+// data (no /labels in the shards).
 #pragma once
 
 #include <memory>

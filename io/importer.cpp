@@ -75,6 +75,7 @@ bool up_to_date(const std::string& dir, const std::string& fp) {
 }
 
 void check_labels(const SampleSource& src, int64_t classes) {
+  if (!src.spec().labeled) return;
   const auto& labels = src.labels();
   for (size_t i = 0; i < labels.size(); ++i)
     LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < classes,
@@ -87,7 +88,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
                                                             const ImportOptions& opt) {
   PlanOptions plan = opt.plan;
   if (!in.with_val) plan.val_fraction = 0.0;
-  const auto assignments = plan_import(in.source->labels(), spec.num_classes, in.split, plan);
+  const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan);
 
   std::vector<BufferedWriter> writers;
   Route route;
@@ -168,6 +169,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   DatasetSpec& spec = m.spec;
   spec = inputs[0].source->spec();
   spec.name = opt.name;
+  LOCKSTEP_REQUIRE(spec.labeled || opt.class_names.empty(), "--class-names given for unlabeled data");
   if (!opt.class_names.empty()) {
     LOCKSTEP_REQUIRE(spec.class_names.empty() || spec.class_names.size() == opt.class_names.size(),
                      "--class-names gives " + std::to_string(opt.class_names.size()) + " names for " +
@@ -177,7 +179,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   }
   for (const auto& in : inputs) {
     const DatasetSpec& s = in.source->spec();
-    LOCKSTEP_REQUIRE(s.sample_shape == spec.sample_shape && s.dtype == spec.dtype,
+    LOCKSTEP_REQUIRE(s.sample_shape == spec.sample_shape && s.dtype == spec.dtype && s.labeled == spec.labeled,
                      in.source->name() + ": samples differ in shape or dtype from " + inputs[0].source->name());
     spec.num_classes = std::max(spec.num_classes, s.num_classes);
   }

@@ -16,6 +16,7 @@ class SampleSource {
   virtual ~SampleSource() = default;
   virtual const DatasetSpec& spec() const = 0;  // shape, dtype, num_classes; no statistics
   virtual int64_t count() const = 0;
+  // Class ids; an unlabeled source (spec().labeled false) returns zeros, used only to plan.
   virtual const std::vector<int64_t>& labels() const = 0;
   // Reads samples [BEGIN, BEGIN+N) into OUT (N * spec().sample_bytes()).
   virtual void read(int64_t begin, int64_t n, void* out) = 0;

@@ -90,6 +90,7 @@ std::string manifest_to_json(const Manifest& m) {
       .add("source_fingerprint", m.source_fingerprint)
       .add("sample_shape", m.spec.sample_shape)
       .add("dtype", dtype_name(m.spec.dtype))
+      .add("labeled", m.spec.labeled)
       .add("num_classes", m.spec.num_classes)
       .add("class_names", m.spec.class_names)
       .add("mean", m.spec.mean)
@@ -138,13 +139,14 @@ Manifest read_manifest(const std::string& dir) {
   m.source_fingerprint = t.get<std::string>("source_fingerprint", "");
   m.spec.sample_shape = array_of<int64_t>(t, "sample_shape", path);
   m.spec.dtype = dtype_from_name(value_of<std::string>(t, "dtype", path));
+  m.spec.labeled = t.get<bool>("labeled", true);
   m.spec.num_classes = value_of<int64_t>(t, "num_classes", path);
   m.spec.class_names = array_of<std::string>(t, "class_names", path);
   m.spec.mean = array_of<double>(t, "mean", path);
   m.spec.std = array_of<double>(t, "std", path);
   LOCKSTEP_REQUIRE(!m.spec.sample_shape.empty() && m.spec.sample_elems() > 0,
                    path + ": empty sample_shape");
-  LOCKSTEP_REQUIRE(m.spec.num_classes > 0, path + ": num_classes must be positive");
+  LOCKSTEP_REQUIRE(!m.spec.labeled || m.spec.num_classes > 0, path + ": num_classes must be positive");
   LOCKSTEP_REQUIRE(m.spec.class_names.empty() ||
                        static_cast<int64_t>(m.spec.class_names.size()) == m.spec.num_classes,
                    path + ": class_names has " + std::to_string(m.spec.class_names.size()) +
@@ -162,8 +164,8 @@ Manifest read_manifest(const std::string& dir) {
       e.histogram = array_of<int64_t>(sh, "histogram", path);
       e.crc32 = static_cast<uint32_t>(std::stoul(value_of<std::string>(sh, "crc32", path), nullptr, 16));
       const int64_t hsum = std::accumulate(e.histogram.begin(), e.histogram.end(), int64_t{0});
-      LOCKSTEP_REQUIRE(static_cast<int64_t>(e.histogram.size()) == m.spec.num_classes &&
-                           hsum == e.count,
+      LOCKSTEP_REQUIRE(m.spec.labeled ? static_cast<int64_t>(e.histogram.size()) == m.spec.num_classes && hsum == e.count
+                                      : e.histogram.empty(),
                        path + ": shard " + e.file + " histogram does not match its count");
       split.shards.push_back(std::move(e));
     }

@@ -29,6 +29,7 @@ struct DatasetSpec {
   std::string name;
   std::vector<int64_t> sample_shape;  // e.g. {1, 28, 28} (channels first)
   DType dtype = DType::kUInt8;
+  bool labeled = true;      // false: no /labels dataset, num_classes 0 (e.g. for pretraining data)
   int64_t num_classes = 0;
   std::vector<std::string> class_names;  // empty or num_classes names
   std::vector<double> mean;              // per channel, in raw sample units
@@ -41,7 +42,7 @@ struct DatasetSpec {
 struct ShardEntry {
   std::string file;  // relative to the dataset directory
   int64_t count = 0;
-  std::vector<int64_t> histogram;  // num_classes entries
+  std::vector<int64_t> histogram;  // num_classes entries (empty when unlabeled)
   uint32_t crc32 = 0;              // of the whole file's bytes
 };
 

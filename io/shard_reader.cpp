@@ -1,6 +1,7 @@
 // shard_reader: see shard_reader.hpp.
 #include "io/shard_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <cstdio>
@@ -50,16 +51,18 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, int64_t e
     : path_(path), spec_(spec) {
   file_ = open_shard(path);
   samples_ = open_dataset(file_.get(), kSamplesDataset, path);
-  labels_ = open_dataset(file_.get(), kLabelsDataset, path);
   const auto sdims = dims_of(samples_.get());
-  const auto ldims = dims_of(labels_.get());
   std::vector<int64_t> shape(sdims.begin() + (sdims.empty() ? 0 : 1), sdims.end());
   LOCKSTEP_REQUIRE(!sdims.empty() && shape == spec.sample_shape,
                    path + ": sample shape " + shape_str(shape) + " differs from the dataset's " +
                        shape_str(spec.sample_shape));
   count_ = static_cast<int64_t>(sdims[0]);
-  LOCKSTEP_REQUIRE(ldims.size() == 1 && static_cast<int64_t>(ldims[0]) == count_,
-                   path + ": " + std::to_string(count_) + " samples but labels of another length");
+  if (spec.labeled) {
+    labels_ = open_dataset(file_.get(), kLabelsDataset, path);
+    const auto ldims = dims_of(labels_.get());
+    LOCKSTEP_REQUIRE(ldims.size() == 1 && static_cast<int64_t>(ldims[0]) == count_,
+                     path + ": " + std::to_string(count_) + " samples but labels of another length");
+  }
   LOCKSTEP_REQUIRE(count_ > 0, path + ": empty shard");
   LOCKSTEP_REQUIRE(expected_count < 0 || expected_count == count_,
                    path + ": holds " + std::to_string(count_) + " samples, manifest says " +
@@ -76,23 +79,17 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) c
   if (n == 0) return;
   h5_quiet();  // may be the loader's thread
   std::lock_guard<std::mutex> lock(h5_mutex());
-  std::vector<hsize_t> start(spec_.sample_shape.size() + 1, 0), count{static_cast<hsize_t>(n)};
-  start[0] = static_cast<hsize_t>(begin);
-  for (const int64_t d : spec_.sample_shape) count.push_back(static_cast<hsize_t>(d));
-
-  H5Handle fspace(H5_CHECK(H5Dget_space(samples_.get())));
-  H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
-  H5Handle mspace(H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
-  if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), mspace.get(), fspace.get(), H5P_DEFAULT, samples) < 0)
+  const RowSelection rows = select_rows(samples_.get(), begin, n);
+  if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
     throw Error(path_ + ": cannot read samples (truncated or corrupt file?): " + h5_last_error());
-
-  H5Handle lfspace(H5_CHECK(H5Dget_space(labels_.get())));
-  H5_CHECK(H5Sselect_hyperslab(lfspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
-  H5Handle lmspace(H5_CHECK(H5Screate_simple(1, count.data(), nullptr)));
-  if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lmspace.get(), lfspace.get(), H5P_DEFAULT, labels) < 0)
-    throw Error(path_ + ": cannot read labels (truncated or corrupt file?): " + h5_last_error());
-
-  for (int64_t i = 0; i < n; ++i)
+  if (!spec_.labeled) {
+    std::fill(labels, labels + n, int64_t{-1});
+  } else {
+    const RowSelection lrows = select_rows(labels_.get(), begin, n);
+    if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels) < 0)
+      throw Error(path_ + ": cannot read labels (truncated or corrupt file?): " + h5_last_error());
+  }
+  for (int64_t i = 0; spec_.labeled && i < n; ++i)
     LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
                      path_ + ": label " + std::to_string(labels[i]) + " of sample " +
                          std::to_string(begin + i) + " is outside [0, " +
@@ -119,6 +116,7 @@ ShardHeader read_shard_header(const std::string& path) {
   h.spec.sample_shape = h5_read_attr_i64(id, "sample_shape");
   h.spec.dtype = dtype_from_name(h5_read_attr_str(id, "dtype"));
   h.spec.num_classes = h5_read_attr_i64(id, "num_classes").at(0);
+  h.spec.labeled = !h5_has_attr(id, "labeled") || h5_read_attr_i64(id, "labeled").at(0) != 0;
   const std::string names = h5_read_attr_str(id, "class_names");
   for (size_t pos = 0; !names.empty() && pos <= names.size();) {
     const size_t nl = names.find('\n', pos);
@@ -165,11 +163,11 @@ std::vector<std::string> verify_dataset(const std::string& dir) {
       LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
       ShardFile f(path, m.spec, s.count);
       std::vector<unsigned char> samples(m.spec.sample_bytes() * 1024);
-      std::vector<int64_t> labels(1024), hist(static_cast<size_t>(m.spec.num_classes), 0);
+      std::vector<int64_t> labels(1024), hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
       for (int64_t i = 0; i < f.count(); i += 1024) {
         const int64_t k = std::min<int64_t>(1024, f.count() - i);
         f.read(i, k, samples.data(), labels.data());
-        for (int64_t j = 0; j < k; ++j) ++hist[static_cast<size_t>(labels[j])];
+        for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(labels[j])];
       }
       LOCKSTEP_REQUIRE(hist == s.histogram, path + ": class histogram differs from the manifest");
       std::snprintf(buf, sizeof buf, "ok  %-28s %8lld samples  crc32 %08x", s.file.c_str(),

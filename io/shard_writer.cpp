@@ -85,6 +85,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   h5_write_attr_i64(f, "sample_shape", spec.sample_shape);
   h5_write_attr_str(f, "dtype", dtype_name(spec.dtype));
   h5_write_attr_i64(f, "num_classes", {spec.num_classes});
+  h5_write_attr_i64(f, "labeled", {spec.labeled ? 1 : 0});
   std::string names;
   for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
   h5_write_attr_str(f, "class_names", names);
@@ -107,6 +108,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
 
+  if (!spec.labeled) return;
   const hsize_t ldims = dims[0], lchunk = chunk_dims[0];
   H5Handle lcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   H5_CHECK(H5Pset_chunk(lcpl.get(), 1, &lchunk));
@@ -125,7 +127,7 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) {
   LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; spec_.labeled && i < n; ++i) {
     LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
                      final_path_ + ": label " + std::to_string(labels[i]) + " of sample " +
                          std::to_string(written_ + i) + " is outside [0, " +
@@ -134,18 +136,12 @@ void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) 
   }
   check_finite(spec_, samples, n, final_path_);
 
-  std::vector<hsize_t> start(spec_.sample_shape.size() + 1, 0), count{static_cast<hsize_t>(n)};
-  start[0] = static_cast<hsize_t>(written_);
-  for (const int64_t d : spec_.sample_shape) count.push_back(static_cast<hsize_t>(d));
-  H5Handle fspace(H5_CHECK(H5Dget_space(samples_.get())));
-  H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
-  H5Handle mspace(H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
-  H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), mspace.get(), fspace.get(), H5P_DEFAULT, samples));
-
-  H5Handle lfspace(H5_CHECK(H5Dget_space(labels_.get())));
-  H5_CHECK(H5Sselect_hyperslab(lfspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
-  H5Handle lmspace(H5_CHECK(H5Screate_simple(1, count.data(), nullptr)));
-  H5_CHECK(H5Dwrite(labels_.get(), H5T_NATIVE_INT64, lmspace.get(), lfspace.get(), H5P_DEFAULT, labels));
+  const RowSelection rows = select_rows(samples_.get(), written_, n);
+  H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples));
+  if (spec_.labeled) {
+    const RowSelection lrows = select_rows(labels_.get(), written_, n);
+    H5_CHECK(H5Dwrite(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels));
+  }
   written_ += n;
 }
 

@@ -29,7 +29,7 @@ class ShardWriter {
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  // Appends N samples (sample_bytes() each) and their labels.
+  // Appends N samples (sample_bytes() each) and their labels (ignored when unlabeled).
   void append(const void* samples, const int64_t* labels, int64_t n);
   // Per-channel statistics, known only after a whole pass: stored at finish().
   void set_stats(const std::vector<double>& mean, const std::vector<double>& std);

@@ -49,6 +49,14 @@ expect_output "train +8[0-9][0-9] samples in 4 shard"
 expect_rc 0 "$LOCKSTEP" inspect resharded --verify
 pass "hdf5 file re-sharded"
 
+cut -d, -f1-3 har.csv > features.csv
+expect_rc 0 "$LOCKSTEP" shard --input csv:features.csv --label-column none --output unlabeled
+expect_rc 0 "$LOCKSTEP" inspect unlabeled --verify
+expect_output "classes +none \(unlabeled data\)"
+expect_rc 2 run_mpi 2 train --data unlabeled --data.val-split none
+expect_output "has no labels; lockstep trains classifiers"
+pass "unlabeled data: sharded and verified; training refuses it in one line"
+
 printf 'a,b,label\n1,2,0\n3,oops,1\n' > bad.csv
 expect_rc 1 "$LOCKSTEP" shard --input csv:bad.csv --output badout
 expect_output "bad.csv:3: column 'b' value 'oops' is not a finite number"

@@ -228,3 +228,34 @@ TEST(Importer, LabelsOutsideClassNamesAndUnwritableOutput) {
   EXPECT_ERROR_CONTAINS(run_import(open_csv({{"train", dir + "/d.csv"}}, CsvOptions{}, &names), opt, "t", "fp"),
                         "cannot create directory");
 }
+
+TEST(Unlabeled, Hdf5AndCsvImportWithoutLabels) {
+  const std::string dir = fresh_dir("unlabeled");
+  auto src = open_hdf5_source(make_h5(dir, 40, H5T_STD_U8LE, /*with_labels=*/false), "x", "none");
+  EXPECT_FALSE(src->spec().labeled);
+  std::vector<InputSplit> inputs;
+  inputs.push_back({"train", std::move(src), true});
+  PlanOptions plan;
+  plan.shards = 2;
+  plan.val_fraction = 0.25;  // no labels: a plain random cut
+  const std::string out = fresh_dir("out");
+  const Manifest m = import(std::move(inputs), out, plan).manifest;
+  EXPECT_FALSE(m.spec.labeled);
+  EXPECT_EQ(m.split("val", out).count(), 10);
+  EXPECT_TRUE(m.split("train", out).shards[0].histogram.empty());
+  EXPECT_EQ(verify_dataset(out).size(), 4u);
+  const RankReader reader(out, m, "train", 0, 1, ReaderOptions{});
+  std::vector<unsigned char> samples(30 * 6);
+  std::vector<int64_t> labels(30, 7);
+  StreamCache cache;
+  reader.fill(reader.order(false, 0, 0), 0, 30, samples.data(), labels.data(), cache);
+  for (const int64_t l : labels) EXPECT_EQ(l, -1);
+
+  std::ofstream(dir + "/u.csv") << "1,2,3\n4,5,6\n";
+  CsvOptions opt;
+  opt.label_column = "none";
+  std::vector<std::string> names;
+  auto csv = open_csv({{"train", dir + "/u.csv"}}, opt, &names);
+  EXPECT_FALSE(csv[0].source->spec().labeled);
+  EXPECT_EQ(csv[0].source->spec().sample_shape, (std::vector<int64_t>{3}));
+}
