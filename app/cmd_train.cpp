@@ -32,6 +32,7 @@ int run_under_mpi(int* argc, char*** argv, const Args& args, Parser parse, Runne
     if (mpi.rank() == 0) log::error(parsed.message + " (see --help)");
     return kExitUsage;
   }
+  mpi.start_watchdog(cfg.comm_timeout);
   int code = kExitOk;
   try {
     code = run(cfg, mpi);

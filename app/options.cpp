@@ -21,7 +21,8 @@ const std::map<std::string, std::string>& aliases() {
       {"threads", "train.threads"},  {"log-every", "train.log-every"},
       {"run-dir", "run.dir"},        {"resume", "run.resume"},
       {"model", "model.name"},       {"backend", "dist.backend"},
-      {"bucket-mb", "dist.bucket-mb"}, {"checkpoint", "eval.checkpoint"},
+      {"bucket-mb", "dist.bucket-mb"}, {"grad-accum", "dist.grad-accum"},
+      {"comm-timeout", "dist.comm-timeout"}, {"checkpoint", "eval.checkpoint"},
       {"split", "data.val-split"},       {"keep-last", "ckpt.keep-last"},
       {"ckpt-every", "ckpt.every"}};
   return m;
@@ -45,7 +46,8 @@ po::options_description common_options(Config* c) {
       ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
       ("train.batch-size", po::value(&c->batch_size)->default_value(c->batch_size), "samples per rank per step (alias --batch-size)")
       ("dist.backend", po::value(&c->backend)->default_value(c->backend), "auto | mpi | nccl (alias --backend)")
-      ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor");
+      ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor")
+      ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended");
   return d;
 }
 
@@ -68,7 +70,13 @@ po::options_description train_options(Config* c) {
       ("run.dir", po::value(&c->run_dir)->default_value(c->run_dir), "run directory: checkpoints, logs, metrics (alias --run-dir)")
       ("run.resume", po::value(&c->resume)->default_value(c->resume), "auto | none | PATH (alias --resume)")
       ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
-      ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)");
+      ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)")
+      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "reduce gradient buckets during backward")
+      ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
+      ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "average BatchNorm statistics across ranks before evaluations and checkpoints")
+      ("debug.fault", po::value(&c->fault)->default_value(c->fault), "fault injection for tests: none | throw | stall | kill")
+      ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
+      ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
   return d;
 }
 
@@ -158,6 +166,10 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
     return {ParseStatus::kError, "--data.mode must be auto, memory or stream, not '" + cfg->data_mode + "'"};
   if (cfg->remainder != "drop" && cfg->remainder != "wrap")
     return {ParseStatus::kError, "--data.remainder must be drop or wrap, not '" + cfg->remainder + "'"};
+  if (cfg->grad_accum < 1) return {ParseStatus::kError, "--dist.grad-accum must be at least 1"};
+  if (cfg->comm_timeout <= 0) return {ParseStatus::kError, "--dist.comm-timeout must be positive"};
+  if (cfg->fault != "none" && cfg->fault != "throw" && cfg->fault != "stall" && cfg->fault != "kill")
+    return {ParseStatus::kError, "--debug.fault must be none, throw, stall or kill"};
   if (cfg->prefetch < 1) return {ParseStatus::kError, "--data.prefetch must be at least 1"};
   if (cfg->random_crop < 0) return {ParseStatus::kError, "--data.random-crop must be >= 0"};
   if (!valid_schedule_kind(cfg->schedule))

@@ -5,13 +5,31 @@
 #include <climits>
 
 #include "core/mpi_runtime.hpp"
+#include "core/watchdog.hpp"
 
 namespace lockstep {
+
+MpiCommunicator::MpiCommunicator(const MpiRuntime& mpi) : mpi_(mpi), threaded_(mpi.thread_serialized()) {
+  if (threaded_) thread_ = std::thread(&MpiCommunicator::run, this);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (!threaded_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
 
 int MpiCommunicator::rank() const { return mpi_.rank(); }
 int MpiCommunicator::size() const { return mpi_.size(); }
 
-void MpiCommunicator::allreduce_sum(float* data, size_t n) {
+void MpiCommunicator::reduce(const Op& op) const {
+  Watchdog::Scope watch(mpi_.watchdog(), "MPI_Allreduce of " + op.what + " (" + std::to_string(op.n * 4) + " bytes)");
+  float* data = op.data;
+  size_t n = op.n;
   while (n > 0) {  // MPI counts are int
     const int chunk = static_cast<int>(std::min<size_t>(n, INT_MAX));
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, chunk, MPI_FLOAT, MPI_SUM, mpi_.comm()));
@@ -20,7 +38,53 @@ void MpiCommunicator::allreduce_sum(float* data, size_t n) {
   }
 }
 
+void MpiCommunicator::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const Op op = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    try {
+      if (!error_) reduce(op);  // after an error, drain without communicating
+    } catch (...) {
+      lock.lock();
+      error_ = std::current_exception();
+      lock.unlock();
+    }
+    lock.lock();
+    --pending_;
+    cv_.notify_all();
+  }
+}
+
+void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& what) {
+  if (!threaded_) {
+    reduce(Op{data, n, what});
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(Op{data, n, what});
+    ++pending_;
+  }
+  cv_.notify_all();
+}
+
+void MpiCommunicator::wait_all() {
+  if (!threaded_) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return pending_ == 0; });
+  if (error_) {
+    const std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
 void MpiCommunicator::broadcast(float* data, size_t n, int root) {
+  wait_all();  // keep collectives in order with queued reductions
   mpi_.broadcast_bytes(data, n * sizeof(float), root);
 }
 

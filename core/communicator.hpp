@@ -1,14 +1,25 @@
 // communicator: how gradients are summed across ranks. Two backends behind one interface:
-// MpiCommunicator (host memory, MPI_Allreduce) and NcclCommunicator (device memory, its
-// own CUDA stream, ordered after the compute stream with events).
+// MpiCommunicator (host memory; MPI_Allreduce on a communication thread, so reductions
+// overlap the backward pass) and the NCCL backend (device memory, its own CUDA stream,
+// ordered after the compute stream with events; nccl_bootstrap.hpp).
 //
-// Contract: every rank calls the same operations, on buffers of the same length, in the
-// same order. Pointers are host pointers for MPI, device pointers for NCCL.
+// Contract:
+// 1. every rank starts the same operations, on buffers of the same length, in the same
+//    order (operations run in start order);
+// 2. start_allreduce returns at once; the buffer must stay untouched until wait_all;
+// 3. wait_all returns when every started operation is complete (NCCL: when the compute
+//    stream is ordered after them), and rethrows an error from the communication thread.
+// Pointers are host pointers for MPI, device pointers for NCCL.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace lockstep {
 
@@ -20,23 +31,48 @@ class Communicator {
   virtual std::string name() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // In-place sum over ranks of N floats at DATA. Returns when DATA holds the sum (NCCL:
-  // when the compute stream is ordered after the reduction).
-  virtual void allreduce_sum(float* data, size_t n) = 0;
+  // WHAT names the operation in watchdog and error messages ("gradient bucket 2").
+  virtual void start_allreduce(float* data, size_t n, const std::string& what) = 0;
+  virtual void wait_all() = 0;
   virtual void broadcast(float* data, size_t n, int root) = 0;
+  void allreduce_sum(float* data, size_t n) {
+    start_allreduce(data, n, "allreduce");
+    wait_all();
+  }
 };
 
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(const MpiRuntime& mpi) : mpi_(mpi) {}
+  explicit MpiCommunicator(const MpiRuntime& mpi);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
   std::string name() const override { return "mpi"; }
   int rank() const override;
   int size() const override;
-  void allreduce_sum(float* data, size_t n) override;
+  void start_allreduce(float* data, size_t n, const std::string& what) override;
+  void wait_all() override;
   void broadcast(float* data, size_t n, int root) override;
 
  private:
+  struct Op {
+    float* data;
+    size_t n;
+    std::string what;
+  };
+  void run();
+  void reduce(const Op& op) const;
+
   const MpiRuntime& mpi_;
+  const bool threaded_;  // MPI granted a level that allows a communication thread
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  size_t pending_ = 0;  // queued + running
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
 };
 
 }  // namespace lockstep

@@ -45,6 +45,14 @@ struct Config {
   // [dist]
   std::string backend = "auto";  // auto | mpi | nccl
   double bucket_mb = 25.0;
+  bool overlap = true;          // launch buckets from autograd hooks during backward
+  int grad_accum = 1;           // micro-steps per optimizer step
+  double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
+  bool sync_buffers = false;    // average BatchNorm statistics before evaluation/checkpoints
+  // [debug] fault injection for the no-hang tests: none | throw | stall | kill
+  std::string fault = "none";
+  int fault_rank = 1;
+  int64_t fault_step = 0;
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
   // Recorded, not parsed: the resolved config as INI and the command line.

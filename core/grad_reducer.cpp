@@ -9,8 +9,8 @@
 
 namespace lockstep {
 
-GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb)
-    : params_(std::move(params)), comm_(comm) {
+GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap)
+    : params_(std::move(params)), comm_(comm), overlap_(overlap) {
   std::vector<size_t> numel;
   for (const auto& p : params_) {
     LOCKSTEP_REQUIRE(p.scalar_type() == at::kFloat, "gradient reduction supports float32 parameters");
@@ -18,38 +18,98 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, dou
   }
   buckets_ = plan_buckets(numel, sizeof(float), bucket_mb);
   const auto options = params_.empty() ? at::TensorOptions().dtype(at::kFloat) : params_[0].options();
-  for (const Bucket& b : buckets_) buffers_.push_back(at::empty({static_cast<int64_t>(b.elems)}, options));
+  bucket_of_.resize(params_.size());
+  slot_of_.resize(params_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buffers_.push_back(at::empty({static_cast<int64_t>(buckets_[b].elems)}, options));
+    for (size_t j = 0; j < buckets_[b].params.size(); ++j) {
+      bucket_of_[buckets_[b].params[j]] = b;
+      slot_of_[buckets_[b].params[j]] = j;
+    }
+  }
   inv_world_ = at::full({}, 1.0 / comm_.size(), options);
+  filled_.assign(params_.size(), 0);
+  remaining_.assign(buckets_.size(), 0);
+  if (!overlap_) return;
+  for (size_t i = 0; i < params_.size(); ++i)
+    hooks_.push_back(params_[i].register_hook([this, i](const at::Tensor& grad) { on_grad(i, grad); }));
+}
+
+GradReducer::~GradReducer() {
+  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
+}
+
+void GradReducer::prepare(bool sync) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sync_ = sync;
+  std::fill(filled_.begin(), filled_.end(), 0);
+  for (size_t b = 0; b < buckets_.size(); ++b) remaining_[b] = buckets_[b].params.size();
+  next_launch_ = 0;
+  launched_in_backward_ = 0;
+}
+
+// Copies (GRAD + what earlier micro-steps accumulated in .grad) / world into the slot.
+void GradReducer::copy_in(size_t i, const at::Tensor* grad) {
+  at::NoGradGuard no_grad;
+  const at::Tensor& p = params_[i];
+  const Bucket& b = buckets_[bucket_of_[i]];
+  at::Tensor view = buffers_[bucket_of_[i]].narrow(0, static_cast<int64_t>(b.offsets[slot_of_[i]]), p.numel());
+  const at::Tensor& acc = p.grad();
+  if (grad && grad->defined()) {
+    at::mul_out(view, grad->reshape({-1}), inv_world_);
+    if (acc.defined()) view.add_(acc.reshape({-1}), 1.0 / comm_.size());
+  } else if (acc.defined()) {
+    at::mul_out(view, acc.reshape({-1}), inv_world_);
+  } else {
+    view.zero_();  // a parameter unused this step still takes part in the reduction
+  }
+  filled_[i] = 1;
+  --remaining_[bucket_of_[i]];
+}
+
+void GradReducer::launch_ready() {
+  while (next_launch_ < buckets_.size() && remaining_[next_launch_] == 0) {
+    comm_.start_allreduce(buffers_[next_launch_].data_ptr<float>(), buckets_[next_launch_].elems,
+                          "gradient bucket " + std::to_string(next_launch_) + "/" + std::to_string(buckets_.size()));
+    ++next_launch_;
+  }
+}
+
+void GradReducer::on_grad(size_t i, const at::Tensor& grad) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sync_ || filled_[i]) return;
+  copy_in(i, &grad);
+  const size_t before = next_launch_;
+  launch_ready();
+  launched_in_backward_ += static_cast<int>(next_launch_ - before);
+}
+
+void GradReducer::finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sync_) return;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!filled_[i]) copy_in(i, nullptr);  // not watched, or no gradient this step
+  launch_ready();
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.wait_all();
+  exposed_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor p = params_[i];
+    const Bucket& b = buckets_[bucket_of_[i]];
+    at::Tensor avg = buffers_[bucket_of_[i]].narrow(0, static_cast<int64_t>(b.offsets[slot_of_[i]]), p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(avg);
+    } else {
+      p.mutable_grad() = avg.clone();
+    }
+  }
+  sync_ = false;
 }
 
 void GradReducer::average_gradients() {
-  at::NoGradGuard no_grad;
-  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
-    const Bucket& b = buckets_[bi];
-    at::Tensor& buf = buffers_[bi];
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      const at::Tensor& p = params_[b.params[j]];
-      at::Tensor view = buf.narrow(0, static_cast<int64_t>(b.offsets[j]), p.numel());
-      const at::Tensor& g = p.grad();
-      if (g.defined()) {
-        at::mul_out(view, g.reshape({-1}), inv_world_);
-      } else {
-        view.zero_();  // a parameter unused this step still takes part in the reduction
-      }
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    comm_.allreduce_sum(buf.data_ptr<float>(), b.elems);
-    comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      at::Tensor p = params_[b.params[j]];
-      at::Tensor view = buf.narrow(0, static_cast<int64_t>(b.offsets[j]), p.numel()).view(p.sizes());
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(view);
-      } else {
-        p.mutable_grad() = view.clone();
-      }
-    }
-  }
+  prepare(true);  // nothing is filled yet: finish() takes every gradient from .grad
+  finish();
 }
 
 void broadcast_tensors(const std::vector<at::Tensor>& tensors, Communicator& comm) {
@@ -70,6 +130,26 @@ void broadcast_tensors(const std::vector<at::Tensor>& tensors, Communicator& com
     // below 2^24, far beyond any step count that matters here.
     at::Tensor dst = t;
     dst.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+    off += t.numel();
+  }
+}
+
+void average_tensors(const std::vector<at::Tensor>& tensors, Communicator& comm) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> floats;
+  for (const auto& t : tensors)
+    if (t.is_floating_point()) floats.push_back(t);
+  if (floats.empty()) return;
+  at::Tensor flat = at::cat([&] {
+    std::vector<at::Tensor> parts;
+    for (const auto& t : floats) parts.push_back(t.reshape({-1}).to(at::kFloat));
+    return parts;
+  }());
+  comm.allreduce_sum(flat.data_ptr<float>(), static_cast<size_t>(flat.numel()));
+  flat.div_(comm.size());
+  int64_t off = 0;
+  for (auto t : floats) {
+    t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
     off += t.numel();
   }
 }

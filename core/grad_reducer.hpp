@@ -1,17 +1,22 @@
-// grad_reducer: averages gradients across ranks, bucket by bucket.
+// grad_reducer: averages gradients across ranks, bucket by bucket, overlapping backward.
 //
-// Per step (every rank, same order):
-// 1. for each bucket (bucket_plan order), copy each parameter's gradient into the
-//    bucket's flat buffer with 1/world folded into the copy;
-// 2. all-reduce (sum) the buffer through the Communicator;
-// 3. copy the averaged values back into the gradients.
-// Buffers are allocated once, on the parameters' device. This version reduces after
-// backward; launching buckets from autograd hooks on a communication thread, so they
-// overlap backward, is the distributed-core issue's (#4) work and keeps this interface.
+// Per optimizer step (every rank, same order):
+// 1. prepare(sync): sync is false on the inner micro-steps of --grad-accum (no
+//    communication; gradients accumulate locally) and true on the last one;
+// 2. during backward, a hook on each parameter copies its gradient (plus what earlier
+//    micro-steps accumulated) into its bucket's flat buffer with 1/world folded in; when a
+//    bucket is complete it is launched — strictly in bucket order (bucket k only after
+//    k-1), so every rank starts the same reductions in the same order;
+// 3. finish(): launches what is left (a parameter that got no gradient contributes
+//    zeros), waits for the communicator, writes the averages into the gradients. The wait
+//    is the step's exposed communication, measured.
+// With overlap off, all of 2 happens in finish() (the reference the tests compare to).
+// The destructor removes the hooks. Buffers live on the parameters' device.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
+#include <mutex>
 #include <vector>
 
 #include "core/bucket_plan.hpp"
@@ -21,25 +26,48 @@ namespace lockstep {
 
 class GradReducer {
  public:
-  GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb);
+  GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true);
+  ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
 
-  void average_gradients();  // collective
+  void prepare(bool sync);
+  void finish();  // collective when sync
+  // prepare(true) + finish(): for gradients computed without the reducer watching.
+  void average_gradients();
+
   const std::vector<Bucket>& buckets() const { return buckets_; }
-  double comm_seconds() const { return comm_seconds_; }  // total time inside all-reduce
+  double exposed_seconds() const { return exposed_s_; }  // of the last finish()
+  int launched_in_backward() const { return launched_in_backward_; }  // of the last step
 
  private:
+  void on_grad(size_t param, const at::Tensor& grad);
+  void copy_in(size_t param, const at::Tensor* grad);
+  void launch_ready();  // mu_ held
+
   std::vector<at::Tensor> params_;
   Communicator& comm_;
+  const bool overlap_;
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> buffers_;
+  std::vector<size_t> bucket_of_, slot_of_;  // per parameter
+  std::vector<unsigned> hooks_;
   at::Tensor inv_world_;
-  double comm_seconds_ = 0.0;
+
+  std::mutex mu_;  // hooks may run on autograd's device threads
+  bool sync_ = false;
+  std::vector<char> filled_;       // per parameter, this step
+  std::vector<size_t> remaining_;  // per bucket, parameters not yet filled
+  size_t next_launch_ = 0;
+  int launched_in_backward_ = 0;
+  double exposed_s_ = 0.0;
 };
 
 // Broadcasts every tensor in TENSORS from rank 0 (initial parameters and buffers).
 // Collective.
 void broadcast_tensors(const std::vector<at::Tensor>& tensors, Communicator& comm);
+// Averages floating-point TENSORS across ranks in place (BatchNorm running statistics).
+// Collective.
+void average_tensors(const std::vector<at::Tensor>& tensors, Communicator& comm);
 
 }  // namespace lockstep

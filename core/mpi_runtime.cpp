@@ -48,6 +48,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 }
 
 MpiRuntime::~MpiRuntime() {
+  watchdog_.reset();
   if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   int finalized = 0;
@@ -55,14 +56,28 @@ MpiRuntime::~MpiRuntime() {
   if (initialised_here_ && !finalized) MPI_Finalize();
 }
 
+void MpiRuntime::start_watchdog(double timeout_s) {
+  watchdog_ = std::make_unique<Watchdog>(timeout_s, [this](const std::string& cause) {
+    log::error(cause);
+    abort(kExitFailure);
+  });
+}
+
+void MpiRuntime::add_abort_hook(std::function<void()> hook) const { abort_hooks_.push_back(std::move(hook)); }
+
 void MpiRuntime::abort(int code) const {
+  for (const auto& hook : abort_hooks_) hook();
   MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, code);
   _exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }
 
-void MpiRuntime::barrier() const { MPI_CHECK(MPI_Barrier(comm_)); }
+void MpiRuntime::barrier() const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Barrier");
+  MPI_CHECK(MPI_Barrier(comm_));
+}
 
 void MpiRuntime::broadcast_bytes(void* data, size_t n, int root) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Bcast of " + std::to_string(n) + " bytes from rank " + std::to_string(root));
   auto* p = static_cast<char*>(data);
   while (n > 0) {  // MPI counts are int: send huge buffers in pieces
     const int chunk = static_cast<int>(std::min<size_t>(n, INT_MAX));
@@ -74,21 +89,27 @@ void MpiRuntime::broadcast_bytes(void* data, size_t n, int root) const {
 
 std::string MpiRuntime::broadcast_string(const std::string& s, int root) const {
   uint64_t n = s.size();
-  MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_));
+  {
+    Watchdog::Scope watch(watchdog_.get(), "MPI_Bcast of a string length");
+    MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_));
+  }
   std::string out = rank_ == root ? s : std::string(n, '\0');
   broadcast_bytes(out.data(), n, root);
   return out;
 }
 
 void MpiRuntime::allreduce_sum(double* data, int n) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Allreduce (sum) of " + std::to_string(n) + " doubles");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, comm_));
 }
 
 void MpiRuntime::allreduce_max(double* data, int n) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Allreduce (max) of " + std::to_string(n) + " doubles");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, comm_));
 }
 
 void MpiRuntime::allreduce_min(double* data, int n) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Allreduce (min) of " + std::to_string(n) + " doubles");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MIN, comm_));
 }
 

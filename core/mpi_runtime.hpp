@@ -18,8 +18,12 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/watchdog.hpp"
 
 namespace lockstep {
 
@@ -39,9 +43,18 @@ class MpiRuntime {
   const std::string& host() const { return host_; }
   MPI_Comm comm() const { return comm_; }
   bool thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
+  // A communication thread may call MPI while the training thread does not.
+  bool thread_serialized() const { return thread_level_ >= MPI_THREAD_SERIALIZED; }
+
+  // Starts the collective watchdog (watchdog.hpp): a collective older than TIMEOUT_S is
+  // reported with rank and host, abort hooks run (NCCL), and the job ends (MPI_Abort).
+  void start_watchdog(double timeout_s);
+  Watchdog* watchdog() const { return watchdog_.get(); }
+  void add_abort_hook(std::function<void()> hook) const;
   // Hosts of all ranks, gathered once at start (index = rank).
   const std::vector<std::string>& hosts() const { return hosts_; }
 
+  // Ends every rank of the job: abort hooks (NCCL), then MPI_Abort.
   [[noreturn]] void abort(int code) const;
   void barrier() const;
   void broadcast_bytes(void* data, size_t n, int root) const;
@@ -58,6 +71,8 @@ class MpiRuntime {
   std::vector<std::string> hosts_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
+  mutable std::vector<std::function<void()>> abort_hooks_;  // registered by communicators
+  std::unique_ptr<Watchdog> watchdog_;  // last member: stopped first
 };
 
 }  // namespace lockstep

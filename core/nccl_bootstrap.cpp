@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/mpi_runtime.hpp"
+#include "core/watchdog.hpp"
 
 #ifdef LOCKSTEP_HAVE_NCCL
 #include <cuda_runtime_api.h>
@@ -44,15 +45,24 @@ class CudaEvent {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const MpiRuntime& mpi, int device) : rank_(mpi.rank()), size_(mpi.size()) {
+  NcclCommunicator(const MpiRuntime& mpi, int device) : mpi_(mpi), rank_(mpi.rank()), size_(mpi.size()) {
     const NcclIdBytes bytes = exchange_nccl_id(mpi);
     ncclUniqueId id;
     std::memcpy(&id, bytes.data(), sizeof id);
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+    {
+      Watchdog::Scope watch(mpi.watchdog(), "ncclCommInitRank");
+      NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+    }
+    // On a watchdog timeout or an error elsewhere, abort NCCL before MPI_Abort so no
+    // kernel keeps spinning on a peer that is gone.
+    mpi.add_abort_hook([this] {
+      if (comm_) ncclCommAbort(comm_);
+      comm_ = nullptr;
+    });
     ready_ = std::make_unique<CudaEvent>();
-    done_ = std::make_unique<CudaEvent>();
+    for (auto& e : done_) e = std::make_unique<CudaEvent>();
   }
   ~NcclCommunicator() override {
     if (comm_) ncclCommDestroy(comm_);
@@ -64,28 +74,40 @@ class NcclCommunicator final : public Communicator {
 
   void set_compute_stream(cudaStream_t s) { compute_ = s; }
 
-  void allreduce_sum(float* data, size_t n) override {
+  // Enqueued on the NCCL stream after the compute stream's work so far; the compute
+  // stream waits for it. The host does not block: the watchdog polls the op's event.
+  void start_allreduce(float* data, size_t n, const std::string& what) override {
     CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
     NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, stream_));
-    CUDA_CHECK(cudaEventRecord(done_->get(), stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(compute_, done_->get(), 0));
+    finish_op("ncclAllReduce of " + what);
   }
+
+  void wait_all() override {}  // ordering is on the device (finish_op); nothing to wait for on the host
 
   void broadcast(float* data, size_t n, int root) override {
     CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
     NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, stream_));
-    CUDA_CHECK(cudaEventRecord(done_->get(), stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(compute_, done_->get(), 0));
+    finish_op("ncclBroadcast");
   }
 
  private:
+  void finish_op(const std::string& what) {
+    cudaEvent_t done = done_[ops_++ % done_.size()]->get();
+    CUDA_CHECK(cudaEventRecord(done, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, done, 0));
+    if (Watchdog* w = mpi_.watchdog()) w->watch(what, [done] { return cudaEventQuery(done) != cudaErrorNotReady; });
+  }
+
+  const MpiRuntime& mpi_;
   int rank_, size_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaStream_t compute_ = nullptr;  // the legacy default stream until the trainer sets one
-  std::unique_ptr<CudaEvent> ready_, done_;
+  std::unique_ptr<CudaEvent> ready_;
+  std::array<std::unique_ptr<CudaEvent>, 64> done_;  // a ring: an op's event outlives its watch
+  uint64_t ops_ = 0;
 };
 
 }  // namespace

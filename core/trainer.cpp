@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <thread>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -17,6 +19,7 @@
 #include "core/log.hpp"
 #include "core/lr_schedule.hpp"
 #include "core/mpi_runtime.hpp"
+#include "core/preflight.hpp"
 #include "core/run_setup.hpp"
 #include "core/train_state.hpp"
 #include "io/checkpoint_store.hpp"
@@ -135,7 +138,8 @@ void setup(Run& r) {
   if (!r.manifest.spec.labeled)
     throw UsageError(cfg.data_dir + ": dataset '" + r.manifest.spec.name + "' has no labels; lockstep trains classifiers");
   const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
-  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size, cfg.remainder == "wrap");
+  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size * cfg.grad_accum,
+                                          cfg.remainder == "wrap");
   const io::ReaderOptions ropt{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks};
   r.train = std::make_unique<io::RankReader>(cfg.data_dir, r.manifest, cfg.train_split, r.mpi.rank(), r.mpi.size(), ropt);
   r.augment = AugmentOptions{cfg.random_crop, cfg.hflip};
@@ -144,15 +148,22 @@ void setup(Run& r) {
   else
     log::info0("no '" + cfg.val_split + "' split in " + cfg.data_dir + ": validation is skipped");
 
-  r.place = place_run(cfg, r.mpi);
   torch::manual_seed(cfg.seed);
   r.model = make_model(cfg.model, r.manifest.spec, cfg.dropout);
+  std::string shapes;
+  for (const auto& p : r.model->named_parameters()) shapes += p.key() + ":" + c10::str(p.value().sizes()) + ";";
+  preflight_check(r.mpi, {{"resolved config", cfg.resolved_ini},
+                          {"model parameters", shapes},
+                          {"dataset manifest", io::manifest_to_json(r.manifest)},
+                          {"lockstep version", lockstep_version()},
+                          {"LibTorch version", torch_version()}});
+  r.place = place_run(cfg, r.mpi);
   r.model->to(r.place.device);
   broadcast_tensors(params_and_buffers(*r.model), *r.place.comm);
   r.opt = std::make_unique<torch::optim::SGD>(
       r.model->parameters(),
       torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
-  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb);
+  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb, cfg.overlap);
   r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
   const int64_t planned = cfg.epochs * r.steps_per_epoch;
   r.schedule = LrSchedule{cfg.schedule, cfg.lr, cfg.warmup_steps,
@@ -176,8 +187,9 @@ void setup(Run& r) {
              std::to_string(split.count()) + " train samples in " + std::to_string(split.shards.size()) +
              " shard(s); model " + cfg.model + " (" + std::to_string(params) + " parameters, " +
              std::to_string(r.reducer->buckets().size()) + " gradient bucket(s))");
-  log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) +
-             " ranks = " + std::to_string(cfg.batch_size * r.mpi.size()) + " per step, " +
+  log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) + " ranks x " +
+             std::to_string(cfg.grad_accum) + " micro-step(s) = " +
+             std::to_string(cfg.batch_size * r.mpi.size() * cfg.grad_accum) + " per step, " +
              std::to_string(r.steps_per_epoch) + " steps/epoch (" + cfg.remainder + " remainder), reader " +
              (r.train->streaming() ? "stream" : "memory") + ", lr " + fmt("%g", cfg.lr) + " (" + cfg.schedule +
              (cfg.warmup_steps > 0 ? ", warmup " + std::to_string(cfg.warmup_steps) : std::string()) + ")");
@@ -188,14 +200,47 @@ EvalResult validate(Run& r) {
   return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.mpi);
 }
 
-void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, double samples_per_s,
-               double seconds, double data_wait_s, const EvalResult* ev) {
+// Where the time of a span of steps went (rank 0's view).
+struct Times {
+  double seconds = 0, data_wait = 0, backward = 0, exposed_comm = 0;
+  Times& operator+=(const Times& o) {
+    seconds += o.seconds, data_wait += o.data_wait, backward += o.backward, exposed_comm += o.exposed_comm;
+    return *this;
+  }
+  Times operator-(const Times& o) const {
+    return {seconds - o.seconds, data_wait - o.data_wait, backward - o.backward, exposed_comm - o.exposed_comm};
+  }
+  std::string summary(int64_t steps) const {
+    const double per = 1000.0 / static_cast<double>(std::max<int64_t>(1, steps));
+    return "data wait " + fmt("%.1f", per * data_wait) + " ms/step, backward " + fmt("%.1f", per * backward) +
+           " ms/step, exposed comm " + fmt("%.1f", per * exposed_comm) + " ms/step (" +
+           fmt("%.1f", 100.0 * exposed_comm / std::max(seconds, 1e-9)) + "%)";
+  }
+};
+
+void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, double samples_per_s, const Times& t,
+               const EvalResult* ev) {
   if (r.mpi.rank() != 0) return;
   io::JsonObject row;
   row.add("kind", kind).add("epoch", epoch).add("step", r.pos.step).add("train_loss", train_loss);
   if (ev && ev->count > 0) row.add("val_loss", ev->loss).add("val_acc", ev->accuracy);
-  row.add("samples_per_s", samples_per_s).add("seconds", seconds).add("data_wait_s", data_wait_s).add("lr", r.lr);
+  row.add("samples_per_s", samples_per_s).add("seconds", t.seconds).add("data_wait_s", t.data_wait)
+      .add("backward_s", t.backward).add("exposed_comm_s", t.exposed_comm).add("lr", r.lr);
   r.metrics->write(row);
+}
+
+// --debug.fault: what the no-hang tests make one rank do at one step.
+void inject_fault(const Run& r) {
+  const Config& c = r.cfg;
+  if (c.fault == "none" || r.mpi.rank() != c.fault_rank || r.pos.step != c.fault_step) return;
+  log::warn("injecting fault '" + c.fault + "' at step " + std::to_string(r.pos.step) + " (--debug.fault)");
+  if (c.fault == "throw") throw Error("injected failure at step " + std::to_string(r.pos.step) + " (--debug.fault throw)");
+  if (c.fault == "kill") std::raise(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
+}
+
+void sync_buffers(Run& r) {
+  if (r.cfg.sync_buffers) average_tensors(r.model->buffers(), *r.place.comm);
 }
 
 }  // namespace
@@ -214,13 +259,14 @@ int with_torch_errors(F&& body) {
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Run r{cfg, mpi, {}};
   setup(r);
-  const int64_t world = mpi.size(), batch = cfg.batch_size, global_batch = batch * world;
+  const int64_t world = mpi.size(), batch = cfg.batch_size, accum = cfg.grad_accum,
+                global_batch = batch * world * accum;
   if (r.pos.epoch >= cfg.epochs || (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps)) {
     log::info0("nothing to do: the run is complete at step " + std::to_string(r.pos.step));
     return kExitOk;
   }
   const auto run_start = Clock::now();
-  double run_train_s = 0.0, run_wait_s = 0.0;
+  Times run_times;
   int64_t run_steps = 0;
   bool stop = false;
   // Loss sums stay on the device between log steps: no host sync in the step loop.
@@ -229,34 +275,45 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   for (; r.pos.epoch < cfg.epochs && !stop;) {
     const int64_t epoch = r.pos.epoch;
     const int64_t first_step = r.pos.samples_done_in_epoch / global_batch;
-    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), batch, r.steps_per_epoch,
-                           first_step, cfg.prefetch);
-    double window_wait_start = 0.0;
+    // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
+    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), batch,
+                           r.steps_per_epoch * accum, first_step * accum, cfg.prefetch);
+    Times epoch_times, window_start;
     torch::Tensor window_loss = zero(), epoch_loss = zero();
     int64_t window_steps = 0;
-    double train_s = 0.0;
     int64_t epoch_steps = 0;
     r.model->train();
     for (int64_t s = first_step; s < r.steps_per_epoch; ++s) {
       const auto t0 = Clock::now();
-      const io::Batch* b = loader.next();
-      LOCKSTEP_REQUIRE(b != nullptr && b->step == s, "data loader ended before step " + std::to_string(s));
-      torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
-      if (r.augment.enabled())
-        x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(s),
-                                                      static_cast<uint64_t>(mpi.rank())));
-      const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
+      inject_fault(r);
       r.lr = r.schedule.at(r.pos.step);
       for (auto& group : r.opt->param_groups())
         static_cast<torch::optim::SGDOptions&>(group.options()).lr(r.lr);
       r.opt->zero_grad();
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(r.model->forward(x), y);
-      loss.backward();
-      r.reducer->average_gradients();
+      torch::Tensor step_loss = zero();
+      for (int64_t a = 0; a < accum; ++a) {
+        const int64_t micro = s * accum + a;
+        const io::Batch* b = loader.next();
+        LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(s));
+        torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
+        if (r.augment.enabled())
+          x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch),
+                                                        static_cast<uint64_t>(micro), static_cast<uint64_t>(mpi.rank())));
+        const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
+        const torch::Tensor loss = torch::nn::functional::cross_entropy(r.model->forward(x), y);
+        r.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
+        const auto tb = Clock::now();
+        (accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
+        epoch_times.backward += seconds_since(tb);
+        step_loss += loss.detach();
+      }
+      r.reducer->finish();
+      epoch_times.exposed_comm += r.reducer->exposed_seconds();
       r.opt->step();
-      window_loss += loss.detach();
-      epoch_loss += loss.detach();
-      train_s += seconds_since(t0);
+      if (accum > 1) step_loss /= static_cast<double>(accum);
+      window_loss += step_loss;
+      epoch_loss += step_loss;
+      epoch_times.seconds += seconds_since(t0);
       ++r.pos.step;
       ++epoch_steps;
       ++window_steps;
@@ -268,48 +325,54 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
         if (!std::isfinite(mean))
           throw Error("training loss is " + fmt("%g", mean) + " at step " + std::to_string(r.pos.step) +
                       " (lower --train.lr?)");
-        const double sps = static_cast<double>(epoch_steps * global_batch) / train_s;
-        const double wait = loader.wait_seconds() - window_wait_start;
-        window_wait_start = loader.wait_seconds();
+        epoch_times.data_wait = loader.wait_seconds();
+        const Times window_times = epoch_times - window_start;
+        window_start = epoch_times;
+        const double sps = static_cast<double>(window_steps * global_batch) / std::max(window_times.seconds, 1e-9);
         log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
                    std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
-                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s, data wait " +
-                   fmt("%.1f", 1000.0 * wait / window[1]) + " ms/step");
-        write_row(r, "train", epoch + 1, mean, sps, train_s, wait, nullptr);
+                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s, " + window_times.summary(window_steps));
+        write_row(r, "train", epoch + 1, mean, sps, window_times, nullptr);
         window_loss.zero_();
         window_steps = 0;
       }
-      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) save_checkpoint(r);
+      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) {
+        sync_buffers(r);
+        save_checkpoint(r);
+      }
       if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
         stop = true;
         break;
       }
     }
-    run_train_s += train_s;
-    run_wait_s += loader.wait_seconds();
+    epoch_times.data_wait = loader.wait_seconds();
+    run_times += epoch_times;
     run_steps += epoch_steps;
     double epoch_sum[2] = {epoch_loss.item<double>(), static_cast<double>(epoch_steps)};
     mpi.allreduce_sum(epoch_sum, 2);
     const double mean_loss = epoch_sum[1] > 0 ? epoch_sum[0] / epoch_sum[1] : 0.0;
-    const double sps = train_s > 0 ? static_cast<double>(epoch_steps * global_batch) / train_s : 0.0;
+    const double sps = static_cast<double>(epoch_steps * global_batch) / std::max(epoch_times.seconds, 1e-9);
+    sync_buffers(r);
     const EvalResult ev = validate(r);
     r.last_val_acc = ev.count > 0 ? ev.accuracy : -1.0;
     if (!stop) {
       log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " done: loss " +
                  fmt("%.4f", mean_loss) + " val_loss " + fmt("%.4f", ev.loss) + " val_acc " +
-                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " + fmt("%.1f", train_s) +
-                 " s, data wait " + fmt("%.2f", 100.0 * loader.wait_seconds() / std::max(train_s, 1e-9)) + "%");
-      write_row(r, "epoch", epoch + 1, mean_loss, sps, train_s, loader.wait_seconds(), &ev);
+                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " +
+                 fmt("%.1f", epoch_times.seconds) + " s; " + epoch_times.summary(epoch_steps));
+      write_row(r, "epoch", epoch + 1, mean_loss, sps, epoch_times, &ev);
       ++r.pos.epoch;
       r.pos.samples_done_in_epoch = 0;
     }
     save_checkpoint(r);
     if (stop || r.pos.epoch >= cfg.epochs) {
-      const double total_sps = run_train_s > 0 ? static_cast<double>(run_steps * global_batch) / run_train_s : 0.0;
+      const double total_sps = static_cast<double>(run_steps * global_batch) / std::max(run_times.seconds, 1e-9);
       log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
                  " val_loss " + fmt("%.4f", ev.loss) + ", " + fmt("%.0f", total_sps) + " samples/s, " +
-                 fmt("%.1f", seconds_since(run_start)) + " s wall");
-      write_row(r, "end", epoch + 1, mean_loss, total_sps, seconds_since(run_start), run_wait_s, &ev);
+                 fmt("%.1f", seconds_since(run_start)) + " s wall; " + run_times.summary(run_steps));
+      Times end_times = run_times;
+      end_times.seconds = seconds_since(run_start);  // wall time of the whole run, evaluations included
+      write_row(r, "end", epoch + 1, mean_loss, total_sps, end_times, &ev);
     }
   }
   return kExitOk;

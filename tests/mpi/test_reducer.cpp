@@ -42,12 +42,20 @@ std::shared_ptr<Net> seeded_model(uint64_t seed) {
   return m;
 }
 
-// Gradients after one backward over rows [begin, end) of (X, Y), optionally reduced.
+// Gradients after backward over rows [begin, end) of (X, Y) in ACCUM equal micro-batches,
+// reduced through REDUCER's hooks when given (prepare before backward, finish after).
 std::vector<torch::Tensor> grads_of(Net& model, const torch::Tensor& x, const torch::Tensor& y, int64_t begin,
-                                    int64_t end, GradReducer* reducer) {
+                                    int64_t end, GradReducer* reducer, int64_t accum = 1) {
   model.zero_grad();
-  torch::nn::functional::cross_entropy(model.forward(x.slice(0, begin, end)), y.slice(0, begin, end)).backward();
-  if (reducer) reducer->average_gradients();
+  const int64_t micro = (end - begin) / accum;
+  for (int64_t a = 0; a < accum; ++a) {
+    const int64_t b = begin + a * micro;
+    if (reducer) reducer->prepare(a == accum - 1);
+    (torch::nn::functional::cross_entropy(model.forward(x.slice(0, b, b + micro)), y.slice(0, b, b + micro)) /
+     static_cast<double>(accum))
+        .backward();
+  }
+  if (reducer) reducer->finish();
   std::vector<torch::Tensor> g;
   for (const auto& p : model.parameters()) g.push_back(p.grad().clone());
   return g;
@@ -73,6 +81,50 @@ TEST(GradReducer, AveragedGradientsEqualTheUnionBatch) {
         << "parameter " << i << " max diff " << (reduced[i] - reference[i]).abs().max().item<double>();
 }
 
+TEST(GradReducer, BucketsLaunchDuringBackwardAndMatchTheNonOverlappedPath) {
+  torch::manual_seed(21 + mpi().rank());
+  const auto x = torch::randn({8, 1, 28, 28});
+  const auto y = torch::randint(0, 10, {8}, torch::kLong);
+  MpiCommunicator comm(mpi());
+  auto hooked = seeded_model(4), plain = seeded_model(4);
+  GradReducer overlap(hooked->parameters(), comm, 0.05, /*overlap=*/true);
+  GradReducer after(plain->parameters(), comm, 0.05, /*overlap=*/false);
+  ASSERT_GT(overlap.buckets().size(), 2u);
+  const auto a = grads_of(*hooked, x, y, 0, 8, &overlap);
+  // Every bucket whose parameters all got gradients launched from a hook, during backward.
+  EXPECT_EQ(overlap.launched_in_backward(), static_cast<int>(overlap.buckets().size()));
+  const auto b = grads_of(*plain, x, y, 0, 8, &after);
+  EXPECT_EQ(after.launched_in_backward(), 0);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+}
+
+TEST(GradReducer, AccumulationEqualsOneLargeBatch) {
+  const int64_t per_rank = 8, world = mpi().size(), rank = mpi().rank();
+  torch::manual_seed(77);
+  const auto x = torch::randn({per_rank * world, 1, 28, 28});
+  const auto y = torch::randint(0, 10, {per_rank * world}, torch::kLong);
+  MpiCommunicator comm(mpi());
+  auto one = seeded_model(9), four = seeded_model(9);
+  GradReducer r1(one->parameters(), comm, 25.0), r4(four->parameters(), comm, 25.0);
+  const auto g1 = grads_of(*one, x, y, rank * per_rank, (rank + 1) * per_rank, &r1, 1);
+  const auto g4 = grads_of(*four, x, y, rank * per_rank, (rank + 1) * per_rank, &r4, 4);
+  for (size_t i = 0; i < g1.size(); ++i)
+    EXPECT_TRUE(torch::allclose(g1[i], g4[i], 1e-5, 1e-7))
+        << "parameter " << i << " max diff " << (g1[i] - g4[i]).abs().max().item<double>();
+}
+
+TEST(GradReducer, UnusedParameterContributesZeros) {
+  MpiCommunicator comm(mpi());
+  auto used = torch::ones({3}, torch::requires_grad()), unused = torch::ones({2}, torch::requires_grad());
+  GradReducer reducer({used, unused}, comm, 25.0);
+  reducer.prepare(true);
+  (used * static_cast<double>(mpi().rank() + 1)).sum().backward();
+  reducer.finish();  // must not wait for a hook that never fires
+  const int n = mpi().size();
+  EXPECT_TRUE(torch::allclose(used.grad(), torch::full({3}, (n + 1) / 2.0)));
+  EXPECT_TRUE(torch::equal(unused.grad(), torch::zeros({2})));
+}
+
 TEST(GradReducer, BucketingDoesNotChangeTheResult) {
   torch::manual_seed(5 + mpi().rank());  // different data per rank
   const auto x = torch::randn({6, 1, 28, 28});
@@ -87,6 +139,14 @@ TEST(GradReducer, BucketingDoesNotChangeTheResult) {
   }
   for (size_t r = 1; r < results.size(); ++r)
     for (size_t i = 0; i < results[0].size(); ++i) EXPECT_TRUE(torch::equal(results[0][i], results[r][i]));
+}
+
+TEST(GradReducer, AverageTensorsAveragesFloatBuffersOnly) {
+  MpiCommunicator comm(mpi());
+  auto f = torch::full({4}, static_cast<float>(mpi().rank())), i = torch::full({1}, 5 + mpi().rank(), torch::kLong);
+  average_tensors({f, i}, comm);
+  EXPECT_TRUE(torch::allclose(f, torch::full({4}, (mpi().size() - 1) / 2.0)));
+  EXPECT_EQ(i.item<int64_t>(), 5 + mpi().rank());  // integer buffers are left alone
 }
 
 TEST(GradReducer, BroadcastMakesEveryRankEqualToRankZero) {

@@ -1,0 +1,26 @@
+// preflight: before step 1, all ranks check that they are running the same job.
+//
+// 1. Each rank hashes every field (resolved config, model parameter names and shapes,
+//    dataset manifest, lockstep and LibTorch versions) with FNV-1a 64.
+// 2. One MPI_Allgather carries all hashes to every rank.
+// 3. Every rank compares each field with rank 0's; on any difference every rank throws
+//    the same UsageError, naming the first differing field and the ranks that differ.
+// Collective; run before any other collective of the job, so a rank started with other
+// options or data stops here instead of deadlocking later.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lockstep {
+
+class MpiRuntime;
+
+using Fingerprint = std::vector<std::pair<std::string, std::string>>;  // (field, content)
+
+void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields);
+
+uint64_t fnv1a64(const std::string& s);
+
+}  // namespace lockstep
