@@ -71,7 +71,7 @@ po::options_description train_options(Config* c) {
       ("run.resume", po::value(&c->resume)->default_value(c->resume), "auto | none | PATH (alias --resume)")
       ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
       ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)")
-      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "reduce gradient buckets during backward")
+      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "auto | true | false: reduce gradient buckets during backward (auto: on for NCCL, on for MPI when the rank has a core beyond its threads)")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "average BatchNorm statistics across ranks before evaluations and checkpoints")
       ("debug.fault", po::value(&c->fault)->default_value(c->fault), "fault injection for tests: none | throw | stall | kill")
@@ -166,6 +166,8 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
     return {ParseStatus::kError, "--data.mode must be auto, memory or stream, not '" + cfg->data_mode + "'"};
   if (cfg->remainder != "drop" && cfg->remainder != "wrap")
     return {ParseStatus::kError, "--data.remainder must be drop or wrap, not '" + cfg->remainder + "'"};
+  if (cfg->overlap != "auto" && cfg->overlap != "true" && cfg->overlap != "false")
+    return {ParseStatus::kError, "--dist.overlap must be auto, true or false"};
   if (cfg->grad_accum < 1) return {ParseStatus::kError, "--dist.grad-accum must be at least 1"};
   if (cfg->comm_timeout <= 0) return {ParseStatus::kError, "--dist.comm-timeout must be positive"};
   if (cfg->fault != "none" && cfg->fault != "throw" && cfg->fault != "stall" && cfg->fault != "kill")

@@ -45,7 +45,7 @@ struct Config {
   // [dist]
   std::string backend = "auto";  // auto | mpi | nccl
   double bucket_mb = 25.0;
-  bool overlap = true;          // launch buckets from autograd hooks during backward
+  std::string overlap = "auto";  // true | false | auto: reduce buckets during backward (run_setup.hpp)
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
   bool sync_buffers = false;    // average BatchNorm statistics before evaluation/checkpoints

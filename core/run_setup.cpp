@@ -1,6 +1,7 @@
 // run_setup: see run_setup.hpp.
 #include "core/run_setup.hpp"
 
+#include <sched.h>
 #include <torch/cuda.h>
 
 #include "core/error.hpp"
@@ -23,8 +24,12 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
   const bool want_nccl = cfg.backend == "nccl" || (cfg.backend == "auto" && gpu && nccl_compiled());
   if (!want_nccl) {
     p.comm = std::make_unique<MpiCommunicator>(mpi);
+    cpu_set_t set;
+    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    p.overlap = cfg.overlap == "true" || (cfg.overlap == "auto" && cores > cfg.threads);
     return p;
   }
+  p.overlap = cfg.overlap != "false";
   LOCKSTEP_REQUIRE(gpu, "--dist.backend nccl needs a CUDA GPU, and none is visible on " + mpi.host());
   const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
   p.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device));

@@ -18,10 +18,15 @@ class MpiRuntime;
 struct Placement {
   torch::Device device = torch::kCPU;
   std::unique_ptr<Communicator> comm;
+  bool overlap = true;  // reduce buckets during backward (resolved --dist.overlap)
 };
 
 // auto: NCCL on this rank's GPU when CUDA is available and NCCL compiled in, else MPI on
 // the CPU; mpi: always CPU; nccl: a GPU is required. Collective (NCCL bootstrap).
+// --dist.overlap auto: on for NCCL (a side stream costs the GPU nothing); for MPI only when
+// the rank's CPU affinity holds more cores than its intra-op threads. Open MPI's
+// shared-memory all-reduce busy-polls, so a communication thread sharing the compute core
+// slows backward more than it hides (measured: 1841 vs 2026 samples/s at 1 core per rank).
 Placement place_run(const Config& cfg, const MpiRuntime& mpi);
 
 // The checkpoint to resume from, "" for a fresh start. Collective: rank 0 resolves

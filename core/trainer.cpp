@@ -163,7 +163,7 @@ void setup(Run& r) {
   r.opt = std::make_unique<torch::optim::SGD>(
       r.model->parameters(),
       torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
-  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb, cfg.overlap);
+  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb, r.place.overlap);
   r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
   const int64_t planned = cfg.epochs * r.steps_per_epoch;
   r.schedule = LrSchedule{cfg.schedule, cfg.lr, cfg.warmup_steps,
@@ -186,7 +186,8 @@ void setup(Run& r) {
   log::info0("data " + cfg.data_dir + " (" + r.manifest.spec.name + "): " +
              std::to_string(split.count()) + " train samples in " + std::to_string(split.shards.size()) +
              " shard(s); model " + cfg.model + " (" + std::to_string(params) + " parameters, " +
-             std::to_string(r.reducer->buckets().size()) + " gradient bucket(s))");
+             std::to_string(r.reducer->buckets().size()) + " gradient bucket(s), reduced " +
+             (r.place.overlap ? "during backward" : "after backward") + ")");
   log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) + " ranks x " +
              std::to_string(cfg.grad_accum) + " micro-step(s) = " +
              std::to_string(cfg.batch_size * r.mpi.size() * cfg.grad_accum) + " per step, " +
