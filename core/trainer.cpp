@@ -21,6 +21,7 @@
 #include "core/mpi_runtime.hpp"
 #include "core/preflight.hpp"
 #include "core/run_setup.hpp"
+#include "core/run_state.hpp"
 #include "core/train_state.hpp"
 #include "io/checkpoint_store.hpp"
 #include "io/epoch_loader.hpp"
@@ -32,103 +33,10 @@
 namespace lockstep {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::vector<at::Tensor> params_and_buffers(Net& model) {
   std::vector<at::Tensor> all = model.parameters();
   for (const auto& b : model.buffers()) all.push_back(b);
   return all;
-}
-
-// Everything a training run carries between steps.
-struct Run {
-  const Config& cfg;
-  const MpiRuntime& mpi;
-  io::Manifest manifest;
-  int64_t steps_per_epoch = 0;
-  std::unique_ptr<io::RankReader> train, val;
-  AugmentOptions augment;
-  Placement place;
-  std::shared_ptr<Net> model;
-  std::unique_ptr<torch::optim::SGD> opt;
-  std::unique_ptr<GradReducer> reducer;
-  std::unique_ptr<BatchMaker> maker;
-  std::unique_ptr<io::MetricsLog> metrics;  // rank 0 only
-  TrainPosition pos;
-  LrSchedule schedule;
-  double lr = 0.0;  // the rate of the last step
-  double last_val_acc = -1.0;
-  int64_t last_ckpt_step = -1;
-};
-
-// Rank 0 only: the run dir with its config dump, command line, log and metrics.
-void open_run_dir(Run& r) {
-  if (r.mpi.rank() != 0) return;
-  io::make_dirs(r.cfg.run_dir);
-  io::make_dirs(checkpoint_dir(r.cfg));
-  io::write_file_atomic(r.cfg.run_dir + "/config.ini", r.cfg.resolved_ini);
-  io::write_file_atomic(r.cfg.run_dir + "/command.txt", r.cfg.command_line + "\n");
-  log::set_file(r.cfg.run_dir + "/train.log");
-  r.metrics = std::make_unique<io::MetricsLog>(r.cfg.run_dir + "/metrics.jsonl");
-}
-
-void save_checkpoint(Run& r) {
-  if (r.last_ckpt_step == r.pos.step) return;
-  r.last_ckpt_step = r.pos.step;
-  if (r.mpi.rank() != 0) return;  // parameters are identical on every rank
-  CheckpointMeta m;
-  m.pos = r.pos;
-  m.world_size = r.mpi.size();
-  m.batch_size = r.cfg.batch_size;
-  m.seed = r.cfg.seed;
-  m.model = r.cfg.model;
-  m.dataset = r.manifest.spec.name;
-  m.sample_shape = r.manifest.spec.sample_shape;
-  m.num_classes = r.manifest.spec.num_classes;
-  m.lockstep_version = lockstep_version();
-  m.torch_version = torch_version();
-  m.config_ini = r.cfg.resolved_ini;
-  m.val_acc = r.last_val_acc;
-  const auto t0 = Clock::now();
-  const std::string path = io::write_checkpoint(checkpoint_dir(r.cfg), r.pos.step, meta_to_json(m),
-                                                serialize_state(*r.model, *r.opt));
-  io::prune_checkpoints(checkpoint_dir(r.cfg), r.cfg.keep_last);
-  log::info0("checkpoint " + path + " (" + fmt("%.2f", seconds_since(t0)) + " s)");
-}
-
-void resume_from(Run& r, const std::string& path) {
-  const io::CheckpointData d = io::read_checkpoint(path);
-  const CheckpointMeta m = meta_from_json(d.meta_json, path);
-  LOCKSTEP_REQUIRE(m.model == r.cfg.model && m.sample_shape == r.manifest.spec.sample_shape &&
-                       m.num_classes == r.manifest.spec.num_classes,
-                   path + ": checkpoint is of model '" + m.model + "' on other data than this run's");
-  load_state(d.payload, *r.model, r.opt.get(), path);
-  r.pos = m.pos;
-  r.last_val_acc = m.val_acc;
-  r.last_ckpt_step = m.pos.step;
-  // The data order is a function of (seed, epoch, rank); what carries over is how many
-  // samples of the epoch were consumed, so a different world size or batch resumes at the
-  // same fraction of the epoch (docs/checkpoints.md).
-  const int64_t global_batch = r.cfg.batch_size * r.mpi.size();
-  if (r.pos.samples_done_in_epoch / global_batch >= r.steps_per_epoch) {
-    ++r.pos.epoch;
-    r.pos.samples_done_in_epoch = 0;
-  }
-  if (m.world_size != r.mpi.size() || m.batch_size != r.cfg.batch_size)
-    log::info0("resuming a checkpoint of " + std::to_string(m.world_size) + " ranks x batch " +
-               std::to_string(m.batch_size) + " on " + std::to_string(r.mpi.size()) + " ranks x batch " +
-               std::to_string(r.cfg.batch_size));
-  log::info0("resumed from " + path + " at step " + std::to_string(r.pos.step) + " (epoch " +
-             std::to_string(r.pos.epoch + 1) + ")");
 }
 
 void setup(Run& r) {
@@ -199,35 +107,6 @@ void setup(Run& r) {
 EvalResult validate(Run& r) {
   if (!r.val) return EvalResult{};
   return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.mpi);
-}
-
-// Where the time of a span of steps went (rank 0's view).
-struct Times {
-  double seconds = 0, data_wait = 0, backward = 0, exposed_comm = 0;
-  Times& operator+=(const Times& o) {
-    seconds += o.seconds, data_wait += o.data_wait, backward += o.backward, exposed_comm += o.exposed_comm;
-    return *this;
-  }
-  Times operator-(const Times& o) const {
-    return {seconds - o.seconds, data_wait - o.data_wait, backward - o.backward, exposed_comm - o.exposed_comm};
-  }
-  std::string summary(int64_t steps) const {
-    const double per = 1000.0 / static_cast<double>(std::max<int64_t>(1, steps));
-    return "data wait " + fmt("%.1f", per * data_wait) + " ms/step, backward " + fmt("%.1f", per * backward) +
-           " ms/step, exposed comm " + fmt("%.1f", per * exposed_comm) + " ms/step (" +
-           fmt("%.1f", 100.0 * exposed_comm / std::max(seconds, 1e-9)) + "%)";
-  }
-};
-
-void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, double samples_per_s, const Times& t,
-               const EvalResult* ev) {
-  if (r.mpi.rank() != 0) return;
-  io::JsonObject row;
-  row.add("kind", kind).add("epoch", epoch).add("step", r.pos.step).add("train_loss", train_loss);
-  if (ev && ev->count > 0) row.add("val_loss", ev->loss).add("val_acc", ev->accuracy);
-  row.add("samples_per_s", samples_per_s).add("seconds", t.seconds).add("data_wait_s", t.data_wait)
-      .add("backward_s", t.backward).add("exposed_comm_s", t.exposed_comm).add("lr", r.lr);
-  r.metrics->write(row);
 }
 
 // --debug.fault: what the no-hang tests make one rank do at one step.
