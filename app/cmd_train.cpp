@@ -43,7 +43,8 @@ int run_under_mpi(int* argc, char*** argv, const Args& args, Parser parse, Runne
     log::error(e.what());
     code = kExitFailure;
   }
-  if (code != kExitOk && mpi.size() > 1) mpi.abort(code);
+  // A signal stop is agreed by all ranks: they all reach MPI_Finalize and exit 3.
+  if (code != kExitOk && code != kExitResumable && mpi.size() > 1) mpi.abort(code);
   return code;
 }
 

@@ -16,7 +16,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,    // runtime error (bad data, I/O, a failed collective)
   kExitUsage = 2,      // unknown option, bad value, missing required option
-  kExitResumable = 3,  // stopped cleanly on a signal; --resume auto continues (issue 5)
+  kExitResumable = 3,  // stopped cleanly on SIGTERM/SIGUSR1 after a checkpoint; --resume auto continues
 };
 
 class Error : public std::runtime_error {

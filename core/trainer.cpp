@@ -22,6 +22,7 @@
 #include "core/preflight.hpp"
 #include "core/run_setup.hpp"
 #include "core/run_state.hpp"
+#include "core/stop_signal.hpp"
 #include "core/train_state.hpp"
 #include "io/checkpoint_store.hpp"
 #include "io/epoch_loader.hpp"
@@ -145,6 +146,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     log::info0("nothing to do: the run is complete at step " + std::to_string(r.pos.step));
     return kExitOk;
   }
+  stop_signal::install();
   const auto run_start = Clock::now();
   Times run_times;
   int64_t run_steps = 0;
@@ -223,6 +225,17 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
       if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
         stop = true;
         break;
+      }
+      // Every rank learns at the same step boundary whether any rank was signalled.
+      double signalled = stop_signal::pending();
+      mpi.allreduce_max(&signalled, 1);
+      if (signalled > 0) {
+        log::info0("signal " + std::to_string(static_cast<int>(signalled)) + " received: checkpointing at step " +
+                   std::to_string(r.pos.step) + " and exiting with code " + std::to_string(kExitResumable) +
+                   " (resumable: --resume auto continues here)");
+        sync_buffers(r);
+        save_checkpoint(r);
+        return kExitResumable;
       }
     }
     epoch_times.data_wait = loader.wait_seconds();

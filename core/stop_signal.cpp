@@ -1,0 +1,31 @@
+// stop_signal: see stop_signal.hpp.
+#include "core/stop_signal.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+
+namespace lockstep::stop_signal {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) {
+  if (g_signal != 0) _exit(128 + sig);  // second signal: no more waiting
+  g_signal = sig;
+}
+
+}  // namespace
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+int pending() { return static_cast<int>(g_signal); }
+
+}  // namespace lockstep::stop_signal
