@@ -1,8 +1,8 @@
 // sample_store: a rank's share of one split, held in memory, and batch assembly from it.
 //
 // load_rank_samples opens the rank's shards (shard_plan), checks each against the
-// manifest and reads its ranges. A streaming mode for data larger than memory, behind the
-// same gather() interface, is the data-layer issue's (#3) work.
+// manifest and reads its ranges. This is rank_reader's memory mode; its stream mode reads
+// the shards block by block instead.
 #pragma once
 
 #include <cstdint>
