@@ -2,7 +2,9 @@
 #include "io/shard_format.hpp"
 
 #include <boost/property_tree/ptree.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -60,6 +62,47 @@ const SplitEntry& Manifest::split(const std::string& name, const std::string& di
   for (const auto& [n, s] : splits)
     if (n == name) return s;
   throw Error(dir + "/" + kManifestName + ": no split '" + name + "'");
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      int e = -1;
+      uint32_t m = mant;
+      do {
+        ++e;
+        m <<= 1;
+      } while ((m & 0x400u) == 0);
+      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
+                      const std::string& where) {
+  for (int64_t i = 0; spec.labeled && i < n; ++i)
+    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec.num_classes,
+                     where + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(first + i) +
+                         " is outside [0, " + std::to_string(spec.num_classes) + ")");
+  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
+  const int64_t elems = n * spec.sample_elems();
+  for (int64_t i = 0; i < elems; ++i) {
+    const float v = spec.dtype == DType::kFloat32 ? static_cast<const float*>(samples)[i]
+                                                  : half_to_float(static_cast<const uint16_t*>(samples)[i]);
+    LOCKSTEP_REQUIRE(std::isfinite(v), where + ": sample " + std::to_string(first + i / spec.sample_elems()) +
+                                           " contains NaN or Inf");
+  }
 }
 
 std::string shard_file_name(const std::string& split, int index, int count) {

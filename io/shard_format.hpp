@@ -61,6 +61,15 @@ struct Manifest {
   bool has_split(const std::string& name) const;
 };
 
+// IEEE half bits -> float (float16 samples are stored as raw 16-bit words).
+float half_to_float(uint16_t h);
+
+// What makes samples valid in a shard, checked by the writer before writing and by the
+// reader after reading: labels in [0, num_classes) (labeled data) and finite float
+// samples. The N samples are samples FIRST.. of WHERE (a file), named in the error.
+void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
+                      const std::string& where);
+
 // "train-00003-of-00016.h5"
 std::string shard_file_name(const std::string& split, int index, int count);
 

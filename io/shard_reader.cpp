@@ -89,20 +89,7 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) c
     if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels) < 0)
       throw Error(path_ + ": cannot read labels (truncated or corrupt file?): " + h5_last_error());
   }
-  for (int64_t i = 0; spec_.labeled && i < n; ++i)
-    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
-                     path_ + ": label " + std::to_string(labels[i]) + " of sample " +
-                         std::to_string(begin + i) + " is outside [0, " +
-                         std::to_string(spec_.num_classes) + ")");
-  if (spec_.dtype == DType::kFloat32 || spec_.dtype == DType::kFloat16) {
-    const int64_t elems = n * spec_.sample_elems();
-    for (int64_t i = 0; i < elems; ++i) {
-      const float v = spec_.dtype == DType::kFloat32 ? static_cast<const float*>(samples)[i]
-                                                     : half_to_float(static_cast<const uint16_t*>(samples)[i]);
-      LOCKSTEP_REQUIRE(std::isfinite(v), path_ + ": sample " + std::to_string(begin + i / spec_.sample_elems()) +
-                                             " contains NaN or Inf");
-    }
-  }
+  validate_samples(spec_, samples, labels, n, begin, path_);
 }
 
 ShardHeader read_shard_header(const std::string& path) {

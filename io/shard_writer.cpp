@@ -2,9 +2,7 @@
 #include "io/shard_writer.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "io/file_util.hpp"
 
@@ -20,48 +18,6 @@ hid_t h5_type_of(DType t) {
   return H5T_NATIVE_UINT8;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalise
-      int e = -1;
-      uint32_t m = mant;
-      do {
-        ++e;
-        m <<= 1;
-      } while ((m & 0x400u) == 0);
-      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-namespace {
-
-void check_finite(const DatasetSpec& spec, const void* samples, int64_t n,
-                  const std::string& where) {
-  const int64_t elems = n * spec.sample_elems();
-  auto finite = [&](int64_t i) {
-    if (spec.dtype == DType::kFloat32) return std::isfinite(static_cast<const float*>(samples)[i]);
-    return std::isfinite(half_to_float(static_cast<const uint16_t*>(samples)[i]));
-  };
-  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
-  for (int64_t i = 0; i < elems; ++i)
-    LOCKSTEP_REQUIRE(finite(i), where + ": sample " +
-                                              std::to_string(i / spec.sample_elems()) +
-                                              " contains NaN or Inf");
-}
-
-}  // namespace
 
 ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int index, int count,
                          const DatasetSpec& spec, int64_t n_samples, const WriteOptions& opt)
@@ -127,14 +83,8 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) {
   LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
-  for (int64_t i = 0; spec_.labeled && i < n; ++i) {
-    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
-                     final_path_ + ": label " + std::to_string(labels[i]) + " of sample " +
-                         std::to_string(written_ + i) + " is outside [0, " +
-                         std::to_string(spec_.num_classes) + ")");
-    ++histogram_[static_cast<size_t>(labels[i])];
-  }
-  check_finite(spec_, samples, n, final_path_);
+  validate_samples(spec_, samples, labels, n, written_, final_path_);
+  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(labels[i])];
 
   const RowSelection rows = select_rows(samples_.get(), written_, n);
   H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples));

@@ -49,8 +49,7 @@ SplitEntry write_split(const std::string& dir, const std::string& split, const D
                        const void* samples, const int64_t* labels, int64_t n, int shards,
                        const WriteOptions& opt);
 
-// IEEE half bits -> float (float16 samples are stored as raw 16-bit words).
-float half_to_float(uint16_t h);
+// The HDF5 memory type of a sample dtype (float16: raw 16-bit words).
 hid_t h5_type_of(DType t);
 
 

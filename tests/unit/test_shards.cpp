@@ -159,6 +159,18 @@ TEST(ShardErrors, NanInFloatSamples) {
   EXPECT_TRUE(list_dir(dir).empty());
 }
 
+TEST(ShardErrors, NanIsNamedByItsIndexInTheShard) {
+  // write_split appends in slices of 4096: the error must count from the shard's start.
+  const std::string dir = fresh_dir("nan-late");
+  DatasetSpec spec = tiny_spec();
+  spec.dtype = DType::kFloat32;
+  std::vector<float> samples(5000 * 16, 1.0f);
+  std::vector<int64_t> labels(5000, 0);
+  samples[4500 * 16] = INFINITY;
+  EXPECT_ERROR_CONTAINS(write_split(dir, "train", spec, samples.data(), labels.data(), 5000, 1, {}),
+                        "sample 4500 contains NaN or Inf");
+}
+
 TEST(ShardErrors, EmptyShardIsRefused) {
   const std::string dir = fresh_dir("empty");
   const DatasetSpec spec = tiny_spec();
