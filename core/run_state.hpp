@@ -67,6 +67,9 @@ struct Times {
   Times operator-(const Times& o) const {
     return {seconds - o.seconds, data_wait - o.data_wait, backward - o.backward, exposed_comm - o.exposed_comm};
   }
+  double samples_per_s(int64_t steps, int64_t global_batch) const {
+    return static_cast<double>(steps * global_batch) / std::max(seconds, 1e-9);
+  }
   std::string summary(int64_t steps) const {
     const double per = 1000.0 / static_cast<double>(std::max<int64_t>(1, steps));
     return "data wait " + fmt("%.1f", per * data_wait) + " ms/step, backward " + fmt("%.1f", per * backward) +

@@ -124,6 +124,12 @@ void sync_buffers(Run& r) {
   if (r.cfg.sync_buffers) average_tensors(r.model->buffers(), *r.place.comm);
 }
 
+// A checkpoint in the middle of an epoch (--ckpt.every, a stop signal). Collective.
+void checkpoint_now(Run& r) {
+  sync_buffers(r);
+  save_checkpoint(r);
+}
+
 }  // namespace
 
 // LibTorch reports errors as c10::Error with a multi-line backtrace; lockstep reports one
@@ -210,7 +216,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
         epoch_times.data_wait = loader.wait_seconds();
         const Times window_times = epoch_times - window_start;
         window_start = epoch_times;
-        const double sps = static_cast<double>(window_steps * global_batch) / std::max(window_times.seconds, 1e-9);
+        const double sps = window_times.samples_per_s(window_steps, global_batch);
         log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
                    std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
                    fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s, " + window_times.summary(window_steps));
@@ -218,10 +224,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
         window_loss.zero_();
         window_steps = 0;
       }
-      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) {
-        sync_buffers(r);
-        save_checkpoint(r);
-      }
+      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) checkpoint_now(r);
       if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
         stop = true;
         break;
@@ -233,8 +236,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
         log::info0("signal " + std::to_string(static_cast<int>(signalled)) + " received: checkpointing at step " +
                    std::to_string(r.pos.step) + " and exiting with code " + std::to_string(kExitResumable) +
                    " (resumable: --resume auto continues here)");
-        sync_buffers(r);
-        save_checkpoint(r);
+        checkpoint_now(r);
         return kExitResumable;
       }
     }
@@ -244,7 +246,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     double epoch_sum[2] = {epoch_loss.item<double>(), static_cast<double>(epoch_steps)};
     mpi.allreduce_sum(epoch_sum, 2);
     const double mean_loss = epoch_sum[1] > 0 ? epoch_sum[0] / epoch_sum[1] : 0.0;
-    const double sps = static_cast<double>(epoch_steps * global_batch) / std::max(epoch_times.seconds, 1e-9);
+    const double sps = epoch_times.samples_per_s(epoch_steps, global_batch);
     sync_buffers(r);
     const EvalResult ev = validate(r);
     r.last_val_acc = ev.count > 0 ? ev.accuracy : -1.0;
@@ -259,7 +261,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     }
     save_checkpoint(r);
     if (stop || r.pos.epoch >= cfg.epochs) {
-      const double total_sps = static_cast<double>(run_steps * global_batch) / std::max(run_times.seconds, 1e-9);
+      const double total_sps = run_times.samples_per_s(run_steps, global_batch);
       log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
                  " val_loss " + fmt("%.4f", ev.loss) + ", " + fmt("%.0f", total_sps) + " samples/s, " +
                  fmt("%.1f", seconds_since(run_start)) + " s wall; " + run_times.summary(run_steps));

@@ -15,11 +15,6 @@
 namespace lockstep::io {
 namespace {
 
-// Destination of one source sample: (writer index) or -1 when not imported.
-struct Route {
-  std::vector<int32_t> writer_of;  // per source index
-};
-
 // A ShardWriter with a staging buffer, so the pass appends in large slices.
 struct BufferedWriter {
   std::unique_ptr<ShardWriter> writer;
@@ -91,8 +86,8 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan);
 
   std::vector<BufferedWriter> writers;
-  Route route;
-  route.writer_of.assign(static_cast<size_t>(in.source->count()), -1);
+  // Per source sample: the index of the writer it goes to, -1 when it is not imported.
+  std::vector<int32_t> writer_of(static_cast<size_t>(in.source->count()), -1);
   const size_t sb = spec.sample_bytes();
   for (const auto& a : assignments) {
     const int count = static_cast<int>(a.shards.size());
@@ -103,7 +98,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       w.split = a.split;
       w.train_stats = first && a.split == in.split;
       w.flush_at = std::max<size_t>(1, (1u << 20) / sb);
-      for (const int64_t i : a.shards[k]) route.writer_of[static_cast<size_t>(i)] = static_cast<int32_t>(writers.size());
+      for (const int64_t i : a.shards[k]) writer_of[static_cast<size_t>(i)] = static_cast<int32_t>(writers.size());
       writers.push_back(std::move(w));
     }
   }
@@ -118,7 +113,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     const int64_t k = std::min(block, n - b);
     in.source->read(b, k, buf.data());
     for (int64_t j = 0; j < k; ++j) {
-      const int32_t w = route.writer_of[static_cast<size_t>(b + j)];
+      const int32_t w = writer_of[static_cast<size_t>(b + j)];
       if (w < 0) continue;
       BufferedWriter& bw = writers[static_cast<size_t>(w)];
       const unsigned char* sample = buf.data() + static_cast<size_t>(j) * sb;
