@@ -24,7 +24,12 @@ const std::map<std::string, std::string>& aliases() {
       {"bucket-mb", "dist.bucket-mb"}, {"grad-accum", "dist.grad-accum"},
       {"comm-timeout", "dist.comm-timeout"}, {"checkpoint", "eval.checkpoint"},
       {"split", "data.val-split"},       {"keep-last", "ckpt.keep-last"},
-      {"ckpt-every", "ckpt.every"}};
+      {"ckpt-every", "ckpt.every"},       {"sync-bn", "model.sync-bn"},
+      {"optimizer", "train.optimizer"},   {"lr-scaling", "train.lr-scaling"},
+      {"class-weights", "train.class-weights"}, {"label-smoothing", "train.label-smoothing"},
+      {"amp", "train.amp"},               {"clip-norm", "train.clip-norm"},
+      {"eval-every", "train.eval-every"}, {"best-metric", "ckpt.best-metric"},
+      {"schedule", "train.schedule"},     {"width", "model.width"}};
   return m;
 }
 
@@ -41,8 +46,11 @@ po::options_description common_options(Config* c) {
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
       ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
-      ("model.name", po::value(&c->model)->default_value(c->model), "model: cnn (alias --model)")
+      ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | torchscript:PATH (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
+      ("model.width", po::value(&c->model_width)->default_value(c->model_width), "channels/units scale; 0: the model's default (alias --width)")
+      ("model.depth", po::value(&c->model_depth)->default_value(c->model_depth), "resnet depth: 18 | 34")
+      ("model.sync-bn", po::value(&c->sync_bn)->default_value(c->sync_bn)->implicit_value(true), "BatchNorm statistics over all ranks' batches (alias --sync-bn)")
       ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
       ("train.batch-size", po::value(&c->batch_size)->default_value(c->batch_size), "samples per rank per step (alias --batch-size)")
       ("dist.backend", po::value(&c->backend)->default_value(c->backend), "auto | mpi | nccl (alias --backend)")
@@ -58,12 +66,27 @@ po::options_description train_options(Config* c) {
       ("data.remainder", po::value(&c->remainder)->default_value(c->remainder), "drop | wrap: ranks' leftover samples each epoch (docs/shard-format.md)")
       ("data.random-crop", po::value(&c->random_crop)->default_value(c->random_crop), "augment: random crops with this zero padding (images), 0: off")
       ("data.hflip", po::value(&c->hflip)->default_value(c->hflip), "augment: random horizontal flips (images)")
-      ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate (alias --lr)")
+      ("train.optimizer", po::value(&c->optimizer)->default_value(c->optimizer), "sgd | adam | adamw (alias --optimizer)")
+      ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
+      ("train.lr-scaling", po::value(&c->lr_scaling)->default_value(c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
-      ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "L2 weight decay")
-      ("train.schedule", po::value(&c->schedule)->default_value(c->schedule), "learning-rate schedule: constant | cosine")
+      ("train.nesterov", po::value(&c->nesterov)->default_value(c->nesterov)->implicit_value(true), "SGD with Nesterov momentum")
+      ("train.beta1", po::value(&c->beta1)->default_value(c->beta1), "adam/adamw beta1")
+      ("train.beta2", po::value(&c->beta2)->default_value(c->beta2), "adam/adamw beta2")
+      ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "weight decay (L2 for sgd/adam, decoupled for adamw)")
+      ("train.schedule", po::value(&c->schedule)->default_value(c->schedule), "learning-rate schedule after warmup: constant | cosine | step (alias --schedule)")
       ("train.warmup-steps", po::value(&c->warmup_steps)->default_value(c->warmup_steps), "linear warmup steps")
+      ("train.warmup-epochs", po::value(&c->warmup_epochs)->default_value(c->warmup_epochs), "linear warmup in epochs (added to warmup-steps)")
       ("train.min-lr-fraction", po::value(&c->min_lr_fraction)->default_value(c->min_lr_fraction), "cosine floor as a fraction of lr")
+      ("train.step-epochs", po::value(&c->step_epochs)->default_value(c->step_epochs), "step schedule: epochs between decays")
+      ("train.step-gamma", po::value(&c->step_gamma)->default_value(c->step_gamma), "step schedule: factor per decay")
+      ("train.clip-norm", po::value(&c->clip_norm)->default_value(c->clip_norm), "clip gradients to this global L2 norm after the all-reduce; 0: off (alias --clip-norm)")
+      ("train.class-weights", po::value(&c->class_weights)->default_value(c->class_weights), "none | auto (inverse frequency) | w0,w1,... (alias --class-weights)")
+      ("train.label-smoothing", po::value(&c->label_smoothing)->default_value(c->label_smoothing), "label smoothing in [0, 1) (alias --label-smoothing)")
+      ("train.amp", po::value(&c->amp)->default_value(c->amp), "mixed precision: none | bf16 | fp16 (fp16 with dynamic loss scaling) (alias --amp)")
+      ("train.eval-every", po::value(&c->eval_every)->default_value(c->eval_every), "steps between evaluations; 0: each epoch end (alias --eval-every)")
+      ("train.progress", po::value(&c->progress)->default_value(c->progress), "auto | bar | lines: terminal progress bar or a plain line every log-every steps (auto: bar on a terminal, not under mpirun)")
+      ("train.tensorboard", po::value(&c->tensorboard)->default_value(c->tensorboard)->implicit_value(true), "write TensorBoard event files to RUN_DIR/tb")
       ("train.seed", po::value(&c->seed)->default_value(c->seed), "seed of weights and data order (alias --seed)")
       ("train.max-steps", po::value(&c->max_steps)->default_value(c->max_steps), "stop after this global step, 0: none (alias --max-steps)")
       ("train.log-every", po::value(&c->log_every)->default_value(c->log_every), "steps between log lines and metrics rows (alias --log-every)")
@@ -71,9 +94,10 @@ po::options_description train_options(Config* c) {
       ("run.resume", po::value(&c->resume)->default_value(c->resume), "auto | none | PATH (alias --resume)")
       ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
       ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)")
+      ("ckpt.best-metric", po::value(&c->best_metric)->default_value(c->best_metric), "val_f1 | val_acc | val_loss | none: keep the best evaluation as checkpoints/best.ckpt (alias --best-metric)")
       ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "auto | true | false: reduce gradient buckets during backward (auto: on for NCCL, on for MPI when the rank has a core beyond its threads)")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
-      ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "average BatchNorm statistics across ranks before evaluations and checkpoints")
+      ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
       ("debug.fault", po::value(&c->fault)->default_value(c->fault), "fault injection for tests: none | throw | stall | kill")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
@@ -84,7 +108,8 @@ po::options_description eval_options(Config* c) {
   po::options_description d("Evaluation");
   d.add_options()
       ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint); "
-       "the split is --data.val-split (alias --split)");
+       "the split is --data.val-split (alias --split)")
+      ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here");
   return d;
 }
 
@@ -126,12 +151,41 @@ std::string join(const std::vector<std::string>& args) {
   return out;
 }
 
+// A later occurrence of an option replaces an earlier one ("--lr 0.1 ... --lr 0.2" is
+// 0.2), so a job template's options can be overridden by arguments appended to it.
+std::vector<std::string> last_wins(const std::vector<std::string>& args) {
+  struct Item {
+    std::string name;
+    std::vector<std::string> tokens;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    Item it;
+    it.tokens.push_back(a);
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      const auto eq = a.find('=');
+      it.name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      if (eq == std::string::npos && i + 1 < args.size() && args[i + 1].compare(0, 2, "--") != 0)
+        it.tokens.push_back(args[++i]);
+    }
+    items.push_back(std::move(it));
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    bool later = false;
+    for (size_t j = i + 1; j < items.size() && !items[i].name.empty(); ++j) later |= items[j].name == items[i].name;
+    if (!later) out.insert(out.end(), items[i].tokens.begin(), items[i].tokens.end());
+  }
+  return out;
+}
+
 ParseResult parse(const std::string& command, const std::vector<std::string>& args,
                   const po::options_description& desc, Config* cfg,
                   const std::vector<std::string>& required) {
   po::variables_map vm;
   try {
-    const auto expanded = expand_aliases(args);
+    const auto expanded = last_wins(expand_aliases(args));
     po::store(po::command_line_parser(expanded).options(desc).run(), vm);
     if (vm.count("help")) {
       std::ostringstream ss;
@@ -175,7 +229,28 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   if (cfg->prefetch < 1) return {ParseStatus::kError, "--data.prefetch must be at least 1"};
   if (cfg->random_crop < 0) return {ParseStatus::kError, "--data.random-crop must be >= 0"};
   if (!valid_schedule_kind(cfg->schedule))
-    return {ParseStatus::kError, "--train.schedule must be constant or cosine, not '" + cfg->schedule + "'"};
+    return {ParseStatus::kError, "--train.schedule must be constant, cosine or step, not '" + cfg->schedule + "'"};
+  if (cfg->optimizer != "sgd" && cfg->optimizer != "adam" && cfg->optimizer != "adamw")
+    return {ParseStatus::kError, "--train.optimizer must be sgd, adam or adamw, not '" + cfg->optimizer + "'"};
+  if (cfg->lr_scaling != "none" && cfg->lr_scaling != "linear" && cfg->lr_scaling != "sqrt")
+    return {ParseStatus::kError, "--train.lr-scaling must be none, linear or sqrt, not '" + cfg->lr_scaling + "'"};
+  if (cfg->amp != "none" && cfg->amp != "bf16" && cfg->amp != "fp16")
+    return {ParseStatus::kError, "--train.amp must be none, bf16 or fp16, not '" + cfg->amp + "'"};
+  if (cfg->best_metric != "none" && cfg->best_metric != "val_f1" && cfg->best_metric != "val_acc" &&
+      cfg->best_metric != "val_loss")
+    return {ParseStatus::kError, "--ckpt.best-metric must be val_f1, val_acc, val_loss or none, not '" + cfg->best_metric + "'"};
+  if (cfg->progress != "auto" && cfg->progress != "bar" && cfg->progress != "lines")
+    return {ParseStatus::kError, "--train.progress must be auto, bar or lines, not '" + cfg->progress + "'"};
+  if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
+    return {ParseStatus::kError, "--train.label-smoothing must be in [0, 1)"};
+  if (cfg->clip_norm < 0) return {ParseStatus::kError, "--train.clip-norm must be >= 0"};
+  if (cfg->eval_every < 0) return {ParseStatus::kError, "--train.eval-every must be >= 0"};
+  if (cfg->warmup_epochs < 0) return {ParseStatus::kError, "--train.warmup-epochs must be >= 0"};
+  if (cfg->step_epochs <= 0) return {ParseStatus::kError, "--train.step-epochs must be positive"};
+  if (cfg->step_gamma <= 0 || cfg->step_gamma > 1) return {ParseStatus::kError, "--train.step-gamma must be in (0, 1]"};
+  if (cfg->model_width < 0) return {ParseStatus::kError, "--model.width must be >= 0"};
+  if (cfg->momentum < 0) return {ParseStatus::kError, "--train.momentum must be >= 0"};
+  if (cfg->weight_decay < 0) return {ParseStatus::kError, "--train.weight-decay must be >= 0"};
   if (cfg->warmup_steps < 0) return {ParseStatus::kError, "--train.warmup-steps must be >= 0"};
   if (cfg->dropout < 0 || cfg->dropout >= 1) return {ParseStatus::kError, "--model.dropout must be in [0, 1)"};
   cfg->resolved_ini = render_ini(vm);

@@ -21,17 +21,34 @@ struct Config {
   int64_t random_crop = 0;           // pad for random crops of images, 0: off
   bool hflip = false;                // random horizontal flips of images
   // [model]
-  std::string model = "cnn";
+  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | torchscript:PATH (model.hpp)
   double dropout = 0.25;
+  int64_t model_width = 0;  // 0: the model's default
+  int model_depth = 18;     // resnet: 18 | 34
+  bool sync_bn = false;     // BatchNorm statistics over the global batch (norm.hpp)
   // [train]
   int epochs = 1;
   int64_t batch_size = 64;  // per rank
+  std::string optimizer = "sgd";  // sgd | adam | adamw (optimizer.hpp)
   double lr = 0.05;
+  std::string lr_scaling = "none";  // none | linear | sqrt: lr x f(world size)
   double momentum = 0.9;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999;  // adam, adamw
   double weight_decay = 0.0;
-  std::string schedule = "constant";  // constant | cosine
+  std::string schedule = "constant";  // constant | cosine | step
   int64_t warmup_steps = 0;
+  double warmup_epochs = 0.0;    // added to warmup_steps, in epochs
   double min_lr_fraction = 0.0;  // cosine floor, as a fraction of lr
+  double step_epochs = 1.0;      // step schedule: epochs between decays
+  double step_gamma = 0.1;       // step schedule: decay factor
+  double clip_norm = 0.0;        // max global gradient norm, 0: off
+  std::string class_weights = "none";  // none | auto | w0,w1,... (loss.hpp)
+  double label_smoothing = 0.0;
+  std::string amp = "none";      // none | bf16 | fp16 (amp.hpp)
+  int64_t eval_every = 0;        // steps between evaluations; 0: at epoch ends only
+  bool tensorboard = true;       // event files under RUN_DIR/tb
+  std::string progress = "auto";  // auto | bar | lines (log.hpp)
   uint64_t seed = 42;
   int64_t max_steps = 0;  // stop after this global step (0: run all epochs)
   int threads = 1;        // intra-op threads per rank
@@ -42,19 +59,21 @@ struct Config {
   // [ckpt]
   int64_t ckpt_every = 0;  // steps between checkpoints; 0: at epoch ends and at the end
   int keep_last = 3;
+  std::string best_metric = "val_f1";  // val_f1 | val_acc | val_loss | none: keeps best.ckpt
   // [dist]
   std::string backend = "auto";  // auto | mpi | nccl
   double bucket_mb = 25.0;
   std::string overlap = "auto";  // true | false | auto: reduce buckets during backward (run_setup.hpp)
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
-  bool sync_buffers = false;    // average BatchNorm statistics before evaluation/checkpoints
+  bool sync_buffers = false;    // before evaluation/checkpoints: average BatchNorm statistics (else rank 0's)
   // [debug] fault injection for the no-hang tests: none | throw | stall | kill
   std::string fault = "none";
   int fault_rank = 1;
   int64_t fault_step = 0;
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
+  std::string eval_out;    // evaluate: write the result as JSON here
   // Recorded, not parsed: the resolved config as INI and the command line.
   std::string resolved_ini;
   std::string command_line;

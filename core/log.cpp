@@ -2,6 +2,7 @@
 #include "core/log.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
@@ -22,6 +23,10 @@ struct State {
   std::string host = this_host();
   std::FILE* file = nullptr;
   std::mutex mu;  // lines from the main and background threads never interleave
+  bool bar_shown = false;  // a progress bar is on stdout's current line
+  // Open MPI's launcher hands every rank a pseudo-terminal for stdout even when its own
+  // output goes to a file, so under mpirun "a terminal" is not evidence of a person.
+  bool tty = isatty(STDOUT_FILENO) == 1 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
 };
 
 State& state() {
@@ -43,6 +48,11 @@ std::string timestamp() {
 void emit(std::FILE* stream, const std::string& line, bool to_file) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  if (s.bar_shown) {
+    std::fputs("\r\x1b[K", stdout);
+    std::fflush(stdout);
+    s.bar_shown = false;
+  }
   std::fputs(line.c_str(), stream);
   std::fflush(stream);
   if (to_file && s.file) {
@@ -78,6 +88,34 @@ std::string where() {
 void info0(const std::string& msg) {
   if (state().rank != 0) return;
   emit(stdout, timestamp() + " " + msg + "\n", true);
+}
+
+bool interactive() { return state().tty; }
+
+void set_progress(const std::string& mode) {
+  if (mode == "bar") state().tty = true;
+  if (mode == "lines") state().tty = false;
+}
+
+void step0(const std::string& msg) {
+  State& s = state();
+  if (s.rank != 0) return;
+  const std::string line = timestamp() + " " + msg + "\n";
+  if (!s.tty) return emit(stdout, line, true);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.file) {
+    std::fputs(line.c_str(), s.file);
+    std::fflush(s.file);
+  }
+}
+
+void progress0(const std::string& line) {
+  State& s = state();
+  if (s.rank != 0 || !s.tty) return;
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::fputs(("\r" + line + "\x1b[K").c_str(), stdout);
+  std::fflush(stdout);
+  s.bar_shown = true;
 }
 
 void warn(const std::string& msg) {

@@ -20,6 +20,17 @@ const std::string& host();
 void set_file(const std::string& path);
 
 void info0(const std::string& msg);
+// Rank 0's periodic step lines: like info0, except that on a terminal (where the progress
+// bar shows the same figures) they go to train.log only.
+void step0(const std::string& msg);
+// Rank 0, terminal only: redraws the one-line progress bar in place. Any other line
+// printed afterwards first clears it.
+void progress0(const std::string& line);
+// Rank 0 draws a progress bar: its stdout is a terminal (and it was not started by Open
+// MPI's mpirun, which gives every rank a pseudo-terminal), or set_progress("bar").
+bool interactive();
+// --log.progress: auto (the rule above) | bar | lines.
+void set_progress(const std::string& mode);
 void warn(const std::string& msg);
 void error(const std::string& msg);
 

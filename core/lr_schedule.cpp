@@ -6,11 +6,13 @@
 
 namespace lockstep {
 
-bool valid_schedule_kind(const std::string& kind) { return kind == "constant" || kind == "cosine"; }
+bool valid_schedule_kind(const std::string& kind) { return kind == "constant" || kind == "cosine" || kind == "step"; }
 
 double LrSchedule::at(int64_t step) const {
   if (warmup_steps > 0 && step < warmup_steps)
     return base * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (kind == "step")
+    return base * std::pow(gamma, static_cast<double>((step - warmup_steps) / std::max<int64_t>(1, step_size)));
   if (kind != "cosine") return base;
   const int64_t span = std::max<int64_t>(1, total_steps - warmup_steps);
   const double t = std::clamp(static_cast<double>(step - warmup_steps) / static_cast<double>(span), 0.0, 1.0);

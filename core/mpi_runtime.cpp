@@ -114,3 +114,15 @@ void MpiRuntime::allreduce_min(double* data, int n) const {
 }
 
 }  // namespace lockstep
+
+namespace lockstep {
+
+std::vector<uint8_t> MpiRuntime::gather_bytes(const std::vector<uint8_t>& mine, int root) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Gather of " + std::to_string(mine.size()) + " bytes per rank");
+  std::vector<uint8_t> all(rank_ == root ? mine.size() * static_cast<size_t>(size_) : 0);
+  MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
+                       static_cast<int>(mine.size()), MPI_BYTE, root, comm_));
+  return all;
+}
+
+}  // namespace lockstep

@@ -62,6 +62,8 @@ class MpiRuntime {
   void allreduce_sum(double* data, int n) const;
   void allreduce_max(double* data, int n) const;
   void allreduce_min(double* data, int n) const;
+  // Every rank's MINE (the same length everywhere) concatenated by rank, at ROOT only.
+  std::vector<uint8_t> gather_bytes(const std::vector<uint8_t>& mine, int root) const;
 
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -1,8 +1,10 @@
 // train_state: what a checkpoint holds, and its conversion to and from checkpoint_store's
 // (meta JSON, payload bytes).
 //
-// Payload: a torch archive with "model" (parameters and buffers) and "optimizer" (SGD
-// momentum buffers). Meta: the position (global step, epoch, samples consumed in that
+// Payload: a torch archive with "model" (parameters and buffers), "optimizer" (its state:
+// momentum, Adam moments), "rng" (uint8 [world, bytes]: every rank's generator states, so
+// a resume on the same world size continues dropout exactly) and "amp_scaler" (fp16 loss
+// scale, finite-step count, skipped steps). Meta: the position (global step, epoch, samples consumed in that
 // epoch), world size, batch, seed, model, dataset shape and classes, versions, and the
 // resolved config, readable by `lockstep inspect` without LibTorch.
 #pragma once
@@ -10,6 +12,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <torch/types.h>
 
 #include "core/config.hpp"
 #include "core/model.hpp"
@@ -32,20 +36,37 @@ struct CheckpointMeta {
   int64_t batch_size = 0;
   uint64_t seed = 0;
   std::string model;
+  int64_t model_width = 0;
+  int model_depth = 18;
   std::string dataset;
   std::vector<int64_t> sample_shape;
   int64_t num_classes = 0;
   std::string lockstep_version, torch_version;
   std::string config_ini;
   double val_acc = -1.0;  // of the last evaluation before the checkpoint, -1 when none
+  double val_f1 = -1.0;
+  std::string best_metric;  // set in best.ckpt: the metric and its value
+  double best_value = 0.0;
+};
+
+// What a checkpoint carries besides model and optimizer.
+struct ExtraState {
+  torch::Tensor rng;                 // uint8 [world, bytes]; undefined when absent
+  std::vector<double> amp_scaler;    // empty when absent
 };
 
 std::string meta_to_json(const CheckpointMeta& m);
 CheckpointMeta meta_from_json(const std::string& json, const std::string& path);
 
-std::string serialize_state(Net& model, torch::optim::Optimizer& opt);
-void load_state(const std::string& payload, Net& model, torch::optim::Optimizer* opt,
-                const std::string& path);
+std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra = {});
+// Loads model (and OPT when given); fills EXTRA when given (fields absent in older files
+// stay empty).
+void load_state(const std::string& payload, Net& model, torch::optim::Optimizer* opt, const std::string& path,
+                ExtraState* extra = nullptr);
+
+// This process's generator states (CPU, and DEVICE's when it is a GPU) as bytes, and back.
+std::vector<uint8_t> rng_state_bytes(torch::Device device);
+void set_rng_state_bytes(const std::vector<uint8_t>& bytes, torch::Device device);
 
 std::string lockstep_version();
 std::string torch_version();

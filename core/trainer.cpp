@@ -7,108 +7,20 @@
 #include <cmath>
 #include <csignal>
 #include <thread>
-#include <cstdio>
-#include <optional>
-#include <set>
 
-#include "core/augment.hpp"
-#include "core/batch.hpp"
 #include "core/error.hpp"
-#include "core/evaluator.hpp"
-#include "core/grad_reducer.hpp"
 #include "core/log.hpp"
-#include "core/lr_schedule.hpp"
 #include "core/mpi_runtime.hpp"
-#include "core/preflight.hpp"
-#include "core/run_setup.hpp"
+#include "core/optimizer.hpp"
+#include "core/run_build.hpp"
+#include "core/run_report.hpp"
 #include "core/run_state.hpp"
 #include "core/stop_signal.hpp"
-#include "core/train_state.hpp"
-#include "io/checkpoint_store.hpp"
 #include "io/epoch_loader.hpp"
-#include "io/file_util.hpp"
-#include "io/metrics_log.hpp"
 #include "io/sample_order.hpp"
-#include "io/shard_plan.hpp"
 
 namespace lockstep {
 namespace {
-
-std::vector<at::Tensor> params_and_buffers(Net& model) {
-  std::vector<at::Tensor> all = model.parameters();
-  for (const auto& b : model.buffers()) all.push_back(b);
-  return all;
-}
-
-void setup(Run& r) {
-  const Config& cfg = r.cfg;
-  torch::set_num_threads(cfg.threads);
-  r.manifest = io::read_manifest(cfg.data_dir);
-  if (!r.manifest.spec.labeled)
-    throw UsageError(cfg.data_dir + ": dataset '" + r.manifest.spec.name + "' has no labels; lockstep trains classifiers");
-  const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
-  r.steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), r.mpi.size(), cfg.batch_size * cfg.grad_accum,
-                                          cfg.remainder == "wrap");
-  const io::ReaderOptions ropt{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks};
-  r.train = std::make_unique<io::RankReader>(cfg.data_dir, r.manifest, cfg.train_split, r.mpi.rank(), r.mpi.size(), ropt);
-  r.augment = AugmentOptions{cfg.random_crop, cfg.hflip};
-  if (r.manifest.has_split(cfg.val_split))
-    r.val = std::make_unique<io::RankReader>(cfg.data_dir, r.manifest, cfg.val_split, r.mpi.rank(), r.mpi.size(), ropt);
-  else
-    log::info0("no '" + cfg.val_split + "' split in " + cfg.data_dir + ": validation is skipped");
-
-  torch::manual_seed(cfg.seed);
-  r.model = make_model(cfg.model, r.manifest.spec, cfg.dropout);
-  std::string shapes;
-  for (const auto& p : r.model->named_parameters()) shapes += p.key() + ":" + c10::str(p.value().sizes()) + ";";
-  preflight_check(r.mpi, {{"resolved config", cfg.resolved_ini},
-                          {"model parameters", shapes},
-                          {"dataset manifest", io::manifest_to_json(r.manifest)},
-                          {"lockstep version", lockstep_version()},
-                          {"LibTorch version", torch_version()}});
-  r.place = place_run(cfg, r.mpi);
-  r.model->to(r.place.device);
-  broadcast_tensors(params_and_buffers(*r.model), *r.place.comm);
-  r.opt = std::make_unique<torch::optim::SGD>(
-      r.model->parameters(),
-      torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
-  r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb, r.place.overlap);
-  r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
-  const int64_t planned = cfg.epochs * r.steps_per_epoch;
-  r.schedule = LrSchedule{cfg.schedule, cfg.lr, cfg.warmup_steps,
-                          cfg.max_steps > 0 ? std::min(cfg.max_steps, planned) : planned, cfg.min_lr_fraction};
-
-  const std::string resume = agree_resume_path(cfg, r.mpi);
-  if (!resume.empty()) resume_from(r, resume);
-  // Dropout differs per rank and continues deterministically after a resume.
-  torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(r.mpi.rank()) + 1,
-                                  static_cast<uint64_t>(r.pos.step)));
-  open_run_dir(r);
-
-  int64_t params = 0;
-  for (const auto& p : r.model->parameters()) params += p.numel();
-  const std::set<std::string> hosts(r.mpi.hosts().begin(), r.mpi.hosts().end());
-  log::info0("lockstep " + lockstep_version() + " (torch " + torch_version() + "): " +
-             std::to_string(r.mpi.size()) + " rank(s) on " + std::to_string(hosts.size()) +
-             " host(s), backend " + r.place.comm->name() + ", device " + r.place.device.str() + ", " +
-             std::to_string(cfg.threads) + " thread(s)/rank");
-  log::info0("data " + cfg.data_dir + " (" + r.manifest.spec.name + "): " +
-             std::to_string(split.count()) + " train samples in " + std::to_string(split.shards.size()) +
-             " shard(s); model " + cfg.model + " (" + std::to_string(params) + " parameters, " +
-             std::to_string(r.reducer->buckets().size()) + " gradient bucket(s), reduced " +
-             (r.place.overlap ? "during backward" : "after backward") + ")");
-  log::info0("batch " + std::to_string(cfg.batch_size) + "/rank x " + std::to_string(r.mpi.size()) + " ranks x " +
-             std::to_string(cfg.grad_accum) + " micro-step(s) = " +
-             std::to_string(cfg.batch_size * r.mpi.size() * cfg.grad_accum) + " per step, " +
-             std::to_string(r.steps_per_epoch) + " steps/epoch (" + cfg.remainder + " remainder), reader " +
-             (r.train->streaming() ? "stream" : "memory") + ", lr " + fmt("%g", cfg.lr) + " (" + cfg.schedule +
-             (cfg.warmup_steps > 0 ? ", warmup " + std::to_string(cfg.warmup_steps) : std::string()) + ")");
-}
-
-EvalResult validate(Run& r) {
-  if (!r.val) return EvalResult{};
-  return evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.mpi);
-}
 
 // --debug.fault: what the no-hang tests make one rank do at one step.
 void inject_fault(const Run& r) {
@@ -120,14 +32,134 @@ void inject_fault(const Run& r) {
   std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
 }
 
+// BatchNorm running statistics drift apart per rank (each sees its own batches). Before
+// an evaluation or a checkpoint every rank takes rank 0's (what DDP's broadcast_buffers
+// does every step) or, with --dist.sync-buffers, the average: evaluation then computes the
+// function the checkpoint holds, on every rank. Collective.
 void sync_buffers(Run& r) {
-  if (r.cfg.sync_buffers) average_tensors(r.model->buffers(), *r.place.comm);
+  const std::vector<at::Tensor> buffers = r.model->buffers();
+  if (buffers.empty()) return;
+  if (r.cfg.sync_buffers)
+    average_tensors(buffers, *r.place.comm);
+  else
+    broadcast_tensors(buffers, *r.place.comm);
 }
 
-// A checkpoint in the middle of an epoch (--ckpt.every, a stop signal). Collective.
-void checkpoint_now(Run& r) {
+EvalResult validate(Run& r) {
+  if (!r.val) return EvalResult{};
   sync_buffers(r);
-  save_checkpoint(r);
+  EvalResult ev = evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.classes, r.mpi);
+  r.last_eval = ev;
+  r.last_eval_step = r.pos.step;
+  return ev;
+}
+
+// The steps since the last log line: per-step losses and correct counts stay on the
+// device (no host sync in the step loop) until the window is checked.
+struct Window {
+  std::vector<torch::Tensor> losses, correct;
+  int64_t first_step = 0;  // global step of losses[0]
+  Times start;
+  bool empty() const { return losses.empty(); }
+};
+
+struct WindowStats {
+  double loss = 0, acc = 0;
+  int64_t steps = 0;
+};
+
+// Collective. Means over all ranks; a non-finite loss (outside fp16 AMP, whose scaler
+// skips such steps) ends the run naming the first step that had it.
+WindowStats close_window(Run& r, Window& w) {
+  WindowStats out;
+  out.steps = static_cast<int64_t>(w.losses.size());
+  std::vector<double> v(w.losses.size() + 1, 0.0);  // per-step loss sums, then the correct count
+  if (!w.empty()) {
+    const torch::Tensor l = torch::stack(w.losses).to(torch::kCPU, torch::kDouble).contiguous();
+    std::copy(l.data_ptr<double>(), l.data_ptr<double>() + l.numel(), v.begin());
+    v.back() = torch::stack(w.correct).sum().item<double>();
+  }
+  r.mpi.allreduce_sum(v.data(), static_cast<int>(v.size()));
+  const double world = r.mpi.size();
+  double sum = 0.0;
+  int64_t finite_steps = 0;
+  for (size_t i = 0; i + 1 < v.size(); ++i) {
+    if (!std::isfinite(v[i])) {
+      if (r.cfg.amp == "fp16") continue;
+      throw Error("training loss is " + fmt("%g", v[i] / world) + " at step " +
+                  std::to_string(w.first_step + static_cast<int64_t>(i) + 1) + " (lr " + fmt("%g", r.lr) +
+                  "; lower --train.lr, or try --train.clip-norm)");
+    }
+    sum += v[i];
+    ++finite_steps;
+  }
+  out.loss = finite_steps > 0 ? sum / world / static_cast<double>(finite_steps) : std::nan("");
+  const double samples = static_cast<double>(out.steps * r.cfg.batch_size * r.cfg.grad_accum) * world;
+  out.acc = samples > 0 ? v.back() / samples : 0.0;
+  w.losses.clear();
+  w.correct.clear();
+  w.first_step = r.pos.step;
+  return out;
+}
+
+// One optimizer step of ACCUM micro-batches; returns whether the optimizer ran (fp16 AMP
+// skips steps whose gradients overflowed).
+bool train_step(Run& r, io::EpochLoader& loader, int64_t s, int64_t epoch, Times& t, Window& w) {
+  const Config& cfg = r.cfg;
+  const int64_t batch = cfg.batch_size, accum = cfg.grad_accum;
+  r.lr = r.schedule.at(r.pos.step);
+  set_lr(*r.opt, r.lr);
+  r.opt->zero_grad();
+  torch::Tensor step_loss, step_correct;
+  for (int64_t a = 0; a < accum; ++a) {
+    const int64_t micro = s * accum + a;
+    const io::Batch* b = loader.next();
+    LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(s));
+    const auto tf = Clock::now();
+    torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
+    if (r.augment.enabled())
+      x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                                    static_cast<uint64_t>(r.mpi.rank())));
+    const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
+    torch::Tensor loss, logits;
+    {
+      AutocastGuard autocast(cfg.amp, r.place.device);
+      logits = r.model->forward(x);
+      loss = (*r.loss)(logits, y);
+    }
+    r.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
+    const auto tb = Clock::now();
+    t.forward += std::chrono::duration<double>(tb - tf).count();
+    r.scaler.scale(accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
+    t.backward += seconds_since(tb);
+    const torch::Tensor correct = logits.detach().argmax(1).eq(y).sum();
+    step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
+    step_correct = step_correct.defined() ? step_correct + correct : correct;
+  }
+  r.reducer->finish();
+  t.exposed_comm += r.reducer->exposed_seconds();
+  const auto to = Clock::now();
+  bool stepped = r.scaler.unscale_and_update(r.model->parameters());
+  if (stepped) {
+    if (cfg.clip_norm > 0) {
+      const torch::Tensor over = (clip_grad_norm(r.model->parameters(), cfg.clip_norm) > cfg.clip_norm).to(torch::kLong);
+      r.clipped_steps = r.clipped_steps.defined() ? r.clipped_steps + over : over;  // read at log steps only
+    }
+    r.opt->step();
+  }
+  t.optimizer += seconds_since(to);
+  w.losses.push_back(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss);
+  w.correct.push_back(step_correct);
+  return stepped;
+}
+
+// Everything a run does at a validation point: evaluate, log, metrics row, best.ckpt.
+void evaluate_now(Run& r, int64_t epoch, bool detail) {
+  const EvalResult ev = validate(r);
+  if (ev.count == 0) return;
+  report_eval(r, ev, detail);
+  if (!detail) write_row(r, "eval", epoch + 1, std::nan(""), -1.0, 0.0, Times{}, &ev);
+  update_best(r);
 }
 
 }  // namespace
@@ -145,9 +177,10 @@ int with_torch_errors(F&& body) {
 
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Run r{cfg, mpi, {}};
-  setup(r);
-  const int64_t world = mpi.size(), batch = cfg.batch_size, accum = cfg.grad_accum,
-                global_batch = batch * world * accum;
+  build_run(r);
+  const int64_t global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
+  const int64_t last_step = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * r.steps_per_epoch)
+                                              : cfg.epochs * r.steps_per_epoch;
   if (r.pos.epoch >= cfg.epochs || (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps)) {
     log::info0("nothing to do: the run is complete at step " + std::to_string(r.pos.step));
     return kExitOk;
@@ -157,74 +190,62 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Times run_times;
   int64_t run_steps = 0;
   bool stop = false;
-  // Loss sums stay on the device between log steps: no host sync in the step loop.
-  const auto zero = [&] { return torch::zeros({}, torch::TensorOptions().device(r.place.device)); };
+  ProgressBar bar(r);
+  Window window;
+  window.first_step = r.pos.step;
 
   for (; r.pos.epoch < cfg.epochs && !stop;) {
     const int64_t epoch = r.pos.epoch;
     const int64_t first_step = r.pos.samples_done_in_epoch / global_batch;
     // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
-    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), batch,
-                           r.steps_per_epoch * accum, first_step * accum, cfg.prefetch);
-    Times epoch_times, window_start;
-    torch::Tensor window_loss = zero(), epoch_loss = zero();
-    int64_t window_steps = 0;
+    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), cfg.batch_size,
+                           r.steps_per_epoch * cfg.grad_accum, first_step * cfg.grad_accum, cfg.prefetch);
+    Times epoch_times;
+    window.start = Times{};
+    double epoch_loss_sum = 0, epoch_acc_sum = 0;
     int64_t epoch_steps = 0;
     r.model->train();
     for (int64_t s = first_step; s < r.steps_per_epoch; ++s) {
       const auto t0 = Clock::now();
       inject_fault(r);
-      r.lr = r.schedule.at(r.pos.step);
-      for (auto& group : r.opt->param_groups())
-        static_cast<torch::optim::SGDOptions&>(group.options()).lr(r.lr);
-      r.opt->zero_grad();
-      torch::Tensor step_loss = zero();
-      for (int64_t a = 0; a < accum; ++a) {
-        const int64_t micro = s * accum + a;
-        const io::Batch* b = loader.next();
-        LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(s));
-        torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
-        if (r.augment.enabled())
-          x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch),
-                                                        static_cast<uint64_t>(micro), static_cast<uint64_t>(mpi.rank())));
-        const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
-        const torch::Tensor loss = torch::nn::functional::cross_entropy(r.model->forward(x), y);
-        r.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
-        const auto tb = Clock::now();
-        (accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
-        epoch_times.backward += seconds_since(tb);
-        step_loss += loss.detach();
-      }
-      r.reducer->finish();
-      epoch_times.exposed_comm += r.reducer->exposed_seconds();
-      r.opt->step();
-      if (accum > 1) step_loss /= static_cast<double>(accum);
-      window_loss += step_loss;
-      epoch_loss += step_loss;
+      train_step(r, loader, s, epoch, epoch_times, window);
       epoch_times.seconds += seconds_since(t0);
       ++r.pos.step;
       ++epoch_steps;
-      ++window_steps;
       r.pos.samples_done_in_epoch = (s + 1) * global_batch;
-      if (r.pos.step % cfg.log_every == 0) {
-        double window[2] = {window_loss.item<double>(), static_cast<double>(window_steps)};
-        mpi.allreduce_sum(window, 2);
-        const double mean = window[0] / window[1];
-        if (!std::isfinite(mean))
-          throw Error("training loss is " + fmt("%g", mean) + " at step " + std::to_string(r.pos.step) +
-                      " (lower --train.lr?)");
-        epoch_times.data_wait = loader.wait_seconds();
-        const Times window_times = epoch_times - window_start;
-        window_start = epoch_times;
-        const double sps = window_times.samples_per_s(window_steps, global_batch);
-        log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
-                   std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " +
-                   fmt("%.4f", mean) + " " + fmt("%.0f", sps) + " samples/s, " + window_times.summary(window_steps));
-        write_row(r, "train", epoch + 1, mean, sps, window_times, nullptr);
-        window_loss.zero_();
-        window_steps = 0;
+      if (bar.due()) {
+        const double loss = torch::stack(window.losses).mean().item<double>();
+        const double acc = torch::stack(window.correct).sum().item<double>() /
+                           static_cast<double>(window.losses.size() * cfg.batch_size * cfg.grad_accum);
+        bar.update(epoch + 1, s + 1, r.steps_per_epoch, loss, acc,
+                   epoch_times.samples_per_s(epoch_steps, global_batch), last_step - r.pos.step);
       }
-      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) checkpoint_now(r);
+      if (r.pos.step % cfg.log_every == 0) {
+        epoch_times.data_wait = loader.wait_seconds();
+        const Times wt = epoch_times - window.start;
+        window.start = epoch_times;
+        const WindowStats ws = close_window(r, window);
+        epoch_loss_sum += ws.loss * static_cast<double>(ws.steps);
+        epoch_acc_sum += ws.acc * static_cast<double>(ws.steps);
+        const double sps = wt.samples_per_s(ws.steps, global_batch);
+        log::step0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
+                   std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " + fmt("%.4f", ws.loss) +
+                   " acc " + fmt("%.4f", ws.acc) + " lr " + fmt("%.4g", r.lr) + " " + fmt("%.0f", sps) +
+                   " samples/s" + (r.scaler.enabled() ? " loss-scale " + fmt("%g", r.scaler.current_scale()) +
+                                                             " skipped " + std::to_string(r.scaler.skipped())
+                                                       : std::string()) +
+                   "; " + wt.summary(ws.steps));
+        write_row(r, "train", epoch + 1, ws.loss, ws.acc, sps, wt, nullptr);
+      }
+      if (cfg.eval_every > 0 && r.pos.step % cfg.eval_every == 0 && s + 1 < r.steps_per_epoch) {
+        evaluate_now(r, epoch, /*detail=*/false);
+        r.model->train();
+      }
+      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) {
+        close_window(r, window);  // never checkpoint weights that a NaN step produced
+        sync_buffers(r);
+        save_checkpoint(r);
+      }
       if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
         stop = true;
         break;
@@ -236,74 +257,56 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
         log::info0("signal " + std::to_string(static_cast<int>(signalled)) + " received: checkpointing at step " +
                    std::to_string(r.pos.step) + " and exiting with code " + std::to_string(kExitResumable) +
                    " (resumable: --resume auto continues here)");
-        checkpoint_now(r);
+        close_window(r, window);
+        sync_buffers(r);
+        save_checkpoint(r);
+        finish_checkpoints(r);
         return kExitResumable;
       }
     }
     epoch_times.data_wait = loader.wait_seconds();
+    const WindowStats ws = close_window(r, window);
+    epoch_loss_sum += ws.loss * static_cast<double>(ws.steps);
+    epoch_acc_sum += ws.acc * static_cast<double>(ws.steps);
     run_times += epoch_times;
     run_steps += epoch_steps;
-    double epoch_sum[2] = {epoch_loss.item<double>(), static_cast<double>(epoch_steps)};
-    mpi.allreduce_sum(epoch_sum, 2);
-    const double mean_loss = epoch_sum[1] > 0 ? epoch_sum[0] / epoch_sum[1] : 0.0;
+    const double mean_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
+    const double mean_acc = epoch_steps > 0 ? epoch_acc_sum / static_cast<double>(epoch_steps) : 0.0;
     const double sps = epoch_times.samples_per_s(epoch_steps, global_batch);
-    sync_buffers(r);
     const EvalResult ev = validate(r);
-    r.last_val_acc = ev.count > 0 ? ev.accuracy : -1.0;
+    report_eval(r, ev, /*detail=*/!stop && (r.pos.epoch + 1 >= cfg.epochs || cfg.epochs <= 5 || (epoch + 1) % 5 == 0));
+    report_device_memory(r);
     if (!stop) {
       log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " done: loss " +
-                 fmt("%.4f", mean_loss) + " val_loss " + fmt("%.4f", ev.loss) + " val_acc " +
-                 fmt("%.4f", ev.accuracy) + " " + fmt("%.0f", sps) + " samples/s " +
-                 fmt("%.1f", epoch_times.seconds) + " s; " + epoch_times.summary(epoch_steps));
-      write_row(r, "epoch", epoch + 1, mean_loss, sps, epoch_times, &ev);
+                 fmt("%.4f", mean_loss) + " acc " + fmt("%.4f", mean_acc) + " val_loss " + fmt("%.4f", ev.loss) +
+                 " val_acc " + fmt("%.4f", ev.accuracy) + " val_f1 " + fmt("%.4f", ev.macro_f1) + " " +
+                 fmt("%.0f", sps) + " samples/s " + fmt("%.1f", epoch_times.seconds) + " s; " +
+                 epoch_times.summary(epoch_steps));
+      write_row(r, "epoch", epoch + 1, mean_loss, mean_acc, sps, epoch_times, &ev);
       ++r.pos.epoch;
       r.pos.samples_done_in_epoch = 0;
     }
+    update_best(r);
     save_checkpoint(r);
     if (stop || r.pos.epoch >= cfg.epochs) {
       const double total_sps = run_times.samples_per_s(run_steps, global_batch);
       log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
-                 " val_loss " + fmt("%.4f", ev.loss) + ", " + fmt("%.0f", total_sps) + " samples/s, " +
-                 fmt("%.1f", seconds_since(run_start)) + " s wall; " + run_times.summary(run_steps));
+                 " val_f1 " + fmt("%.4f", ev.macro_f1) + " val_loss " + fmt("%.4f", ev.loss) + ", " +
+                 fmt("%.0f", total_sps) + " samples/s, " + fmt("%.1f", seconds_since(run_start)) + " s wall" +
+                 (r.scaler.enabled() ? ", " + std::to_string(r.scaler.skipped()) + " step(s) skipped by the fp16 loss scaler"
+                                     : std::string()) +
+                 "; " + run_times.summary(run_steps));
       Times end_times = run_times;
       end_times.seconds = seconds_since(run_start);  // wall time of the whole run, evaluations included
-      write_row(r, "end", epoch + 1, mean_loss, total_sps, end_times, &ev);
+      write_row(r, "end", epoch + 1, mean_loss, mean_acc, total_sps, end_times, &ev);
     }
   }
+  finish_checkpoints(r);
   return kExitOk;
 }
 
 int run_training(const Config& cfg, const MpiRuntime& mpi) {
   return with_torch_errors([&] { return train_impl(cfg, mpi); });
-}
-
-int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
-  const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
-  const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
-  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
-  if (!manifest.spec.labeled)
-    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against");
-  LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
-                   cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
-  torch::set_num_threads(cfg.threads);
-  const io::RankReader data(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size(),
-                            io::ReaderOptions{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks});
-  Placement place = place_run(cfg, mpi);
-  auto model = make_model(meta.model, manifest.spec, cfg.dropout);
-  model->to(place.device);
-  load_state(d.payload, *model, nullptr, cfg.checkpoint);
-  const BatchMaker maker(manifest.spec, place.device);
-  const auto t0 = Clock::now();
-  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, mpi);
-  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
-             " split '" + cfg.val_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " loss " + fmt("%.4f", ev.loss) +
-             " over " + std::to_string(ev.count) + " samples, " + std::to_string(mpi.size()) + " rank(s), " +
-             fmt("%.2f", seconds_since(t0)) + " s");
-  return kExitOk;
-}
-
-int run_evaluation(const Config& cfg, const MpiRuntime& mpi) {
-  return with_torch_errors([&] { return evaluate_impl(cfg, mpi); });
 }
 
 }  // namespace lockstep

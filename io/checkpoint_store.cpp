@@ -62,7 +62,14 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
 
 std::string write_checkpoint(const std::string& dir, int64_t step, const std::string& meta_json,
                              const std::string& payload) {
-  make_dirs(dir);
+  const std::string path = checkpoint_path(dir, step);
+  write_checkpoint_file(path, meta_json, payload);
+  return path;
+}
+
+void write_checkpoint_file(const std::string& path, const std::string& meta_json, const std::string& payload) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));
   std::string out(kMagic, 8);
   put_le(out, meta_json.size(), 8);
   put_le(out, payload.size(), 8);
@@ -70,9 +77,7 @@ std::string write_checkpoint(const std::string& dir, int64_t step, const std::st
   out.reserve(out.size() + meta_json.size() + payload.size());
   out += meta_json;
   out += payload;
-  const std::string path = checkpoint_path(dir, step);
   write_file_atomic(path, out);
-  return path;
 }
 
 CheckpointData read_checkpoint(const std::string& path) {

@@ -23,6 +23,8 @@ struct CheckpointData {
 std::string checkpoint_path(const std::string& dir, int64_t step);
 std::string write_checkpoint(const std::string& dir, int64_t step, const std::string& meta_json,
                              const std::string& payload);
+// The same format under any name (DIR/best.ckpt). list_checkpoints ignores such files.
+void write_checkpoint_file(const std::string& path, const std::string& meta_json, const std::string& payload);
 CheckpointData read_checkpoint(const std::string& path);       // throws naming PATH
 std::string read_checkpoint_meta(const std::string& path);      // header + meta only, verified
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir);  // by step

@@ -5,6 +5,7 @@ LOCKSTEP=$1
 MPIEXEC=$2
 WORK=$3
 FMNIST=${LOCKSTEP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+PYTHON=${LOCKSTEP_PYTHON:-python3}  # the torch wheel's Python (tests/CMakeLists.txt)
 rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$WORK"

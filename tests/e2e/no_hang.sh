@@ -44,7 +44,7 @@ done
 pass "same seed, same world size: bit-identical loss sequence ($(json_rows det_a/metrics.jsonl train train_loss | wc -l) steps)"
 
 expect_rc 0 run_mpi 2 train --data data --batch-size 8 --grad-accum 2 --log-every 4 --max-steps 8 --run-dir acc
-expect_output "8/rank x 2 ranks x 2 micro-step\(s\) = 32 per step"
+expect_output "8/rank x world 2 x accumulation 2 = effective batch 32"
 expect_output "exposed comm [0-9.]+ ms/step"
 expect_output "reduced after backward"  # --dist.overlap auto, 1 core per rank under mpirun
 pass "gradient accumulation runs and reports exposed communication"

@@ -23,9 +23,10 @@ PY
 [ -n "$(json_rows run/metrics.jsonl end val_acc)" ] || fail "end row lacks val_acc"
 pass "loss went down: $(echo $losses | cut -d' ' -f1) -> $(echo $losses | awk '{print $NF}')"
 
-[ "$(ls run | tr '\n' ' ')" = "checkpoints command.txt config.ini metrics.jsonl train.log " ] || fail "unexpected run dir: $(ls run)"
-# 32 steps/epoch: the epoch-end checkpoint and the one where --max-steps stopped the run.
-[ "$(ls run/checkpoints | tr '\n' ' ')" = "step-000000032.ckpt step-000000040.ckpt " ] || fail "checkpoints: $(ls run/checkpoints)"
+[ "$(ls run | tr '\n' ' ')" = "checkpoints command.txt config.ini metrics.jsonl tb train.log " ] || fail "unexpected run dir: $(ls run)"
+# 32 steps/epoch: the epoch-end checkpoint and the one where --max-steps stopped the run,
+# and the best evaluation so far (--ckpt.best-metric val_f1).
+[ "$(ls run/checkpoints | tr '\n' ' ')" = "best.ckpt step-000000032.ckpt step-000000040.ckpt " ] || fail "checkpoints: $(ls run/checkpoints)"
 grep -q '^\[train\]' run/config.ini || fail "config.ini is not the resolved config"
 grep -q -- '--max-steps 40' run/command.txt || fail "command.txt lacks the command line"
 pass "run dir holds exactly rank 0's files"
@@ -56,13 +57,31 @@ pass "--resume none refuses to overwrite"
 
 ckpt=run/checkpoints/step-000000075.ckpt
 expect_rc 0 run_mpi 2 evaluate --data data --checkpoint "$ckpt"
-acc2=$(grep -Eo 'accuracy [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+acc2=$(grep -Eo 'accuracy [0-9.]+ macro-F1 [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+expect_output 'confusion matrix'
+cm2=$(sed -n '/true.pred/,+10p' out.txt | sed 's/^.*Z //')
 expect_rc 0 run_mpi 1 evaluate --data data --checkpoint "$ckpt"
-acc1=$(grep -Eo 'accuracy [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+acc1=$(grep -Eo 'accuracy [0-9.]+ macro-F1 [0-9.]+ loss [0-9.]+ over [0-9]+' out.txt)
+cm1=$(sed -n '/true.pred/,+10p' out.txt | sed 's/^.*Z //')
 [ -n "$acc1" ] && [ "$acc1" = "$acc2" ] || fail "evaluate differs: 1 rank '$acc1' vs 2 ranks '$acc2'"
+[ -n "$cm1" ] && [ "$cm1" = "$cm2" ] || fail "confusion matrices differ between 1 and 2 ranks"
 pass "evaluate: $acc2 at 1 and 2 ranks"
 
 expect_rc 0 "$LOCKSTEP" inspect "$ckpt"
 expect_output '^step +75$'
 pass "inspect reads the checkpoint"
+# Exact continuation: checkpoints carry every rank's RNG state (dropout), so a run
+# interrupted at step 20 and resumed ends bit-identical to one that never stopped.
+STRAIGHT=(--data data --epochs 2 --batch-size 32 --log-every 10 --lr 0.05 --model.dropout 0.5)
+expect_rc 0 run_mpi 2 train "${STRAIGHT[@]}" --run-dir straight --max-steps 40
+expect_rc 0 run_mpi 2 train "${STRAIGHT[@]}" --run-dir split --max-steps 20
+expect_rc 0 run_mpi 2 train "${STRAIGHT[@]}" --run-dir split --max-steps 40
+a=$(json_rows straight/metrics.jsonl end val_loss); b=$(json_rows split/metrics.jsonl end val_loss | tail -1)
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "resumed run diverged: val_loss $a straight vs $b resumed"
+pass "interrupted + resumed run equals the uninterrupted one (val_loss $a)"
+
+best=run/checkpoints/best.ckpt
+expect_rc 0 "$LOCKSTEP" inspect "$best"
+expect_output 'best_metric +val_f1'
+pass "best.ckpt is a readable checkpoint"
 echo "e2e train_resume: all passed"

@@ -6,6 +6,8 @@
 // compute the same function; tolerance 1e-5 relative + 1e-7 absolute (float32 summation
 // order differs between one big batch and two halves).
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -37,7 +39,7 @@ io::DatasetSpec spec28() {
 
 std::shared_ptr<Net> seeded_model(uint64_t seed) {
   torch::manual_seed(seed);
-  auto m = make_model("cnn", spec28(), 0.0);
+  auto m = make_model(ModelOptions{"cnn", 0.0}, spec28());
   m->eval();
   return m;
 }
@@ -186,7 +188,7 @@ TEST(Evaluator, DistributedEqualsSingleProcess) {
     ro.mode = mode;
     ro.block_samples = 5;
     const io::RankReader reader(dir, m, "test", mpi().rank(), mpi().size(), ro);
-    const EvalResult e = evaluate(*model, reader, maker, 16, 2, mpi());
+    const EvalResult e = evaluate(*model, reader, maker, 16, 2, 10, mpi());
     if (dist.count > 0) EXPECT_DOUBLE_EQ(e.loss, dist.loss) << mode;
     dist = e;
   }
@@ -200,5 +202,13 @@ TEST(Evaluator, DistributedEqualsSingleProcess) {
   EXPECT_EQ(dist.count, n);
   EXPECT_NEAR(dist.loss, loss, 1e-5);
   EXPECT_DOUBLE_EQ(dist.accuracy, acc);
+  // The confusion matrix (so recall, F1) is the single-process one, cell by cell.
+  const auto cells = torch::bincount(y * 10 + logits.argmax(1), {}, 100).contiguous();
+  const std::vector<int64_t> ref(cells.data_ptr<int64_t>(), cells.data_ptr<int64_t>() + 100);
+  EXPECT_EQ(dist.confusion, ref);
+  const ClassMetrics cm = class_metrics(ref, 10);
+  EXPECT_DOUBLE_EQ(dist.macro_f1, cm.macro_f1);
+  for (size_t c = 0; c < 10; ++c)
+    if (!std::isnan(cm.recall[c])) EXPECT_DOUBLE_EQ(dist.metrics.recall[c], cm.recall[c]);
   mpi().barrier();
 }

@@ -18,7 +18,7 @@ io::DatasetSpec mnist_like() {
 }  // namespace
 
 TEST(Model, ReferenceCnnShapes) {
-  auto model = make_model("cnn", mnist_like(), 0.25);
+  auto model = make_model(ModelOptions{"cnn", 0.25}, mnist_like());
   const auto out = model->forward(torch::randn({5, 1, 28, 28}));
   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{5, 10}));
   int64_t params = 0;
@@ -28,15 +28,15 @@ TEST(Model, ReferenceCnnShapes) {
 }
 
 TEST(Model, UnknownNameAndBadShapeAreUsageErrors) {
-  EXPECT_THROW(make_model("transformer", mnist_like(), 0.0), UsageError);
+  EXPECT_THROW(make_model(ModelOptions{"transformer", 0.0}, mnist_like()), UsageError);
   io::DatasetSpec flat = mnist_like();
   flat.sample_shape = {561};
-  EXPECT_THROW(make_model("cnn", flat, 0.0), UsageError);
+  EXPECT_THROW(make_model(ModelOptions{"cnn", 0.0}, flat), UsageError);
 }
 
 TEST(TrainState, ModelAndOptimizerRoundTrip) {
   torch::manual_seed(1);
-  auto a = make_model("cnn", mnist_like(), 0.0);
+  auto a = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
   torch::optim::SGD opt_a(a->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const auto x = torch::randn({4, 1, 28, 28});
   const auto y = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
@@ -48,7 +48,7 @@ TEST(TrainState, ModelAndOptimizerRoundTrip) {
   const std::string payload = serialize_state(*a, opt_a);
 
   torch::manual_seed(2);  // different initial weights
-  auto b = make_model("cnn", mnist_like(), 0.0);
+  auto b = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
   torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   load_state(payload, *b, &opt_b, "mem");
   // Same weights, and the same next step (momentum buffers restored).

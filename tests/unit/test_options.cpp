@@ -80,3 +80,32 @@ TEST(Options, EvaluateNeedsCheckpoint) {
   EXPECT_EQ(cfg.checkpoint, "c.ckpt");
   EXPECT_EQ(cfg.val_split, "train");
 }
+
+TEST(Options, LaterOptionsOverrideEarlierOnesAndFlagsNeedNoValue) {
+  Config cfg;
+  ASSERT_EQ(parse_train({"--data", "/d", "--lr", "0.1", "--train.lr=0.3", "--sync-bn", "--lr", "0.2",
+                         "--optimizer", "adamw", "--amp", "bf16", "--class-weights", "auto"},
+                        &cfg)
+                .status,
+            ParseStatus::kRun);
+  EXPECT_DOUBLE_EQ(cfg.lr, 0.2);
+  EXPECT_TRUE(cfg.sync_bn);
+  EXPECT_EQ(cfg.optimizer, "adamw");
+  EXPECT_EQ(cfg.amp, "bf16");
+  EXPECT_EQ(cfg.class_weights, "auto");
+  EXPECT_EQ(cfg.command_line.find("lr 0.1") != std::string::npos, true);  // the command as typed
+}
+
+TEST(Options, TrainerChoicesAreChecked) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--optimizer", "lamb"}, {"--amp", "fp8"}, {"--lr-scaling", "cubic"},
+        {"--best-metric", "val_auc"}, {"--label-smoothing", "1"}, {"--clip-norm", "-1"}, {"--schedule", "poly"},
+        {"--train.step-gamma", "0"}, {"--train.progress", "fancy"}}) {
+    Config cfg;
+    std::vector<std::string> args{"--data", "/d"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << bad[0];
+    EXPECT_NE(r.message.find(bad[0].substr(2)), std::string::npos) << r.message;
+  }
+}

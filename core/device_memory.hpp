@@ -1,0 +1,14 @@
+// device_memory: peak GPU memory of this rank (torch's caching allocator), for the
+// per-epoch log. 0 on CPU or in a build without CUDA headers.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace lockstep {
+
+int64_t peak_device_bytes(torch::Device device);  // since the last reset
+void reset_peak_device_bytes(torch::Device device);
+
+}  // namespace lockstep

@@ -1,0 +1,66 @@
+// evaluate_run: `lockstep evaluate` — a checkpoint on a split, distributed like training
+// (each rank evaluates its share; evaluator.hpp), with the per-class table and confusion
+// matrix, and optionally the result as JSON (--eval.out).
+#include <torch/torch.h>
+
+#include "core/error.hpp"
+#include "core/evaluator.hpp"
+#include "core/log.hpp"
+#include "core/mpi_runtime.hpp"
+#include "core/run_setup.hpp"
+#include "core/run_state.hpp"
+#include "core/train_state.hpp"
+#include "core/trainer.hpp"
+#include "io/checkpoint_store.hpp"
+#include "io/file_util.hpp"
+#include "io/json.hpp"
+
+namespace lockstep {
+namespace {
+
+int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
+  const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
+  const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
+  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  if (!manifest.spec.labeled)
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against");
+  LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
+                   cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
+  torch::set_num_threads(cfg.threads);
+  const io::RankReader data(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size(),
+                            io::ReaderOptions{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks});
+  Placement place = place_run(cfg, mpi);
+  auto model = make_model(ModelOptions{meta.model, cfg.dropout, meta.model_width, meta.model_depth}, manifest.spec);
+  model->to(place.device);
+  load_state(d.payload, *model, nullptr, cfg.checkpoint);
+  const BatchMaker maker(manifest.spec, place.device);
+  const auto t0 = Clock::now();
+  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
+  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
+             " split '" + cfg.val_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " macro-F1 " +
+             fmt("%.4f", ev.macro_f1) + " loss " + fmt("%.4f", ev.loss) + " over " + std::to_string(ev.count) +
+             " samples, " + std::to_string(mpi.size()) + " rank(s), " + fmt("%.2f", seconds_since(t0)) + " s");
+  log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, manifest.spec.class_names));
+  log::info0("confusion matrix (rows: true class, columns: predicted):\n" +
+             confusion_table(ev.confusion, manifest.spec.num_classes));
+  if (!cfg.eval_out.empty() && mpi.rank() == 0) {
+    io::JsonObject o;
+    o.add("checkpoint", cfg.checkpoint).add("step", meta.pos.step).add("split", cfg.val_split)
+        .add("samples", ev.count).add("loss", ev.loss).add("accuracy", ev.accuracy).add("macro_f1", ev.macro_f1)
+        .add("recall", ev.metrics.recall).add("confusion", ev.confusion).add("ranks", mpi.size());
+    io::write_file_atomic(cfg.eval_out, o.str() + "\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_evaluation(const Config& cfg, const MpiRuntime& mpi) {
+  try {
+    return evaluate_impl(cfg, mpi);
+  } catch (const c10::Error& e) {
+    throw Error(std::string("LibTorch: ") + e.what_without_backtrace());
+  }
+}
+
+}  // namespace lockstep

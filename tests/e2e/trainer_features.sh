@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# End to end: the trainer's features on small data. Models (mlp, resnet, cnn1d,
+# torchscript:PATH), --sync-bn, optimizers, LR scaling and schedules, class weights, label
+# smoothing, AMP on CPU (bf16; fp16 with loss scaling), clipping, evaluation every N steps,
+# NaN loss naming its step, TensorBoard files read back by the tensorboard package, the
+# progress bar on a terminal and plain lines otherwise.
+source "$(dirname "$0")/common.sh" "$@"
+
+make_slice data 1024 2
+NOLR=(--data data --batch-size 32 --log-every 4)
+BASE=("${NOLR[@]}" --lr 0.05)
+
+# --- models -------------------------------------------------------------------------
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir mlp --model mlp --max-steps 8
+expect_output 'model mlp \([0-9]+ parameters'
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir resnet --model resnet --width 4 --max-steps 4 --sync-bn
+expect_output 'model resnet \([0-9]+ parameters, sync-bn'
+pass "mlp and resnet (with --sync-bn) train at 2 ranks"
+
+"$PYTHON" - series.csv <<'PY'
+import math, random, sys
+random.seed(1)
+with open(sys.argv[1], "w") as f:
+    f.write("ax,ay,az,activity\n")
+    for block in range(96):
+        label = block % 3
+        for t in range(32):
+            v = [math.sin((label + 1) * t / 4.0 + k) + random.gauss(0, 0.3) for k in range(3)]
+            f.write(",".join(f"{x:.4f}" for x in v) + f",{['walk','sit','run'][label]}\n")
+PY
+"$LOCKSTEP" shard --input csv:series.csv --window 32 --output series --shards 2 --val-fraction 0.25 >/dev/null
+expect_rc 0 run_mpi 2 train --data series --data.val-split val --batch-size 8 --log-every 2 --lr 0.05 \
+  --run-dir cnn1d --model cnn1d --width 8 --epochs 2 --class-weights auto
+expect_output 'class weights \(auto\)'
+expect_output '0 run'
+expect_output 'per-class metrics'
+pass "cnn1d trains on CSV windows; class-weight table and per-class metrics printed"
+
+"$PYTHON" "$(dirname "$0")/make_script_model.py" model.pt 10
+"$PYTHON" "$(dirname "$0")/make_script_model.py" bad.pt 7
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir script --model "torchscript:$WORK/model.pt" --max-steps 12
+expect_output "model torchscript:$WORK/model.pt \(15786 parameters"
+losses=$(json_rows script/metrics.jsonl train train_loss | tr '\n' ' ')
+python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; assert v[-1] < v[0], v" $losses ||
+  fail "torchscript model did not learn: $losses"
+expect_rc 2 run_mpi 1 train "${BASE[@]}" --run-dir bad --model "torchscript:$WORK/bad.pt"
+expect_output 'forward returns shape \[2, 7\] .* expected \[2, 10\]'
+pass "torchscript module trains (loss $losses); a mismatched one is a usage error"
+
+# --- optimisation ---------------------------------------------------------------------
+for opt in "--optimizer adam --lr 0.001" "--optimizer adamw --lr 0.001 --train.weight-decay 0.01" \
+           "--optimizer sgd --lr 0.05 --train.nesterov true --schedule step --train.step-epochs 0.25"; do
+  # shellcheck disable=SC2086
+  expect_rc 0 run_mpi 2 train "${NOLR[@]}" --run-dir "opt$RANDOM" --max-steps 8 $opt
+  expect_output "optimizer $(echo "$opt" | awk '{print $2}')"
+done
+expect_output 'sgd \(nesterov\)'
+expect_output 'x0.1 every 4 steps'
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir scaled --max-steps 4 --lr-scaling linear --train.warmup-epochs 0.5
+expect_output 'batch 32/rank x world 2 x accumulation 1 = effective batch 64'
+expect_output 'lr 0.05 x linear scaling for world 2 = effective lr 0.1 \(constant, warmup 8 steps\)'
+pass "adam, adamw, nesterov, step schedule, linear LR scaling with warmup epochs"
+
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir clip --max-steps 8 --clip-norm 0.01 --label-smoothing 0.1
+[ "$(json_rows clip/metrics.jsonl end clipped_steps)" = 8 ] || fail "clip-norm 0.01 should clip every step"
+expect_output 'clip norm 0.01, label smoothing 0.1'
+pass "gradient clipping counted in metrics; label smoothing accepted"
+
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir bf16 --max-steps 8 --amp bf16
+expect_output 'amp bf16'
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir fp16 --max-steps 8 --amp fp16
+expect_output 'loss-scale [0-9]+ skipped [0-9]+'
+[ -n "$(json_rows fp16/metrics.jsonl end loss_scale)" ] || fail "fp16 metrics lack the loss scale"
+pass "AMP bf16 and fp16 (loss scale $(json_rows fp16/metrics.jsonl end loss_scale)) run through CPU autocast"
+
+expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan --lr 1e20 --max-steps 16 --log-every 8
+expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'
+[ ! -e nan/checkpoints/step-000000016.ckpt ] || fail "a diverged run wrote a checkpoint"
+pass "NaN loss stops the job naming the step: $(grep -Eo 'at step [0-9]+' out.txt | head -1)"
+
+# --- evaluation, logs -------------------------------------------------------------------
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir ev --epochs 1 --eval-every 4
+[ "$(json_rows ev/metrics.jsonl eval step | tr '\n' ' ')" = "4 8 12 " ] || fail "eval rows: $(json_rows ev/metrics.jsonl eval step)"
+[ -n "$(json_rows ev/metrics.jsonl epoch val_f1)" ] || fail "epoch row lacks val_f1"
+"$PYTHON" - ev/tb "$(json_rows ev/metrics.jsonl train step | wc -l)" <<'PY' || fail "TensorBoard could not read the event files"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+tags = acc.Tags()["scalars"]
+for tag in ("train/loss", "train/lr", "val/acc", "val/macro_f1", "time/backward_s"):
+    assert tag in tags, (tag, tags)
+loss = acc.Scalars("train/loss")
+assert len(loss) == int(sys.argv[2]), (len(loss), sys.argv[2])
+assert [e.step for e in loss] == sorted(e.step for e in loss)
+assert len(acc.Scalars("val/acc")) == 4, acc.Scalars("val/acc")  # 3 mid-epoch + epoch end
+print("tensorboard read", len(tags), "scalar tags,", len(loss), "train/loss points")
+PY
+pass "evaluation every 4 steps; TensorBoard reads our event files"
+
+grep -q 'ETA' out.txt && fail "progress bar printed without a terminal"
+expect_output 'epoch 1/1 step 4/16 loss'
+# A 1-rank job started without a launcher (as on a login node), on a pseudo-terminal.
+TERM=dumb script -qfec "timeout 120 $LOCKSTEP train ${BASE[*]} --run-dir tty --epochs 3 --max-steps 48 --log-every 16" /dev/null > tty.txt 2>&1 ||
+  { cat tty.txt; fail "training on a terminal failed"; }
+grep -q 'ETA' tty.txt || { cat tty.txt; fail "no progress bar on a terminal"; }
+grep -q $'\r' tty.txt || fail "the progress bar does not redraw in place"
+grep -q 'step 16/32 loss' tty.txt && fail "plain step lines on a terminal (they belong to train.log)"
+grep -q 'step 16/32 loss' tty/train.log || fail "train.log lacks the step lines"
+expect_rc 0 run_mpi 1 train "${BASE[@]}" --run-dir tty --epochs 3 --max-steps 52 --train.progress bar
+expect_output 'ETA'
+pass "progress bar on a terminal (or --train.progress bar), plain step lines in train.log"
+echo "e2e trainer_features: all passed"
