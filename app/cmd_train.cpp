@@ -1,4 +1,4 @@
-// cmd_train: `lockstep train` and `lockstep evaluate` under MPI.
+// cmd_train: the commands that run under MPI: `lockstep train`, `evaluate`, `doctor`.
 //
 // 1. Every rank parses the same argv (no communication): a usage error is printed by
 //    rank 0 and every rank exits 2 after a clean MPI_Finalize.
@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/mpi_runtime.hpp"
+#include "core/doctor.hpp"
 #include "core/trainer.hpp"
 
 namespace lockstep::app {
@@ -52,6 +53,10 @@ int run_under_mpi(int* argc, char*** argv, const Args& args, Parser parse, Runne
 
 int cmd_train(int* argc, char*** argv, const Args& args) {
   return run_under_mpi(argc, argv, args, parse_train, run_training);
+}
+
+int cmd_doctor(int* argc, char*** argv, const Args& args) {
+  return run_under_mpi(argc, argv, args, parse_doctor, run_doctor);
 }
 
 int cmd_evaluate(int* argc, char*** argv, const Args& args) {

@@ -20,6 +20,9 @@ const char* kUsage =
     "  shard     make HDF5 shards of a dataset     lockstep shard --input idx:DIR --output DIR --shards N\n"
     "  train     train a model (under mpirun/srun)  lockstep train --config jobs/fashion_mnist.ini\n"
     "  evaluate  test-split accuracy of a checkpoint lockstep evaluate --checkpoint PATH --data DIR\n"
+    "  doctor    check ranks, MPI, NCCL, data, all-reduce speed before a long job\n"
+    "                                               srun lockstep doctor --config jobs/X.ini\n"
+    "  report    table and plot of a scaling sweep   lockstep report SWEEP_DIR\n"
     "  inspect   print a shard's, dataset's or checkpoint's metadata   lockstep inspect PATH [--verify]\n"
     "\n"
     "`lockstep <command> --help` lists a command's options. Exit codes: 0 ok, 1 runtime error,\n"
@@ -41,7 +44,9 @@ int main(int argc, char** argv) {
     if (command == "inspect") return app::cmd_inspect(args);
     if (command == "train") return app::cmd_train(&argc, &argv, args);
     if (command == "evaluate") return app::cmd_evaluate(&argc, &argv, args);
-    std::cerr << "lockstep: unknown command '" << command << "' (shard, train, evaluate, inspect; --help)\n";
+    if (command == "doctor") return app::cmd_doctor(&argc, &argv, args);
+    if (command == "report") return app::cmd_report(args);
+    std::cerr << "lockstep: unknown command '" << command << "' (shard, train, evaluate, doctor, report, inspect; --help)\n";
     return kExitUsage;
   } catch (const UsageError& e) {
     log::error(e.what());

@@ -283,6 +283,16 @@ ParseResult parse_train(const std::vector<std::string>& args, Config* cfg) {
   return parse("train", args, all, cfg, {"data.path"});
 }
 
+ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg) {
+  po::options_description doctor("Doctor");
+  doctor.add_options()
+      ("doctor.out", po::value(&cfg->doctor_out), "write the all-reduce timing as JSON (for lockstep report)")
+      ("doctor.allreduce-mb", po::value(&cfg->doctor_allreduce_mb)->default_value(cfg->doctor_allreduce_mb), "size of the timed all-reduce in MiB");
+  po::options_description all;
+  all.add(common_options(cfg)).add(train_options(cfg)).add(doctor);
+  return parse("doctor", args, all, cfg, {});
+}
+
 ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg) {
   po::options_description all;
   all.add(common_options(cfg)).add(eval_options(cfg));

@@ -22,6 +22,7 @@ struct ParseResult {
 
 // train / evaluate: fills CFG (including cfg.resolved_ini and cfg.command_line).
 ParseResult parse_train(const std::vector<std::string>& args, Config* cfg);
+ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg);
 ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg);
 
 // Rewrites short aliases ("--lr" -> "--train.lr", "--lr=0.1" too). Exposed for tests.

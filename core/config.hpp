@@ -74,6 +74,9 @@ struct Config {
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_out;    // evaluate: write the result as JSON here
+  // doctor
+  std::string doctor_out;          // write the all-reduce timing as JSON here
+  double doctor_allreduce_mb = 16;  // size of the timed all-reduce
   // Recorded, not parsed: the resolved config as INI and the command line.
   std::string resolved_ini;
   std::string command_line;

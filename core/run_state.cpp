@@ -197,6 +197,12 @@ void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, doubl
       .add("forward_s", t.forward).add("backward_s", t.backward).add("exposed_comm_s", t.exposed_comm)
       .add("optimizer_s", t.optimizer).add("lr", r.lr);
   if (r.scaler.enabled()) row.add("loss_scale", r.scaler.current_scale()).add("skipped_steps", r.scaler.skipped());
+  if (std::string(kind) == "end") {
+    int64_t params = 0;
+    for (const auto& p : r.model->parameters()) params += p.numel();
+    row.add("world_size", r.mpi.size()).add("global_batch", r.cfg.batch_size * r.mpi.size() * r.cfg.grad_accum)
+        .add("params", params);
+  }
   if (r.cfg.clip_norm > 0)
     row.add("clipped_steps", r.clipped_steps.defined() ? r.clipped_steps.item<int64_t>() : int64_t{0});
   r.metrics->write(row);

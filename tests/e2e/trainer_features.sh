@@ -109,4 +109,17 @@ grep -q 'step 16/32 loss' tty/train.log || fail "train.log lacks the step lines"
 expect_rc 0 run_mpi 1 train "${BASE[@]}" --run-dir tty --epochs 3 --max-steps 52 --train.progress bar
 expect_output 'ETA'
 pass "progress bar on a terminal (or --train.progress bar), plain step lines in train.log"
+# --- doctor -------------------------------------------------------------------------------
+expect_rc 0 run_mpi 2 doctor --data data --doctor.out doctor.json
+expect_output ' rank  host +local  gpus'
+expect_output 'doctor: MPI ok'
+expect_output 'doctor: data data: read one batch from each of [0-9]+ shard'
+expect_output 'all-reduce .* GB/s bus bandwidth'
+expect_output 'doctor: all checks passed'
+grep -q '"big_seconds"' doctor.json || fail "doctor.json lacks the all-reduce timing"
+cp -r data bad && shard=$(ls bad/*.h5 | tail -1) && head -c 2000 "$shard" > t && mv t "$shard"
+expect_rc 1 run_mpi 2 doctor --data bad
+expect_output "doctor: .*$(basename "$shard")"
+expect_output 'doctor: 1 problem\(s\)'
+pass "doctor: checks pass on good data, a truncated shard is named by the rank that read it"
 echo "e2e trainer_features: all passed"

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# A real one-node Slurm cluster on this machine for lockstep's template tests
-# (facts: ../shared/SLURM-NOTES.md). Idempotent; about a second once installed.
+# A real Slurm cluster on this machine for lockstep's template tests: slurmctld and two
+# slurmd nodes, n1 and n2, each in its own UTS namespace (its own hostname), both on
+# 127.0.0.1 with their own ports and TmpFS. Facts behind each setting:
+# ../shared/SLURM-NOTES.md. Idempotent; about a second once installed.
 #
-#   tests/slurm/cluster.sh start    # munge + slurmctld + slurmd, fresh state
+#   tests/slurm/cluster.sh start    # munge + slurmctld + slurmd n1, n2; fresh state
 #   tests/slurm/cluster.sh stop
 #   source <(tests/slurm/cluster.sh env)   # SLURM_CONF for sbatch/srun/squeue
 #
 # State lives in $LOCKSTEP_SLURM_DIR (default /tmp/lockstep-slurm), wiped on every start
-# so job ids and PMIx sockets never collide with a previous cluster.
+# so job ids and PMIx sockets never collide with a previous cluster. n1 and n2 are added
+# to /etc/hosts (Open MPI resolves peers by name). Root only (slurmd, unshare).
 set -euo pipefail
 DIR=${LOCKSTEP_SLURM_DIR:-/tmp/lockstep-slurm}
 CONF=$DIR/slurm.conf
+NODES=(n1 n2)
 
 need_root() { [ "$(id -u)" = 0 ] || { echo "cluster.sh: must run as root (slurmd)" >&2; exit 2; }; }
 
@@ -21,9 +25,10 @@ install() {
 }
 
 write_conf() {
-  local host node
+  local host res port=6818
   host=$(hostname -s)
-  node=$(slurmd -C | head -1 | grep -Eo 'CPUs=[0-9]+ .*RealMemory=[0-9]+' | sed 's/ Boards=[0-9]*//')
+  # The machine's resources, declared for each node (more than the machine has: 'inval').
+  res=$(slurmd -C | head -1 | grep -Eo 'CPUs=[0-9]+ .*RealMemory=[0-9]+' | sed 's/ Boards=[0-9]*//')
   cat > "$CONF" <<CONF
 ClusterName=lockstep-test
 SlurmctldHost=$host
@@ -40,15 +45,18 @@ MailProg=/bin/true
 EnforcePartLimits=ALL
 ReturnToService=2
 SlurmctldPidFile=$DIR/slurmctld.pid
-SlurmdPidFile=$DIR/slurmd.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool
+SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldLogFile=$DIR/slurmctld.log
-SlurmdLogFile=$DIR/slurmd.log
-TmpFS=$DIR/tmp
-NodeName=$host $node State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+SlurmdLogFile=$DIR/slurmd-%n.log
+TmpFS=$DIR/tmp/%n
 CONF
+  for n in "${NODES[@]}"; do
+    echo "NodeName=$n NodeAddr=127.0.0.1 Port=$port $res State=UNKNOWN" >> "$CONF"
+    port=$((port + 1))
+  done
+  echo "PartitionName=debug Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP" >> "$CONF"
 }
 
 start() {
@@ -56,32 +64,40 @@ start() {
   install
   stop >/dev/null 2>&1 || true
   rm -rf "$DIR"
-  mkdir -p "$DIR/state" "$DIR/spool" "$DIR/tmp"
+  mkdir -p "$DIR/state"
+  for n in "${NODES[@]}"; do
+    mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n"
+    grep -Eq "^127\.0\.0\.1[[:space:]].*\b$n\b" /etc/hosts || echo "127.0.0.1 $n" >> /etc/hosts
+  done
   write_conf
   mkdir -p /run/munge && chown munge:munge /run/munge
   pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
   slurmctld -f "$CONF"
-  slurmd -f "$CONF"
-  for _ in $(seq 1 50); do
-    if SLURM_CONF=$CONF sinfo -h -o %t 2>/dev/null | grep -q idle; then
-      echo "slurm cluster up ($CONF)"
+  for n in "${NODES[@]}"; do
+    # Its own hostname: Open MPI names shared-memory segments after it.
+    unshare --uts sh -c "hostname $n && exec slurmd -f $CONF -N $n"
+  done
+  for _ in $(seq 1 100); do
+    if [ "$(SLURM_CONF=$CONF sinfo -h -N -o %t 2>/dev/null | grep -c idle)" = "${#NODES[@]}" ]; then
+      echo "slurm cluster up: nodes ${NODES[*]} ($CONF)"
       return
     fi
-    sleep 0.2
+    sleep 0.1
   done
-  echo "cluster.sh: node not idle after 10 s; see $DIR/*.log" >&2
-  SLURM_CONF=$CONF sinfo >&2 || true
+  echo "cluster.sh: nodes not idle after 10 s; see $DIR/*.log" >&2
+  SLURM_CONF=$CONF sinfo -N >&2 || true
   exit 1
 }
 
 stop() {
-  for f in "$DIR/slurmd.pid" "$DIR/slurmctld.pid"; do
+  for f in "$DIR"/slurmd-*.pid "$DIR/slurmctld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
   for _ in $(seq 1 50); do
     pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || break
     sleep 0.1
   done
+  pkill -x slurmstepd 2>/dev/null || true
   echo "slurm cluster stopped"
 }
 

@@ -1,0 +1,63 @@
+# job_common.sh: what every lockstep Slurm template does after its #SBATCH lines.
+# Sourced by slurm/*.sbatch from the repository root; not a job script itself.
+#
+# 1. the run dir is named after the job (runs/NAME-JOBID), so a requeued job (same id)
+#    finds its checkpoints and --run.resume auto continues where it stopped;
+# 2. --cpus-per-task becomes --train.threads; on GPU nodes each rank takes the GPU of its
+#    node-local rank (lockstep does this itself);
+# 3. ranks start with srun --mpi=pmix (LAUNCHER=srun, the default) or with Open MPI's
+#    mpirun inside the allocation (LAUNCHER=mpirun, for sites that prefer it);
+# 4. lockstep exits 3 when a signal (#SBATCH --signal=USR1@120 before the time limit, or a
+#    preemption's SIGTERM) made it checkpoint and stop: the job requeues itself, at most
+#    LOCKSTEP_MAX_REQUEUES times (default 20); any other exit code is the job's.
+#
+# Knobs (environment, all optional): LOCKSTEP_BIN (build/lockstep), JOB_CONFIG
+# (jobs/fashion_mnist.ini), RUN_DIR, LAUNCHER (srun|mpirun), MPIRUN_ARGS (extra mpirun
+# options), LOCKSTEP_MAX_REQUEUES, LOCKSTEP_DOCTOR=1 (run `lockstep doctor` first and keep
+# its all-reduce timing in RUN_DIR/doctor.json: scaling sweeps do).
+
+LOCKSTEP_BIN=${LOCKSTEP_BIN:-build/lockstep}
+JOB_CONFIG=${JOB_CONFIG:-jobs/fashion_mnist.ini}
+RUN_DIR=${RUN_DIR:-runs/${SLURM_JOB_NAME}-${SLURM_JOB_ID}}
+LAUNCHER=${LAUNCHER:-srun}
+if [ "$(id -u)" = 0 ]; then  # Open MPI refuses root unless told
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+# launch_ranks CMD...: CMD on every rank of the allocation.
+launch_ranks() {
+  case "$LAUNCHER" in
+    srun)
+      # --kill-on-bad-exit: a rank that dies ends the step at once instead of leaving
+      # the others to lockstep's collective watchdog (--dist.comm-timeout).
+      srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" "$@" ;;
+    mpirun)
+      # shellcheck disable=SC2086
+      mpirun -np "$SLURM_NTASKS" --map-by "ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ${MPIRUN_ARGS:-} "$@" ;;
+    *) echo "LAUNCHER must be srun or mpirun, not '$LAUNCHER'" >&2; return 2 ;;
+  esac
+}
+
+# run_lockstep ARGS...: lockstep train under the launcher; requeues the job on exit 3.
+run_lockstep() {
+  echo "lockstep job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}): ${SLURM_NTASKS} ranks on" \
+       "${SLURM_JOB_NODELIST} via ${LAUNCHER}, config ${JOB_CONFIG}, run dir ${RUN_DIR}"
+  local rc=0
+  if [ "${LOCKSTEP_DOCTOR:-0}" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then
+    mkdir -p "$RUN_DIR"
+    launch_ranks "$LOCKSTEP_BIN" doctor --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
+      --doctor.out "$RUN_DIR/doctor.json" "$@" || return $?
+  fi
+  launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
+    --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?
+  if [ "$rc" = 3 ]; then
+    if [ "${SLURM_RESTART_COUNT:-0}" -lt "${LOCKSTEP_MAX_REQUEUES:-20}" ]; then
+      echo "lockstep stopped at a checkpoint (exit 3): requeueing job ${SLURM_JOB_ID}"
+      scontrol requeue "$SLURM_JOB_ID"
+    else
+      echo "lockstep stopped at a checkpoint (exit 3), but the job was requeued ${SLURM_RESTART_COUNT} times" \
+           "already (LOCKSTEP_MAX_REQUEUES): resubmit to continue from ${RUN_DIR}"
+    fi
+  fi
+  return "$rc"
+}

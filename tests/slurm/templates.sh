@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The shipped Slurm templates, submitted with sbatch to the real cluster tests/slurm/cluster.sh
+# runs on this machine (nodes n1, n2). One mode per CTest entry:
+#   single     slurm/single_node.sbatch trains 2 ranks and writes its run dir
+#   multi      slurm/multi_node.sbatch on 2 nodes, with srun --mpi=pmix and with LAUNCHER=mpirun
+#   preempt    scancel --signal=USR1 mid-run: checkpoint, exit 3, requeue, resume, full step count
+#   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
+# Usage: templates.sh MODE LOCKSTEP MPIEXEC WORKDIR REPO_ROOT. Jobs are awaited by polling
+# scontrol (sbatch --wait sleeps up to 42 s). Exit 77 (skipped) when not root.
+MODE=$1
+ROOT=$5
+set -- "$2" "$3" "$4"
+[ "$(id -u)" = 0 ] || { echo "skipped: the Slurm tests run slurmd and need root"; exit 77; }
+source "$(dirname "$0")/../e2e/common.sh" "$@"
+source <(bash "$ROOT/tests/slurm/cluster.sh" env)
+export LOCKSTEP_BIN=$LOCKSTEP JOB_CONFIG=jobs/smoke.ini
+
+# state JOBID: the job's state word (PENDING, RUNNING, COMPLETED, ...).
+state() { scontrol show job -o "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+# wait_job JOBID [SECONDS]: polls until the job ends; fails on timeout or a non-zero exit.
+wait_job() {
+  local id=$1 limit=${2:-180} st
+  for _ in $(seq 1 $((limit * 4))); do
+    st=$(state "$id")
+    case "$st" in
+      COMPLETED) return 0 ;;
+      FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)
+        cat "$WORK"/*.out 2>/dev/null | tail -30; fail "job $id ended $st ($(scontrol show job -o "$id" | grep -o 'ExitCode=[0-9:]*'))" ;;
+    esac
+    sleep 0.25
+  done
+  scancel "$id"; fail "job $id still $st after ${limit}s"
+}
+submit() { (cd "$ROOT" && sbatch --parsable "$@"); }
+
+make_slice data 2048 2
+DATA=(--data.path "$WORK/data")
+
+case "$MODE" in
+single)
+  SECONDS=0
+  id=$(RUN_DIR=$WORK/single submit -o "$WORK/single.out" slurm/single_node.sbatch "${DATA[@]}" --train.max-steps 20)
+  wait_job "$id"
+  grep -q "2 rank(s) on 1 host(s)" single.out || { cat single.out; fail "not 2 ranks on one node"; }
+  [ "$(json_rows single/metrics.jsonl end step)" = 20 ] || fail "no end row at step 20"
+  [ -f single/config.ini ] && [ -f single/checkpoints/step-000000020.ckpt ] && [ -d single/tb ] || fail "run dir incomplete"
+  grep -q -- "--run.dir $WORK/single" single/command.txt || fail "command.txt lacks the template's run dir"
+  pass "single_node.sbatch: 2 ranks, run dir written (${SECONDS} s from submit to end)"
+  ;;
+multi)
+  for launcher in srun mpirun; do
+    SECONDS=0
+    id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$WORK/multi-$launcher \
+         submit -o "$WORK/multi-$launcher.out" --ntasks-per-node=1 slurm/multi_node.sbatch "${DATA[@]}" --train.max-steps 20)
+    wait_job "$id"
+    grep -q "2 rank(s) on 2 host(s)" "multi-$launcher.out" || { cat "multi-$launcher.out"; fail "$launcher: not 2 ranks on 2 hosts"; }
+    [ "$(json_rows "multi-$launcher/metrics.jsonl" end step)" = 20 ] || fail "$launcher: no end row at step 20"
+    pass "multi_node.sbatch with $launcher: 2 ranks on nodes n1,n2 (${SECONDS} s)"
+  done
+  ;;
+preempt)
+  SECONDS=0
+  id=$(RUN_DIR=$WORK/pre submit -o "$WORK/pre.out" slurm/single_node.sbatch "${DATA[@]}" --train.epochs 4 --train.max-steps 100 --train.log-every 10)
+  for _ in $(seq 1 240); do grep -q '"step": 20,' pre/metrics.jsonl 2>/dev/null && break; sleep 0.25; done
+  grep -q '"step": 20,' pre/metrics.jsonl || { cat pre.out; fail "the job never reached step 20"; }
+  scancel --signal=USR1 "$id"
+  for _ in $(seq 1 240); do
+    scontrol show job -o "$id" | grep -q 'Restarts=1' && break; sleep 0.25
+  done
+  scontrol show job -o "$id" | grep -q 'Restarts=1' || { cat pre.out; fail "the job did not requeue after the signal"; }
+  # Slurm holds a requeued job for ~2 minutes (BeginTime); a test need not wait that long,
+  # only until the first run's step daemons are gone (a relaunch before that fails).
+  for _ in $(seq 1 120); do pgrep -f "slurmstepd: \[$id\." >/dev/null || break; sleep 0.25; done
+  scontrol update JobId="$id" StartTime=now
+  wait_job "$id"
+  grep -q 'signal 10 received: checkpointing at step' pre.out || fail "no checkpoint-on-signal line"
+  grep -q 'requeueing job' pre.out || fail "the template did not requeue"
+  grep -Eq 'resumed from .*step-0000000[0-9]+\.ckpt at step' pre.out || fail "the requeued job did not resume"
+  [ "$(json_rows pre/metrics.jsonl end step)" = 100 ] || fail "did not finish at step 100"
+  pass "preemption: $(grep -o 'checkpointing at step [0-9]*' pre.out), requeued, resumed, finished at step 100 (${SECONDS} s)"
+  ;;
+sweep)
+  SECONDS=0
+  ids=$(cd "$ROOT" && slurm/scaling_sweep.sh --ranks "1 2" --ranks-per-node 1 "$WORK/sweep" -- "${DATA[@]}" \
+        --train.max-steps 40 --train.log-every 10)
+  for id in $ids; do wait_job "$id"; done
+  expect_rc 0 "$LOCKSTEP" report "$WORK/sweep"
+  expect_output '^\| 2 \| 2 \| 64 \| [0-9]+ \| [0-9.]+x \| [0-9.]+% \|'
+  expect_output 'ring all-reduce model calibrated at 2 ranks'
+  expect_output '^\| efficiency \| 100% \|'
+  grep -q '<svg' sweep/scaling.svg && grep -q 'ring model' sweep/scaling.svg || fail "no plot"
+  [ -f sweep/ranks-2/doctor.json ] || fail "the sweep's runs lack the doctor's all-reduce timing"
+  pass "sweep 1 -> 2 ranks and its report (${SECONDS} s)"
+  sed -n '3,6p' out.txt
+  ;;
+*) fail "unknown mode $MODE" ;;
+esac
+echo "slurm $MODE: all passed"
