@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "core/error.hpp"
+#include "core/host_allocator.hpp"
 #include "core/log.hpp"
 
 namespace {
@@ -32,6 +33,7 @@ const char* kUsage =
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  configure_host_allocator();  // before the first large allocation
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::cout << kUsage;

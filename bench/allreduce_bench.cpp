@@ -72,7 +72,12 @@ int main(int argc, char** argv) {
     if (mpi.rank() == 0) {
       std::printf("%10zu %12.1f %12.1f %12.2f %12.2f %7.0f%%\n", bytes, tr * 1e6, tl * 1e6, br, bl, 100.0 * tr / tl);
       json += std::string(json.size() > 1 ? ", " : "") + "{\"bytes\": " + std::to_string(bytes) +
-              ", \"raw_us\": " + std::to_string(tr * 1e6) + ", \"lockstep_us\": " + std::to_string(tl * 1e6) + "}";
+              ", \"raw_us\": " + std::to_string(tr * 1e6) + ", \"raw_min_us\": " +
+              std::to_string(*std::min_element(raw.begin(), raw.end()) * 1e6) + ", \"raw_max_us\": " +
+              std::to_string(*std::max_element(raw.begin(), raw.end()) * 1e6) + ", \"lockstep_us\": " +
+              std::to_string(tl * 1e6) + ", \"lockstep_min_us\": " +
+              std::to_string(*std::min_element(ls.begin(), ls.end()) * 1e6) + ", \"lockstep_max_us\": " +
+              std::to_string(*std::max_element(ls.begin(), ls.end()) * 1e6) + "}";
     }
   }
   if (mpi.rank() == 0) std::printf("%s]\n", json.c_str());

@@ -129,9 +129,11 @@ int main(int argc, char** argv) {
     row("reader, memory mode: load (once)", load);
     row("reader, memory mode: epoch", mem);
     row("reader, stream mode: open+epoch", stream);
-    std::printf("{\"cache\": \"%s\", \"raw_mib_s\": %.1f, \"memory_load_mib_s\": %.1f, \"memory_epoch_mib_s\": %.1f, "
-                "\"stream_mib_s\": %.1f}\n", cold ? "cold" : "warm", raw.median(), load.median(), mem.median(),
-                stream.median());
+    std::printf("{\"cache\": \"%s\", \"raw_mib_s\": %.1f, \"raw_min\": %.1f, \"raw_max\": %.1f, "
+                "\"memory_load_mib_s\": %.1f, \"memory_epoch_mib_s\": %.1f, \"memory_epoch_min\": %.1f, "
+                "\"memory_epoch_max\": %.1f, \"stream_mib_s\": %.1f, \"stream_min\": %.1f, \"stream_max\": %.1f}\n",
+                cold ? "cold" : "warm", raw.median(), raw.lo(), raw.hi(), load.median(), mem.median(), mem.lo(), mem.hi(),
+                stream.median(), stream.lo(), stream.hi());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "reader_bench: %s\n", e.what());
     return 1;

@@ -38,25 +38,42 @@ void MpiCommunicator::reduce(const Op& op) const {
   }
 }
 
+// Runs the oldest queued operation on the calling thread; LOCK is held on entry and exit.
+// Only one thread executes at a time (busy_), and always the queue's front, so operations
+// run in start order whichever thread runs them.
+void MpiCommunicator::execute_front(std::unique_lock<std::mutex>& lock) {
+  const Op op = queue_.front();
+  queue_.pop_front();
+  busy_ = true;
+  lock.unlock();
+  std::exception_ptr error;
+  try {
+    if (!failed_) reduce(op);  // after an error, drain without communicating
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  if (error) {
+    error_ = error;
+    failed_ = true;
+  }
+  busy_ = false;
+  --pending_;
+  cv_.notify_all();
+}
+
 void MpiCommunicator::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait(lock, [&] { return stop_ || (background_ && !busy_ && !queue_.empty()); });
     if (stop_) return;
-    const Op op = queue_.front();
-    queue_.pop_front();
-    lock.unlock();
-    try {
-      if (!error_) reduce(op);  // after an error, drain without communicating
-    } catch (...) {
-      lock.lock();
-      error_ = std::current_exception();
-      lock.unlock();
-    }
-    lock.lock();
-    --pending_;
-    cv_.notify_all();
+    execute_front(lock);
   }
+}
+
+void MpiCommunicator::set_background(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  background_ = on;
 }
 
 void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& what) {
@@ -64,18 +81,28 @@ void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& 
     reduce(Op{data, n, what});
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(Op{data, n, what});
     ++pending_;
+    wake = background_;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 void MpiCommunicator::wait_all() {
   if (!threaded_) return;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return pending_ == 0; });
+  // Rather than sleep while operations wait in the queue, the caller runs them itself
+  // (the thread hand-off costs ~13 us per operation; measured with bench/allreduce_bench).
+  while (pending_ > 0) {
+    if (!busy_ && !queue_.empty())
+      execute_front(lock);
+    else
+      cv_.wait(lock);
+  }
+  failed_ = false;
   if (error_) {
     const std::exception_ptr e = error_;
     error_ = nullptr;

@@ -1,6 +1,7 @@
 // communicator: how gradients are summed across ranks. Two backends behind one interface:
 // MpiCommunicator (host memory; MPI_Allreduce on a communication thread, so reductions
-// overlap the backward pass) and the NCCL backend (device memory, its own CUDA stream,
+// overlap the backward pass; what is still queued when wait_all is called runs on the
+// caller's thread) and the NCCL backend (device memory, its own CUDA stream,
 // ordered after the compute stream with events; nccl_bootstrap.hpp).
 //
 // Contract:
@@ -35,6 +36,9 @@ class Communicator {
   virtual void start_allreduce(float* data, size_t n, const std::string& what) = 0;
   virtual void wait_all() = 0;
   virtual void broadcast(float* data, size_t n, int root) = 0;
+  // Whether started operations may run in the background while the caller computes
+  // (overlap). Off: they run when wait_all is called, on the caller's thread.
+  virtual void set_background(bool on) { (void)on; }
   void allreduce_sum(float* data, size_t n) {
     start_allreduce(data, n, "allreduce");
     wait_all();
@@ -54,6 +58,7 @@ class MpiCommunicator final : public Communicator {
   void start_allreduce(float* data, size_t n, const std::string& what) override;
   void wait_all() override;
   void broadcast(float* data, size_t n, int root) override;
+  void set_background(bool on) override;
 
  private:
   struct Op {
@@ -62,6 +67,7 @@ class MpiCommunicator final : public Communicator {
     std::string what;
   };
   void run();
+  void execute_front(std::unique_lock<std::mutex>& lock);
   void reduce(const Op& op) const;
 
   const MpiRuntime& mpi_;
@@ -71,6 +77,9 @@ class MpiCommunicator final : public Communicator {
   std::deque<Op> queue_;
   size_t pending_ = 0;  // queued + running
   bool stop_ = false;
+  bool busy_ = false;        // a thread is running an operation
+  bool background_ = true;   // the communication thread may run operations
+  bool failed_ = false;      // an operation failed: drain the rest without MPI
   std::exception_ptr error_;
   std::thread thread_;
 };

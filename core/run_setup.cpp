@@ -27,6 +27,7 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
     cpu_set_t set;
     const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     p.overlap = cfg.overlap == "true" || (cfg.overlap == "auto" && cores > cfg.threads);
+    p.comm->set_background(p.overlap);  // no spare core: reduce on the training thread, no hand-off
     return p;
   }
   p.overlap = cfg.overlap != "false";

@@ -85,6 +85,7 @@ struct Run {
   double best_value = 0.0;  // of --ckpt.best-metric; valid when best_step >= 0
   int64_t best_step = -1;
   int64_t last_ckpt_step = -1;
+  double first_step_unix = 0;  // wall clock when this process finished its first step
   torch::Tensor clipped_steps;  // device counter of steps whose norm was clipped
   // Rank 0 only:
   std::unique_ptr<io::MetricsLog> metrics;

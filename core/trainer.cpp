@@ -210,6 +210,9 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
       inject_fault(r);
       train_step(r, loader, s, epoch, epoch_times, window);
       epoch_times.seconds += seconds_since(t0);
+      if (r.first_step_unix == 0)
+        r.first_step_unix =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       ++r.pos.step;
       ++epoch_steps;
       r.pos.samples_done_in_epoch = (s + 1) * global_batch;
