@@ -89,7 +89,7 @@ ls_l = []
 for l in launch:
     if l["impl"] == "lockstep":
         end = [x for x in rows(l["metrics"]) if x["kind"] == "end"][-1]
-        ls_l.append(end["first_step_unix"] - l["t0"])
+        ls_l.append(end["first_step_unix_ms"] / 1000.0 - l["t0"])
 dd_l = [l["result"]["first_step_unix"] - l["t0"] for l in launch if l["impl"] == "ddp"]
 add("launch -> first step, 2 ranks", summary(ls_l), "DDP (torchrun)", summary(dd_l), "seconds")
 

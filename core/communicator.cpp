@@ -86,7 +86,9 @@ void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& 
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(Op{data, n, what});
     ++pending_;
-    wake = background_;
+    // Small operations are latency-bound: waking the communication thread costs more than
+    // they gain from overlap, so they wait for the next large one or for wait_all.
+    wake = background_ && n * sizeof(float) >= kWakeBytes;
   }
   if (wake) cv_.notify_all();
 }

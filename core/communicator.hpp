@@ -61,6 +61,7 @@ class MpiCommunicator final : public Communicator {
   void set_background(bool on) override;
 
  private:
+  static constexpr size_t kWakeBytes = 256 << 10;  // smaller: run by the next wake or by wait_all
   struct Op {
     float* data;
     size_t n;

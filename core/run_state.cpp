@@ -201,7 +201,7 @@ void write_row(Run& r, const char* kind, int64_t epoch, double train_loss, doubl
     int64_t params = 0;
     for (const auto& p : r.model->parameters()) params += p.numel();
     row.add("world_size", r.mpi.size()).add("global_batch", r.cfg.batch_size * r.mpi.size() * r.cfg.grad_accum)
-        .add("params", params).add("first_step_unix", r.first_step_unix);
+        .add("params", params).add("first_step_unix_ms", static_cast<int64_t>(r.first_step_unix * 1000));
   }
   if (r.cfg.clip_norm > 0)
     row.add("clipped_steps", r.clipped_steps.defined() ? r.clipped_steps.item<int64_t>() : int64_t{0});
