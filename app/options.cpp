@@ -95,7 +95,7 @@ po::options_description train_options(Config* c) {
       ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
       ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)")
       ("ckpt.best-metric", po::value(&c->best_metric)->default_value(c->best_metric), "val_f1 | val_acc | val_loss | none: keep the best evaluation as checkpoints/best.ckpt (alias --best-metric)")
-      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "auto | true | false: reduce gradient buckets during backward (auto: on for NCCL, on for MPI when the rank has a core beyond its threads)")
+      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "auto | true | false: reduce gradient buckets during backward (auto = true); false: all after backward, on the training thread")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
       ("debug.fault", po::value(&c->fault)->default_value(c->fault), "fault injection for tests: none | throw | stall | kill")

@@ -1,7 +1,6 @@
 // run_setup: see run_setup.hpp.
 #include "core/run_setup.hpp"
 
-#include <sched.h>
 #include <torch/cuda.h>
 
 #include "core/error.hpp"
@@ -24,10 +23,8 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
   const bool want_nccl = cfg.backend == "nccl" || (cfg.backend == "auto" && gpu && nccl_compiled());
   if (!want_nccl) {
     p.comm = std::make_unique<MpiCommunicator>(mpi);
-    cpu_set_t set;
-    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    p.overlap = cfg.overlap == "true" || (cfg.overlap == "auto" && cores > cfg.threads);
-    p.comm->set_background(p.overlap);  // no spare core: reduce on the training thread, no hand-off
+    p.overlap = cfg.overlap != "false";
+    p.comm->set_background(p.overlap);  // off: every reduction runs on the training thread
     return p;
   }
   p.overlap = cfg.overlap != "false";

@@ -46,6 +46,8 @@ pass "same seed, same world size: bit-identical loss sequence ($(json_rows det_a
 expect_rc 0 run_mpi 2 train --data data --batch-size 8 --grad-accum 2 --log-every 4 --max-steps 8 --run-dir acc
 expect_output "8/rank x world 2 x accumulation 2 = effective batch 32"
 expect_output "exposed comm [0-9.]+ ms/step"
-expect_output "reduced after backward"  # --dist.overlap auto, 1 core per rank under mpirun
-pass "gradient accumulation runs and reports exposed communication"
+expect_output "reduced during backward"  # --dist.overlap auto
+expect_rc 0 run_mpi 2 train --data data --batch-size 8 --log-every 4 --max-steps 8 --run-dir noov --dist.overlap false
+expect_output "reduced after backward"
+pass "gradient accumulation runs and reports exposed communication; overlap on by default, off on request"
 echo "e2e no_hang: all passed"
