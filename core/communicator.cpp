@@ -19,7 +19,7 @@ MpiCommunicator::~MpiCommunicator() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   thread_.join();
 }
 
@@ -59,13 +59,13 @@ void MpiCommunicator::execute_front(std::unique_lock<std::mutex>& lock) {
   }
   busy_ = false;
   --pending_;
-  cv_.notify_all();
+  done_cv_.notify_all();
 }
 
 void MpiCommunicator::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || (background_ && !busy_ && !queue_.empty()); });
+    work_cv_.wait(lock, [&] { return stop_ || (background_ && !busy_ && !queue_.empty()); });
     if (stop_) return;
     execute_front(lock);
   }
@@ -90,7 +90,7 @@ void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& 
     // they gain from overlap, so they wait for the next large one or for wait_all.
     wake = background_ && n * sizeof(float) >= kWakeBytes;
   }
-  if (wake) cv_.notify_all();
+  if (wake) work_cv_.notify_one();
 }
 
 void MpiCommunicator::wait_all() {
@@ -102,7 +102,7 @@ void MpiCommunicator::wait_all() {
     if (!busy_ && !queue_.empty())
       execute_front(lock);
     else
-      cv_.wait(lock);
+      done_cv_.wait(lock);
   }
   failed_ = false;
   if (error_) {

@@ -74,7 +74,8 @@ class MpiCommunicator final : public Communicator {
   const MpiRuntime& mpi_;
   const bool threaded_;  // MPI granted a level that allows a communication thread
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable work_cv_;  // the communication thread waits for work
+  std::condition_variable done_cv_;  // wait_all waits for completions (separate: no spurious wake-ups)
   std::deque<Op> queue_;
   size_t pending_ = 0;  // queued + running
   bool stop_ = false;
