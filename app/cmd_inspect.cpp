@@ -44,9 +44,7 @@ void inspect_dataset(const std::string& dir, bool verify) {
   print_spec(m.spec);
   std::cout << "source       " << m.source << "\n";
   for (const auto& [name, split] : m.splits) {
-    std::vector<int64_t> hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
-    for (const auto& s : split.shards)
-      for (size_t c = 0; c < hist.size(); ++c) hist[c] += s.histogram[c];
+    const std::vector<int64_t> hist = split.histogram(m.spec.labeled ? m.spec.num_classes : 0);
     std::cout << "split " << name << ": " << split.count() << " samples in " << split.shards.size() << " shard(s)";
     if (m.spec.labeled) std::cout << "; class histogram";
     for (const int64_t h : hist) std::cout << " " << h;

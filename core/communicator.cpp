@@ -45,18 +45,16 @@ void MpiCommunicator::execute_front(std::unique_lock<std::mutex>& lock) {
   const Op op = queue_.front();
   queue_.pop_front();
   busy_ = true;
+  const bool skip = error_ != nullptr;  // after an error, drain without communicating
   lock.unlock();
   std::exception_ptr error;
   try {
-    if (!failed_) reduce(op);  // after an error, drain without communicating
+    if (!skip) reduce(op);
   } catch (...) {
     error = std::current_exception();
   }
   lock.lock();
-  if (error) {
-    error_ = error;
-    failed_ = true;
-  }
+  if (error) error_ = error;
   busy_ = false;
   --pending_;
   done_cv_.notify_all();
@@ -104,7 +102,6 @@ void MpiCommunicator::wait_all() {
     else
       done_cv_.wait(lock);
   }
-  failed_ = false;
   if (error_) {
     const std::exception_ptr e = error_;
     error_ = nullptr;

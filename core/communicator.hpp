@@ -81,7 +81,6 @@ class MpiCommunicator final : public Communicator {
   bool stop_ = false;
   bool busy_ = false;        // a thread is running an operation
   bool background_ = true;   // the communication thread may run operations
-  bool failed_ = false;      // an operation failed: drain the rest without MPI
   std::exception_ptr error_;
   std::thread thread_;
 };

@@ -9,6 +9,7 @@
 #include "core/mpi_runtime.hpp"
 #include "core/run_setup.hpp"
 #include "core/run_state.hpp"
+#include "core/torch_errors.hpp"
 #include "core/train_state.hpp"
 #include "core/trainer.hpp"
 #include "io/checkpoint_store.hpp"
@@ -56,11 +57,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
 }  // namespace
 
 int run_evaluation(const Config& cfg, const MpiRuntime& mpi) {
-  try {
-    return evaluate_impl(cfg, mpi);
-  } catch (const c10::Error& e) {
-    throw Error(std::string("LibTorch: ") + e.what_without_backtrace());
-  }
+  return with_torch_errors([&] { return evaluate_impl(cfg, mpi); });
 }
 
 }  // namespace lockstep

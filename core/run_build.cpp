@@ -24,13 +24,6 @@ std::vector<at::Tensor> params_and_buffers(Net& model) {
   return all;
 }
 
-std::vector<int64_t> split_histogram(const io::SplitEntry& split, int64_t classes) {
-  std::vector<int64_t> h(static_cast<size_t>(classes), 0);
-  for (const auto& shard : split.shards)
-    for (size_t c = 0; c < shard.histogram.size() && c < h.size(); ++c) h[c] += shard.histogram[c];
-  return h;
-}
-
 void open_data(Run& r) {
   const Config& cfg = r.cfg;
   r.manifest = io::read_manifest(cfg.data_dir);
@@ -75,7 +68,7 @@ void build_training(Run& r) {
   r.reducer = std::make_unique<GradReducer>(r.model->parameters(), *r.place.comm, cfg.bucket_mb, r.place.overlap);
   r.maker = std::make_unique<BatchMaker>(r.manifest.spec, r.place.device);
   const auto& split = r.manifest.split(cfg.train_split, cfg.data_dir);
-  const std::vector<int64_t> histogram = split_histogram(split, r.classes);
+  const std::vector<int64_t> histogram = split.histogram(r.classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
   if (!weights.empty())
     log::info0("class weights (" + cfg.class_weights + "):\n" +

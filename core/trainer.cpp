@@ -16,6 +16,7 @@
 #include "core/run_report.hpp"
 #include "core/run_state.hpp"
 #include "core/stop_signal.hpp"
+#include "core/torch_errors.hpp"
 #include "io/epoch_loader.hpp"
 #include "io/sample_order.hpp"
 
@@ -163,17 +164,6 @@ void evaluate_now(Run& r, int64_t epoch, bool detail) {
 }
 
 }  // namespace
-
-// LibTorch reports errors as c10::Error with a multi-line backtrace; lockstep reports one
-// line per error, so torch errors are re-thrown as lockstep::Error without it.
-template <typename F>
-int with_torch_errors(F&& body) {
-  try {
-    return body();
-  } catch (const c10::Error& e) {
-    throw Error(std::string("LibTorch: ") + e.what_without_backtrace());
-  }
-}
 
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Run r{cfg, mpi, {}};

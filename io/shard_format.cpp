@@ -2,6 +2,7 @@
 #include "io/shard_format.hpp"
 
 #include <boost/property_tree/ptree.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,13 @@ int64_t SplitEntry::count() const {
   int64_t n = 0;
   for (const auto& s : shards) n += s.count;
   return n;
+}
+
+std::vector<int64_t> SplitEntry::histogram(int64_t classes) const {
+  std::vector<int64_t> h(static_cast<size_t>(std::max<int64_t>(classes, 0)), 0);
+  for (const auto& s : shards)
+    for (size_t c = 0; c < s.histogram.size() && c < h.size(); ++c) h[c] += s.histogram[c];
+  return h;
 }
 
 bool Manifest::has_split(const std::string& name) const {

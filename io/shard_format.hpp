@@ -49,6 +49,7 @@ struct ShardEntry {
 struct SplitEntry {
   std::vector<ShardEntry> shards;
   int64_t count() const;
+  std::vector<int64_t> histogram(int64_t classes) const;  // summed over shards
 };
 
 struct Manifest {

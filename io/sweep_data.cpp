@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <boost/property_tree/ptree.hpp>
 #include <fstream>
-#include <iterator>
 
 #include "core/error.hpp"
 #include "io/file_util.hpp"
@@ -48,9 +47,7 @@ SweepRun read_run(const std::string& dir, int ranks) {
   run.exposed_share = seconds > 0 ? exposed / seconds : 0.0;
   const std::string doctor = dir + "/doctor.json";
   if (path_exists(doctor)) {
-    std::ifstream d(doctor);
-    const std::string text((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
-    const auto t = json_parse(text, doctor);
+    const auto t = json_parse(read_text_file(doctor), doctor);
     run.hosts = t.get<int>("hosts", 0);
     run.small_bytes = t.get<double>("small_bytes", 0);
     run.small_seconds = t.get<double>("small_seconds", 0);
