@@ -64,7 +64,8 @@ int cmd_shard(const Args& args) {
       ("test-input", po::value(&test_input), "csv/hdf5 source of the 'test' split")
       ("output", po::value(&opt.output_dir)->required(), "dataset directory to write (shards + manifest.json)")
       ("shards", po::value(&opt.plan.shards)->default_value(opt.plan.shards), "shards per split")
-      ("val-fraction", po::value(&opt.plan.val_fraction)->default_value(0.0), "stratified fraction of train moved to a 'val' split")
+      ("val-fraction", po::value(&opt.plan.val_fraction)->default_value(0.1),
+       "stratified fraction of train moved to a 'val' split (training validates on it; 0: no val split)")
       ("name", po::value(&opt.name)->default_value(opt.name), "dataset name stored in the metadata")
       ("class-names", po::value(&class_names), "comma-separated class names (default: the labels' text, or 0..K-1)")
       ("limit", po::value(&opt.plan.limit)->default_value(0), "keep the first N samples of each input (after shuffling); 0: all")
@@ -79,7 +80,8 @@ int cmd_shard(const Args& args) {
       ("stride", po::value(&csv.stride)->default_value(0), "csv: rows between window starts (0: = window)")
       ("samples-dataset", po::value(&samples_ds)->default_value("samples"), "hdf5: dataset of the samples")
       ("labels-dataset", po::value(&labels_ds)->default_value("labels"), "hdf5: dataset of the labels")
-      ("force", "rewrite even when the output already matches the input");
+      ("force", "rewrite even when the output already matches the input, and write into a directory that "
+                "holds another dataset or other files (never over an input file)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -94,7 +96,7 @@ int cmd_shard(const Args& args) {
   require_single_process();
   if (opt.plan.shards < 1) throw UsageError("--shards must be at least 1");
   if (opt.plan.limit < 0) throw UsageError("--limit must be >= 0");
-  if (opt.plan.val_fraction < 0 || opt.plan.val_fraction >= 1) throw UsageError("--val-fraction must be in [0, 1)");
+  if (!(opt.plan.val_fraction >= 0 && opt.plan.val_fraction < 1)) throw UsageError("--val-fraction must be in [0, 1)");
   if (delimiter.size() != 1) throw UsageError("--delimiter must be one character");
   csv.delimiter = delimiter[0];
   const auto [kind, path] = kind_and_path(input, "input");
@@ -125,6 +127,8 @@ int cmd_shard(const Args& args) {
         inputs.push_back({split, io::open_hdf5_source(file, samples_ds, labels_ds), split == "train"});
     }
   }
+  opt.input_files = files;
+  if (kind == "idx") opt.input_files.push_back(path);
   std::ostringstream fp;
   fp << "lockstep-import-v1|" << kind << io::file_fingerprint(files) << "|shards=" << opt.plan.shards
      << "|val=" << opt.plan.val_fraction << "|limit=" << opt.plan.limit << "|shuffle=" << opt.plan.shuffle

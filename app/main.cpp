@@ -4,6 +4,7 @@
 // reported as one line "[rank R@HOST] error: ..." and ends the process with a non-zero
 // code; under MPI with more than one rank the whole job is ended with MPI_Abort so no rank
 // is left waiting in a collective (see cmd_train.cpp).
+#include <csignal>
 #include <cstring>
 #include <iostream>
 
@@ -34,6 +35,10 @@ const char* kUsage =
 int main(int argc, char** argv) {
   using namespace lockstep;
   configure_host_allocator();  // before the first large allocation
+  // A launcher that is shutting down (mpirun after SIGTERM) closes the ranks' output
+  // pipes first: a log line must then fail quietly, not kill the rank with SIGPIPE
+  // before it has checkpointed.
+  std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::cout << kUsage;

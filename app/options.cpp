@@ -1,7 +1,10 @@
 // options: see options.hpp.
 #include "app/options.hpp"
 
+#include <sys/stat.h>
+
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -23,7 +26,7 @@ const std::map<std::string, std::string>& aliases() {
       {"model", "model.name"},       {"backend", "dist.backend"},
       {"bucket-mb", "dist.bucket-mb"}, {"grad-accum", "dist.grad-accum"},
       {"comm-timeout", "dist.comm-timeout"}, {"checkpoint", "eval.checkpoint"},
-      {"split", "data.val-split"},       {"keep-last", "ckpt.keep-last"},
+      {"split", "eval.split"},           {"keep-last", "ckpt.keep-last"},
       {"ckpt-every", "ckpt.every"},       {"sync-bn", "model.sync-bn"},
       {"optimizer", "train.optimizer"},   {"lr-scaling", "train.lr-scaling"},
       {"class-weights", "train.class-weights"}, {"label-smoothing", "train.label-smoothing"},
@@ -40,7 +43,10 @@ po::options_description common_options(Config* c) {
       ("config", po::value<std::string>(), "INI job file (jobs/*.ini); the command line wins")
       ("data.path", po::value(&c->data_dir), "dataset directory with manifest.json (alias --data)")
       ("data.train-split", po::value(&c->train_split)->default_value(c->train_split), "split to train on")
-      ("data.val-split", po::value(&c->val_split)->default_value(c->val_split), "split validated every epoch")
+      ("data.val-split", po::value(&c->val_split)->default_value(c->val_split),
+       "split validated during training (best.ckpt is chosen on it); none: no validation")
+      ("data.test-split", po::value(&c->test_split)->default_value(c->test_split),
+       "split evaluated once at the end, with the best checkpoint's weights; none: skip")
       ("data.mode", po::value(&c->data_mode)->default_value(c->data_mode), "auto | memory | stream (auto: memory if the rank's share fits the budget)")
       ("data.memory-budget-mb", po::value(&c->memory_budget_mb)->default_value(c->memory_budget_mb), "per-rank budget for data.mode auto")
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
@@ -107,8 +113,8 @@ po::options_description train_options(Config* c) {
 po::options_description eval_options(Config* c) {
   po::options_description d("Evaluation");
   d.add_options()
-      ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint); "
-       "the split is --data.val-split (alias --split)")
+      ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint)")
+      ("eval.split", po::value(&c->eval_split)->default_value(c->eval_split), "split to evaluate on (alias --split)")
       ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here");
   return d;
 }
@@ -194,6 +200,9 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
     }
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return {ParseStatus::kError, "--config " + path + " is a directory, not an INI job file"};
       std::ifstream in(path);
       if (!in) return {ParseStatus::kError, "cannot read config file " + path};
       try {
@@ -208,6 +217,9 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   }
   for (const auto& key : required)
     if (!vm.count(key)) return {ParseStatus::kError, "missing required option --" + key};
+  for (const auto& [key, value] : vm)  // NaN passes every "< 0" test: refuse it (and inf) once, for all
+    if (const auto* d = boost::any_cast<double>(&value.value()); d && !std::isfinite(*d))
+      return {ParseStatus::kError, "--" + key + " must be a finite number, not '" + value_text(value) + "'"};
   if (cfg->batch_size < 1) return {ParseStatus::kError, "--train.batch-size must be at least 1"};
   if (cfg->threads < 1) return {ParseStatus::kError, "--train.threads must be at least 1"};
   if (cfg->epochs < 1) return {ParseStatus::kError, "--train.epochs must be at least 1"};
@@ -253,6 +265,19 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   if (cfg->weight_decay < 0) return {ParseStatus::kError, "--train.weight-decay must be >= 0"};
   if (cfg->warmup_steps < 0) return {ParseStatus::kError, "--train.warmup-steps must be >= 0"};
   if (cfg->dropout < 0 || cfg->dropout >= 1) return {ParseStatus::kError, "--model.dropout must be in [0, 1)"};
+  if (cfg->model_depth != 18 && cfg->model_depth != 34) return {ParseStatus::kError, "--model.depth must be 18 or 34"};
+  if (cfg->memory_budget_mb < 0) return {ParseStatus::kError, "--data.memory-budget-mb must be >= 0"};
+  if (cfg->block_samples < 0) return {ParseStatus::kError, "--data.block-samples must be >= 0"};
+  if (cfg->shuffle_blocks < 1) return {ParseStatus::kError, "--data.shuffle-blocks must be at least 1"};
+  if (cfg->bucket_mb < 0) return {ParseStatus::kError, "--dist.bucket-mb must be >= 0"};
+  if (cfg->keep_last < 0) return {ParseStatus::kError, "--ckpt.keep-last must be >= 0 (0: keep all)"};
+  if (cfg->ckpt_every < 0) return {ParseStatus::kError, "--ckpt.every must be >= 0"};
+  if (cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 || cfg->beta2 >= 1)
+    return {ParseStatus::kError, "--train.beta1 and --train.beta2 must be in [0, 1)"};
+  if (cfg->min_lr_fraction < 0 || cfg->min_lr_fraction > 1) return {ParseStatus::kError, "--train.min-lr-fraction must be in [0, 1]"};
+  if (cfg->doctor_allreduce_mb <= 0) return {ParseStatus::kError, "--doctor.allreduce-mb must be positive"};
+  if (cfg->fault_step < 0) return {ParseStatus::kError, "--debug.fault-step must be >= 0"};
+  if (cfg->train_split == "none" || cfg->train_split.empty()) return {ParseStatus::kError, "--data.train-split must name a split"};
   cfg->resolved_ini = render_ini(vm);
   cfg->command_line = "lockstep " + command + (args.empty() ? "" : " " + join(args));
   return {};

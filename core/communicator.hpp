@@ -39,6 +39,9 @@ class Communicator {
   // Whether started operations may run in the background while the caller computes
   // (overlap). Off: they run when wait_all is called, on the caller's thread.
   virtual void set_background(bool on) { (void)on; }
+  // Ends the communicator on the normal path (NCCL: drain, ncclCommDestroy). Collective.
+  // Without it, the destructor aborts instead (the error path).
+  virtual void destroy() {}
   void allreduce_sum(float* data, size_t n) {
     start_allreduce(data, n, "allreduce");
     wait_all();

@@ -11,7 +11,11 @@ struct Config {
   // [data]
   std::string data_dir;              // data.path: directory with manifest.json
   std::string train_split = "train";
-  std::string val_split = "test";
+  // Honest by default: validation (best.ckpt, evaluations during training) on 'val', a
+  // split `lockstep shard` carves out of train; 'test' evaluated once, at the end. "none"
+  // turns either off; val-split = test-split is allowed but logged as selecting on test.
+  std::string val_split = "val";
+  std::string test_split = "test";
   std::string data_mode = "auto";    // auto | memory | stream
   int64_t memory_budget_mb = 4096;   // per rank, for data.mode auto
   int prefetch = 4;                  // batches the loader thread keeps ready
@@ -73,6 +77,7 @@ struct Config {
   int64_t fault_step = 0;
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
+  std::string eval_split = "test";  // evaluate --split
   std::string eval_out;    // evaluate: write the result as JSON here
   // doctor
   std::string doctor_out;          // write the all-reduce timing as JSON here

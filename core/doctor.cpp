@@ -13,7 +13,7 @@
 #include "core/log.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/nccl_bootstrap.hpp"
-#include "core/run_state.hpp"
+#include "core/clock.hpp"
 #include "io/file_util.hpp"
 #include "io/json.hpp"
 #include "io/sample_order.hpp"
@@ -89,12 +89,20 @@ struct Doctor {
       log::info0("doctor: NCCL unique ID exchange ok; not every rank has a GPU, so no NCCL communicator was built");
       return;
     }
-    auto comm = make_nccl_communicator(mpi, mpi.local_rank() % static_cast<int>(torch::cuda::device_count()));
+    const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
+    try {
+      check_one_rank_per_gpu(mpi, device);
+    } catch (const Error& e) {
+      problem(e.what());
+      return;
+    }
+    auto comm = make_nccl_communicator(mpi, device);
     torch::Tensor t = torch::full({1024}, static_cast<float>(mpi.rank() + 1),
                                   torch::TensorOptions().device(torch::kCUDA, mpi.local_rank() % static_cast<int>(torch::cuda::device_count())));
     comm->allreduce_sum(t.data_ptr<float>(), 1024);
     const double n = mpi.size();
     if (t[0].item<double>() != n * (n + 1) / 2) problem("NCCL all-reduce returned a wrong sum");
+    comm->destroy();
     log::info0("doctor: NCCL ok (unique ID exchange, communicator, all-reduce on every rank's GPU)");
   }
 
@@ -116,7 +124,7 @@ struct Doctor {
         if (shard_index++ % mpi.size() != mpi.rank()) continue;
         ++mine;
         try {
-          const io::ShardFile f(cfg.data_dir + "/" + shard.file, m.spec, shard.count);
+          const io::ShardFile f(cfg.data_dir + "/" + shard.file, m.spec, &shard, m.dataset_id);
           const int64_t n = std::min<int64_t>(f.count(), cfg.batch_size);
           std::vector<char> samples(static_cast<size_t>(n) * m.spec.sample_bytes());
           std::vector<int64_t> labels(static_cast<size_t>(n));

@@ -8,7 +8,7 @@
 #include "core/log.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/run_setup.hpp"
-#include "core/run_state.hpp"
+#include "core/clock.hpp"
 #include "core/torch_errors.hpp"
 #include "core/train_state.hpp"
 #include "core/trainer.hpp"
@@ -28,7 +28,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
                    cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
   torch::set_num_threads(cfg.threads);
-  const io::RankReader data(cfg.data_dir, manifest, cfg.val_split, mpi.rank(), mpi.size(),
+  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(),
                             io::ReaderOptions{cfg.data_mode, cfg.memory_budget_mb, cfg.block_samples, cfg.shuffle_blocks});
   Placement place = place_run(cfg, mpi);
   auto model = make_model(ModelOptions{meta.model, cfg.dropout, meta.model_width, meta.model_depth}, manifest.spec);
@@ -38,7 +38,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
   const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
   log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
-             " split '" + cfg.val_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " macro-F1 " +
+             " split '" + cfg.eval_split + "': accuracy " + fmt("%.4f", ev.accuracy) + " macro-F1 " +
              fmt("%.4f", ev.macro_f1) + " loss " + fmt("%.4f", ev.loss) + " over " + std::to_string(ev.count) +
              " samples, " + std::to_string(mpi.size()) + " rank(s), " + fmt("%.2f", seconds_since(t0)) + " s");
   log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, manifest.spec.class_names));
@@ -46,11 +46,12 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
              confusion_table(ev.confusion, manifest.spec.num_classes));
   if (!cfg.eval_out.empty() && mpi.rank() == 0) {
     io::JsonObject o;
-    o.add("checkpoint", cfg.checkpoint).add("step", meta.pos.step).add("split", cfg.val_split)
+    o.add("checkpoint", cfg.checkpoint).add("step", meta.pos.step).add("split", cfg.eval_split)
         .add("samples", ev.count).add("loss", ev.loss).add("accuracy", ev.accuracy).add("macro_f1", ev.macro_f1)
         .add("recall", ev.metrics.recall).add("confusion", ev.confusion).add("ranks", mpi.size());
     io::write_file_atomic(cfg.eval_out, o.str() + "\n");
   }
+  if (place.comm) place.comm->destroy();
   return kExitOk;
 }
 

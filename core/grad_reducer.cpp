@@ -84,15 +84,19 @@ void GradReducer::on_grad(size_t i, const at::Tensor& grad) {
   launched_in_backward_ += static_cast<int>(next_launch_ - before);
 }
 
-void GradReducer::finish() {
+void GradReducer::finish(const std::function<void()>& after_wait) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!sync_) return;
+  if (!sync_) {
+    if (after_wait) after_wait();
+    return;
+  }
   for (size_t i = 0; i < params_.size(); ++i)
     if (!filled_[i]) copy_in(i, nullptr);  // not watched, or no gradient this step
   launch_ready();
   const auto t0 = std::chrono::steady_clock::now();
   comm_.wait_all();
   exposed_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (after_wait) after_wait();
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i];

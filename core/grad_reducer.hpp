@@ -16,6 +16,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -32,7 +33,10 @@ class GradReducer {
   GradReducer& operator=(const GradReducer&) = delete;
 
   void prepare(bool sync);
-  void finish();  // collective when sync
+  // Collective when sync. AFTER_WAIT runs once the communicator's operations are complete
+  // (NCCL: once the compute stream is ordered after them) and before the averages are
+  // written into the gradients: the end of the step's exposed communication.
+  void finish(const std::function<void()>& after_wait = {});
   // prepare(true) + finish(): for gradients computed without the reducer watching.
   void average_gradients();
 

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <mutex>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace lockstep::log {
@@ -73,12 +74,17 @@ void set_identity(int rank, int world, const std::string& host) {
 int rank() { return state().rank; }
 const std::string& host() { return state().host; }
 
-void set_file(const std::string& path) {
+bool set_file(const std::string& path) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.file) std::fclose(s.file);
   s.file = nullptr;
-  if (!path.empty() && s.rank == 0) s.file = std::fopen(path.c_str(), "a");
+  if (path.empty() || s.rank != 0) return true;
+  // Appended, never through a symbolic link planted under the log's name.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0664);
+  if (fd >= 0) s.file = ::fdopen(fd, "a");
+  if (fd >= 0 && !s.file) ::close(fd);
+  return s.file != nullptr;
 }
 
 std::string where() {

@@ -16,8 +16,9 @@ void set_identity(int rank, int world, const std::string& host);
 int rank();
 const std::string& host();
 
-// Mirrors rank 0's info lines into PATH (append); empty closes it. Rank 0 only.
-void set_file(const std::string& path);
+// Mirrors rank 0's info lines into PATH (append, never through a symbolic link); empty
+// closes it. Rank 0 only. False when PATH cannot be opened.
+bool set_file(const std::string& path);
 
 void info0(const std::string& msg);
 // Rank 0's periodic step lines: like info0, except that on a terminal (where the progress

@@ -63,10 +63,25 @@ void MpiRuntime::start_watchdog(double timeout_s) {
   });
 }
 
-void MpiRuntime::add_abort_hook(std::function<void()> hook) const { abort_hooks_.push_back(std::move(hook)); }
+uint64_t MpiRuntime::add_abort_hook(std::function<void()> hook) const {
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  abort_hooks_.emplace(next_hook_, std::move(hook));
+  return next_hook_++;
+}
+
+void MpiRuntime::remove_abort_hook(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  abort_hooks_.erase(id);
+}
 
 void MpiRuntime::abort(int code) const {
-  for (const auto& hook : abort_hooks_) hook();
+  {
+    // Held while the hooks run (and, since MPI_Abort does not return, for good): a
+    // communicator being destroyed on another thread waits in remove_abort_hook.
+    std::unique_lock<std::mutex> lock(hooks_mu_);
+    for (const auto& [id, hook] : abort_hooks_) hook();
+    lock.release();  // never unlocked: MPI_Abort below ends the process
+  }
   MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, code);
   _exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,7 +52,12 @@ class MpiRuntime {
   // reported with rank and host, abort hooks run (NCCL), and the job ends (MPI_Abort).
   void start_watchdog(double timeout_s);
   Watchdog* watchdog() const { return watchdog_.get(); }
-  void add_abort_hook(std::function<void()> hook) const;
+  // Abort hooks (NCCL: ncclCommAbort) run by abort() before MPI_Abort. The registry is
+  // locked: a hook is added and removed by its communicator's thread while the watchdog
+  // thread may be running abort(); remove_abort_hook returns only when that hook can no
+  // longer run, so a communicator removes its hook before it is destroyed.
+  uint64_t add_abort_hook(std::function<void()> hook) const;
+  void remove_abort_hook(uint64_t id) const;
   // Hosts of all ranks, gathered once at start (index = rank).
   const std::vector<std::string>& hosts() const { return hosts_; }
 
@@ -73,7 +80,9 @@ class MpiRuntime {
   std::vector<std::string> hosts_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
-  mutable std::vector<std::function<void()>> abort_hooks_;  // registered by communicators
+  mutable std::mutex hooks_mu_;
+  mutable std::map<uint64_t, std::function<void()>> abort_hooks_;  // registered by communicators
+  mutable uint64_t next_hook_ = 1;
   std::unique_ptr<Watchdog> watchdog_;  // last member: stopped first
 };
 

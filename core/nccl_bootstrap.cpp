@@ -5,6 +5,50 @@
 #include "core/mpi_runtime.hpp"
 #include "core/watchdog.hpp"
 
+#include <cstring>
+#include <map>
+
+namespace lockstep {
+
+std::string shared_gpu_problem(const std::vector<std::string>& hosts, const std::vector<std::string>& gpu_ids,
+                               const std::vector<int>& devices) {
+  std::map<std::string, size_t> first;  // host + GPU -> lowest rank using it
+  for (size_t r = 0; r < hosts.size() && r < gpu_ids.size(); ++r) {
+    const auto [it, fresh] = first.emplace(hosts[r] + "|" + gpu_ids[r], r);
+    if (fresh) continue;
+    const size_t a = it->second;
+    return "ranks " + std::to_string(a) + " and " + std::to_string(r) + " share GPU " +
+           std::to_string(a < devices.size() ? devices[a] : -1) + " (PCI " + gpu_ids[r] + ") on host " + hosts[r] +
+           ": NCCL allows one rank per GPU; start as many ranks per node as it has GPUs "
+           "(srun --ntasks-per-node, --gpus-per-node) or give each rank its own CUDA_VISIBLE_DEVICES";
+  }
+  return "";
+}
+
+void check_gpu_identities(const MpiRuntime& mpi, int device, const std::string& gpu_id) {
+  constexpr size_t kWidth = 64;
+  std::vector<uint8_t> mine(kWidth + sizeof(int), 0);
+  std::memcpy(mine.data(), gpu_id.data(), std::min(gpu_id.size(), kWidth - 1));
+  std::memcpy(mine.data() + kWidth, &device, sizeof device);
+  const std::vector<uint8_t> all = mpi.gather_bytes(mine, 0);
+  std::string problem;
+  if (mpi.rank() == 0) {
+    std::vector<std::string> ids;
+    std::vector<int> devices;
+    for (size_t off = 0; off + mine.size() <= all.size(); off += mine.size()) {
+      ids.emplace_back(reinterpret_cast<const char*>(&all[off]));
+      int d = 0;
+      std::memcpy(&d, &all[off + kWidth], sizeof d);
+      devices.push_back(d);
+    }
+    problem = shared_gpu_problem(mpi.hosts(), ids, devices);
+  }
+  problem = mpi.broadcast_string(problem, 0);
+  if (!problem.empty()) throw Error(problem);
+}
+
+}  // namespace lockstep
+
 #ifdef LOCKSTEP_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -46,6 +90,7 @@ class CudaEvent {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const MpiRuntime& mpi, int device) : mpi_(mpi), rank_(mpi.rank()), size_(mpi.size()) {
+    check_one_rank_per_gpu(mpi, device);
     const NcclIdBytes bytes = exchange_nccl_id(mpi);
     ncclUniqueId id;
     std::memcpy(&id, bytes.data(), sizeof id);
@@ -56,18 +101,40 @@ class NcclCommunicator final : public Communicator {
       NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
     }
     // On a watchdog timeout or an error elsewhere, abort NCCL before MPI_Abort so no
-    // kernel keeps spinning on a peer that is gone.
-    mpi.add_abort_hook([this] {
+    // kernel keeps spinning on a peer that is gone. Removed before this object goes away.
+    hook_ = mpi.add_abort_hook([this] {
       if (comm_) ncclCommAbort(comm_);
       comm_ = nullptr;
     });
     ready_ = std::make_unique<CudaEvent>();
     for (auto& e : done_) e = std::make_unique<CudaEvent>();
   }
+
+  // Reached on the normal path only after destroy(); when a run unwinds after an error,
+  // abort: ncclCommDestroy would wait for peers that may be dead.
   ~NcclCommunicator() override {
-    if (comm_) ncclCommDestroy(comm_);
+    detach();
+    if (comm_) ncclCommAbort(comm_);
+    comm_ = nullptr;
     if (stream_) cudaStreamDestroy(stream_);
   }
+
+  void destroy() override {
+    if (!comm_ && !stream_) return;
+    detach();
+    {
+      Watchdog::Scope watch(mpi_.watchdog(), "draining the NCCL stream at shutdown");
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    {
+      Watchdog::Scope watch(mpi_.watchdog(), "ncclCommDestroy");
+      NCCL_CHECK(ncclCommDestroy(comm_));
+    }
+    comm_ = nullptr;
+    CUDA_CHECK(cudaStreamDestroy(stream_));
+    stream_ = nullptr;
+  }
+
   std::string name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -93,11 +160,29 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // No poll or abort hook of this object runs after detach() returns.
+  void detach() {
+    if (Watchdog* w = mpi_.watchdog()) w->forget(this);
+    if (hook_) mpi_.remove_abort_hook(hook_);
+    hook_ = 0;
+  }
+
   void finish_op(const std::string& what) {
     cudaEvent_t done = done_[ops_++ % done_.size()]->get();
     CUDA_CHECK(cudaEventRecord(done, stream_));
     CUDA_CHECK(cudaStreamWaitEvent(compute_, done, 0));
-    if (Watchdog* w = mpi_.watchdog()) w->watch(what, [done] { return cudaEventQuery(done) != cudaErrorNotReady; });
+    Watchdog* w = mpi_.watchdog();
+    if (!w) return;
+    ncclComm_t comm = comm_;
+    w->watch(what, [done, comm] {
+      const cudaError_t rc = cudaEventQuery(done);
+      if (rc == cudaSuccess) return Watchdog::Poll::done();
+      if (rc != cudaErrorNotReady) return Watchdog::Poll::failed(std::string("CUDA error ") + cudaGetErrorString(rc));
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
+        return Watchdog::Poll::failed(std::string("NCCL asynchronous error: ") + ncclGetErrorString(async));
+      return Watchdog::Poll::pending();
+    }, this);
   }
 
   const MpiRuntime& mpi_;
@@ -105,8 +190,11 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaStream_t compute_ = nullptr;  // the legacy default stream until the trainer sets one
+  uint64_t hook_ = 0;
   std::unique_ptr<CudaEvent> ready_;
-  std::array<std::unique_ptr<CudaEvent>, 64> done_;  // a ring: an op's event outlives its watch
+  // A ring: an op's event is re-recorded 64 ops later; by then the watchdog has seen the
+  // op complete (ops complete in order), or it polls the newer op, which is as good.
+  std::array<std::unique_ptr<CudaEvent>, 64> done_;
   uint64_t ops_ = 0;
 };
 
@@ -128,6 +216,12 @@ NcclIdBytes exchange_nccl_id(const MpiRuntime& mpi) {
 
 std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& mpi, int device) {
   return std::make_unique<NcclCommunicator>(mpi, device);
+}
+
+void check_one_rank_per_gpu(const MpiRuntime& mpi, int device) {
+  char bus[64] = {0};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, device));
+  check_gpu_identities(mpi, device, bus);
 }
 
 void nccl_set_compute_stream(Communicator& comm, void* compute_stream) {
@@ -155,6 +249,8 @@ std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime&, int) {
 void nccl_set_compute_stream(Communicator&, void*) {
   throw Error("this lockstep was built without NCCL");
 }
+
+void check_one_rank_per_gpu(const MpiRuntime&, int) {}
 
 }  // namespace lockstep
 #endif

@@ -7,15 +7,12 @@
 #include "core/log.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/nccl_bootstrap.hpp"
-#include "io/checkpoint_store.hpp"
 
 #ifdef LOCKSTEP_HAVE_NCCL
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace lockstep {
-
-std::string checkpoint_dir(const Config& cfg) { return cfg.run_dir + "/checkpoints"; }
 
 Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
   Placement p;
@@ -36,33 +33,6 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
   nccl_set_compute_stream(*p.comm, c10::cuda::getCurrentCUDAStream(p.device.index()).stream());
 #endif
   return p;
-}
-
-std::string agree_resume_path(const Config& cfg, const MpiRuntime& mpi) {
-  std::string path;
-  std::string problem;  // rank 0's reason to stop, shared so every rank fails the same way
-  if (mpi.rank() == 0) {
-    const std::string dir = checkpoint_dir(cfg);
-    if (cfg.resume == "auto") {
-      std::vector<std::string> skipped;
-      path = io::find_latest_valid_checkpoint(dir, &skipped);
-      for (const auto& s : skipped) log::warn("skipping unusable checkpoint: " + s);
-    } else if (cfg.resume == "none") {
-      if (!io::list_checkpoints(dir).empty())
-        problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
-                  "to continue or another --run-dir (nothing was overwritten)";
-    } else {
-      path = cfg.resume;
-      try {
-        io::read_checkpoint(path);
-      } catch (const Error& e) {
-        problem = std::string("--resume ") + e.what();
-      }
-    }
-  }
-  problem = mpi.broadcast_string(problem, 0);
-  if (!problem.empty()) throw UsageError(problem);
-  return mpi.broadcast_string(path, 0);
 }
 
 }  // namespace lockstep

@@ -1,6 +1,5 @@
-// run_setup: the pieces of a run that are chosen once at start: the device and the
-// communicator (from --dist.backend and what this node has), and the checkpoint to
-// resume from (rank 0 decides; everyone follows).
+// run_setup: where a run computes and how its ranks talk, chosen once at start: the
+// device and the communicator (from --dist.backend and what this node has).
 #pragma once
 
 #include <memory>
@@ -31,11 +30,5 @@ struct Placement {
 // ran queued reductions itself, the thread hand-offs made overlap lose on one core: 1841
 // vs 2026.)
 Placement place_run(const Config& cfg, const MpiRuntime& mpi);
-
-// The checkpoint to resume from, "" for a fresh start. Collective: rank 0 resolves
-// --resume (and refuses --resume none over existing checkpoints), everyone gets its path.
-std::string agree_resume_path(const Config& cfg, const MpiRuntime& mpi);
-
-std::string checkpoint_dir(const Config& cfg);
 
 }  // namespace lockstep

@@ -9,9 +9,10 @@ namespace lockstep::stop_signal {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_durable = 0;
 
 void on_signal(int sig) {
-  if (g_signal != 0) _exit(128 + sig);  // second signal: no more waiting
+  if (g_signal != 0) _exit(g_durable ? 3 : 128 + sig);  // second signal: no more waiting
   g_signal = sig;
 }
 
@@ -27,5 +28,7 @@ void install() {
 }
 
 int pending() { return static_cast<int>(g_signal); }
+
+void mark_durable() { g_durable = 1; }
 
 }  // namespace lockstep::stop_signal

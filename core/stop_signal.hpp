@@ -4,9 +4,12 @@
 // 1. install() sets handlers; the first signal only sets a flag (async-signal-safe);
 // 2. at every step boundary all ranks agree on the flag (one MPI_Allreduce of one
 //    number, max over ranks), so a signal that reached one rank stops all of them;
-// 3. the trainer then writes a checkpoint (rank 0) and every rank exits with
-//    kExitResumable (3): `--resume auto` continues from that step;
-// 4. a second signal exits the process at once (128 + signal number).
+// 3. the trainer then writes a checkpoint (rank 0), waits until it is durable, and only
+//    then (after a collective, so no rank leaves before the checkpoint is on disk) calls
+//    mark_durable() and exits with kExitResumable (3): `--resume auto` continues there;
+// 4. a second signal exits the process at once: with 3 once the checkpoint is durable
+//    (a launcher that SIGTERMs the remaining ranks when the first one exits 3, as
+//    `srun --kill-on-bad-exit` does, still gets the resumable code), else 128 + signal.
 // The flag is process-wide state by nature (a signal handler's); nothing else is.
 #pragma once
 
@@ -14,5 +17,6 @@ namespace lockstep::stop_signal {
 
 void install();
 int pending();  // the first signal number received, 0 if none
+void mark_durable();  // the stop checkpoint is on disk: a further signal exits 3
 
 }  // namespace lockstep::stop_signal

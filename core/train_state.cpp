@@ -4,14 +4,14 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <boost/property_tree/ptree.hpp>
+#include <nlohmann/json.hpp>
 #include <cstring>
 #include <mutex>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "io/json.hpp"
+#include "core/preflight.hpp"
 
 
 namespace lockstep {
@@ -20,56 +20,99 @@ std::string lockstep_version() { return LOCKSTEP_VERSION; }
 std::string torch_version() { return TORCH_VERSION; }
 
 std::string meta_to_json(const CheckpointMeta& m) {
-  io::JsonObject o;
-  o.add("step", m.pos.step)
-      .add("epoch", m.pos.epoch)
-      .add("samples_done_in_epoch", m.pos.samples_done_in_epoch)
-      .add("world_size", m.world_size)
-      .add("batch_size", m.batch_size)
-      .add("seed", std::to_string(m.seed))
-      .add("model", m.model)
-      .add("model_width", m.model_width)
-      .add("model_depth", m.model_depth)
-      .add("dataset", m.dataset)
-      .add("sample_shape", m.sample_shape)
-      .add("num_classes", m.num_classes)
-      .add("val_acc", m.val_acc)
-      .add("val_f1", m.val_f1)
-      .add("best_metric", m.best_metric)
-      .add("best_value", m.best_value)
-      .add("lockstep_version", m.lockstep_version)
-      .add("torch_version", m.torch_version)
-      .add("config", m.config_ini);
-  return o.str();
+  nlohmann::ordered_json o;
+  o["step"] = m.pos.step;
+  o["epoch"] = m.pos.epoch;
+  o["samples_done_in_epoch"] = m.pos.samples_done_in_epoch;
+  o["world_size"] = m.world_size;
+  o["batch_size"] = m.batch_size;
+  o["seed"] = m.seed;
+  o["model"] = m.model;
+  o["model_width"] = m.model_width;
+  o["model_depth"] = m.model_depth;
+  o["optimizer"] = m.optimizer;
+  o["param_shapes"] = m.param_shapes;
+  o["dataset"] = m.dataset;
+  o["sample_shape"] = m.sample_shape;
+  o["num_classes"] = m.num_classes;
+  o["val_acc"] = m.val_acc;
+  o["val_f1"] = m.val_f1;
+  o["best_metric"] = m.best_metric;
+  o["best_value"] = m.best_value;
+  if (!m.epoch_stats.empty()) o["epoch_stats"] = nlohmann::json::parse(m.epoch_stats);
+  o["lockstep_version"] = m.lockstep_version;
+  o["torch_version"] = m.torch_version;
+  o["config"] = m.config_ini;
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 CheckpointMeta meta_from_json(const std::string& json, const std::string& path) {
-  const auto t = io::json_parse(json, path);
   CheckpointMeta m;
+  const char* field = "";
   try {
-    m.pos.step = t.get<int64_t>("step");
-    m.pos.epoch = t.get<int64_t>("epoch");
-    m.pos.samples_done_in_epoch = t.get<int64_t>("samples_done_in_epoch");
-    m.world_size = t.get<int>("world_size");
-    m.batch_size = t.get<int64_t>("batch_size");
-    m.seed = std::stoull(t.get<std::string>("seed"));
-    m.model = t.get<std::string>("model");
-    m.model_width = t.get<int64_t>("model_width", 0);
-    m.model_depth = t.get<int>("model_depth", 18);
-    m.val_f1 = t.get<double>("val_f1", -1.0);
-    m.best_metric = t.get<std::string>("best_metric", "");
-    m.best_value = t.get<double>("best_value", 0.0);
-    m.dataset = t.get<std::string>("dataset");
-    for (const auto& [k, v] : t.get_child("sample_shape")) m.sample_shape.push_back(v.get_value<int64_t>());
-    m.num_classes = t.get<int64_t>("num_classes");
-    m.val_acc = t.get<double>("val_acc", -1.0);
-    m.lockstep_version = t.get<std::string>("lockstep_version");
-    m.torch_version = t.get<std::string>("torch_version");
-    m.config_ini = t.get<std::string>("config", "");
-  } catch (const boost::property_tree::ptree_error& e) {
-    throw Error(path + ": checkpoint metadata incomplete (" + e.what() + ")");
+    const nlohmann::json t = nlohmann::json::parse(json);
+    const auto get = [&](const char* key, auto* out) {
+      field = key;
+      *out = t.at(key).get<std::decay_t<decltype(*out)>>();
+    };
+    const auto get_or = [&](const char* key, auto* out) {
+      field = key;
+      if (t.contains(key) && !t[key].is_null()) *out = t[key].get<std::decay_t<decltype(*out)>>();
+    };
+    get("step", &m.pos.step);
+    get("epoch", &m.pos.epoch);
+    get("samples_done_in_epoch", &m.pos.samples_done_in_epoch);
+    get("world_size", &m.world_size);
+    get("batch_size", &m.batch_size);
+    field = "seed";  // a decimal string in checkpoints of lockstep 0.1
+    m.seed = t.at("seed").is_string() ? std::stoull(t["seed"].get<std::string>()) : t.at("seed").get<uint64_t>();
+    get("model", &m.model);
+    get_or("model_width", &m.model_width);
+    get_or("model_depth", &m.model_depth);
+    get_or("optimizer", &m.optimizer);
+    get_or("param_shapes", &m.param_shapes);
+    get("dataset", &m.dataset);
+    get("sample_shape", &m.sample_shape);
+    get("num_classes", &m.num_classes);
+    get_or("val_acc", &m.val_acc);
+    get_or("val_f1", &m.val_f1);
+    get_or("best_metric", &m.best_metric);
+    get_or("best_value", &m.best_value);
+    field = "epoch_stats";
+    if (t.contains("epoch_stats")) m.epoch_stats = t["epoch_stats"].dump();
+    get("lockstep_version", &m.lockstep_version);
+    get("torch_version", &m.torch_version);
+    get_or("config", &m.config_ini);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path + ": checkpoint metadata is not valid JSON (" + e.what() + ")");
+  } catch (const std::exception& e) {
+    throw Error(path + ": checkpoint metadata field '" + field + "' is missing or malformed (" + e.what() + ")");
   }
+  LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
+                       m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty(),
+                   path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
   return m;
+}
+
+std::string param_shapes_text(Net& model) {
+  std::string shapes;
+  for (const auto& p : model.named_parameters()) shapes += p.key() + ":" + c10::str(p.value().sizes()) + ";";
+  return shapes;
+}
+
+std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, Net& model, const std::string& path) {
+  const std::string head = path + ": cannot continue this run from a checkpoint of ";
+  const std::string tail = " (a new --run.dir starts afresh)";
+  if (m.model != cfg.model) return head + "model '" + m.model + "' (this run: '" + cfg.model + "')" + tail;
+  if (m.model_width != cfg.model_width)
+    return head + "--model.width " + std::to_string(m.model_width) + " (this run: " + std::to_string(cfg.model_width) + ")" + tail;
+  if (m.model == "resnet" && m.model_depth != cfg.model_depth)
+    return head + "--model.depth " + std::to_string(m.model_depth) + " (this run: " + std::to_string(cfg.model_depth) + ")" + tail;
+  if (!m.optimizer.empty() && m.optimizer != cfg.optimizer)
+    return head + "--train.optimizer " + m.optimizer + " (this run: " + cfg.optimizer + "): its optimizer state does not fit" + tail;
+  if (m.param_shapes != 0 && m.param_shapes != fnv1a64(param_shapes_text(model)))
+    return head + "a model whose parameter names or shapes differ from this run's" + tail;
+  return "";
 }
 
 std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra) {

@@ -38,6 +38,9 @@ struct CheckpointMeta {
   std::string model;
   int64_t model_width = 0;
   int model_depth = 18;
+  std::string optimizer;     // sgd | adam | adamw; empty in older checkpoints
+  uint64_t param_shapes = 0; // fnv1a64 of "name:[shape];..." of the parameters; 0 in older ones
+  std::string epoch_stats;   // JSON of the epoch's WindowStats so far (epoch_stats.hpp); may be empty
   std::string dataset;
   std::vector<int64_t> sample_shape;
   int64_t num_classes = 0;
@@ -55,8 +58,17 @@ struct ExtraState {
   std::vector<double> amp_scaler;    // empty when absent
 };
 
+// JSON with every field typed (64-bit integers as integers); strings that are not valid
+// UTF-8 (paths inside the config text are bytes) are written with U+FFFD in their place.
 std::string meta_to_json(const CheckpointMeta& m);
+// Every field validated; a missing or malformed one is an error naming PATH and the field.
 CheckpointMeta meta_from_json(const std::string& json, const std::string& path);
+
+// "name:[shape];..." of every parameter: what a checkpoint's weights must match.
+std::string param_shapes_text(Net& model);
+// Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):
+// another model family, width, depth, optimizer or parameter shapes. One line, naming PATH.
+std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, Net& model, const std::string& path);
 
 std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra = {});
 // Loads model (and OPT when given); fills EXTRA when given (fields absent in older files

@@ -8,13 +8,16 @@
 #include <csignal>
 #include <thread>
 
+#include "core/checkpointer.hpp"
+#include "core/device_memory.hpp"
+#include "core/epoch_stats.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/optimizer.hpp"
-#include "core/run_build.hpp"
-#include "core/run_report.hpp"
-#include "core/run_state.hpp"
+#include "core/recorder.hpp"
+#include "core/session.hpp"
+#include "core/step_timer.hpp"
 #include "core/stop_signal.hpp"
 #include "core/torch_errors.hpp"
 #include "io/epoch_loader.hpp"
@@ -23,280 +26,401 @@
 namespace lockstep {
 namespace {
 
-// --debug.fault: what the no-hang tests make one rank do at one step.
-void inject_fault(const Run& r) {
-  const Config& c = r.cfg;
-  if (c.fault == "none" || r.mpi.rank() != c.fault_rank || r.pos.step != c.fault_step) return;
-  log::warn("injecting fault '" + c.fault + "' at step " + std::to_string(r.pos.step) + " (--debug.fault)");
-  if (c.fault == "throw") throw Error("injected failure at step " + std::to_string(r.pos.step) + " (--debug.fault throw)");
-  if (c.fault == "kill") std::raise(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
-}
+using Row = nlohmann::ordered_json;
 
-// BatchNorm running statistics drift apart per rank (each sees its own batches). Before
-// an evaluation or a checkpoint every rank takes rank 0's (what DDP's broadcast_buffers
-// does every step) or, with --dist.sync-buffers, the average: evaluation then computes the
-// function the checkpoint holds, on every rank. Collective.
-void sync_buffers(Run& r) {
-  const std::vector<at::Tensor> buffers = r.model->buffers();
-  if (buffers.empty()) return;
-  if (r.cfg.sync_buffers)
-    average_tensors(buffers, *r.place.comm);
-  else
-    broadcast_tensors(buffers, *r.place.comm);
-}
-
-EvalResult validate(Run& r) {
-  if (!r.val) return EvalResult{};
-  sync_buffers(r);
-  EvalResult ev = evaluate(*r.model, *r.val, *r.maker, r.cfg.batch_size, r.cfg.prefetch, r.classes, r.mpi);
-  r.last_eval = ev;
-  r.last_eval_step = r.pos.step;
-  return ev;
-}
-
-// The steps since the last log line: per-step losses and correct counts stay on the
-// device (no host sync in the step loop) until the window is checked.
-struct Window {
-  std::vector<torch::Tensor> losses, correct;
-  int64_t first_step = 0;  // global step of losses[0]
-  Times start;
-  bool empty() const { return losses.empty(); }
-};
-
-struct WindowStats {
-  double loss = 0, acc = 0;
-  int64_t steps = 0;
-};
-
-// Collective. Means over all ranks; a non-finite loss (outside fp16 AMP, whose scaler
-// skips such steps) ends the run naming the first step that had it.
-WindowStats close_window(Run& r, Window& w) {
-  WindowStats out;
-  out.steps = static_cast<int64_t>(w.losses.size());
-  std::vector<double> v(w.losses.size() + 1, 0.0);  // per-step loss sums, then the correct count
-  if (!w.empty()) {
-    const torch::Tensor l = torch::stack(w.losses).to(torch::kCPU, torch::kDouble).contiguous();
-    std::copy(l.data_ptr<double>(), l.data_ptr<double>() + l.numel(), v.begin());
-    v.back() = torch::stack(w.correct).sum().item<double>();
-  }
-  r.mpi.allreduce_sum(v.data(), static_cast<int>(v.size()));
-  const double world = r.mpi.size();
-  double sum = 0.0;
-  int64_t finite_steps = 0;
-  for (size_t i = 0; i + 1 < v.size(); ++i) {
-    if (!std::isfinite(v[i])) {
-      if (r.cfg.amp == "fp16") continue;
-      throw Error("training loss is " + fmt("%g", v[i] / world) + " at step " +
-                  std::to_string(w.first_step + static_cast<int64_t>(i) + 1) + " (lr " + fmt("%g", r.lr) +
-                  "; lower --train.lr, or try --train.clip-norm)");
-    }
-    sum += v[i];
-    ++finite_steps;
-  }
-  out.loss = finite_steps > 0 ? sum / world / static_cast<double>(finite_steps) : std::nan("");
-  const double samples = static_cast<double>(out.steps * r.cfg.batch_size * r.cfg.grad_accum) * world;
-  out.acc = samples > 0 ? v.back() / samples : 0.0;
-  w.losses.clear();
-  w.correct.clear();
-  w.first_step = r.pos.step;
-  return out;
-}
-
-// One optimizer step of ACCUM micro-batches; returns whether the optimizer ran (fp16 AMP
-// skips steps whose gradients overflowed).
-bool train_step(Run& r, io::EpochLoader& loader, int64_t s, int64_t epoch, Times& t, Window& w) {
-  const Config& cfg = r.cfg;
-  const int64_t batch = cfg.batch_size, accum = cfg.grad_accum;
-  r.lr = r.schedule.at(r.pos.step);
-  set_lr(*r.opt, r.lr);
-  r.opt->zero_grad();
-  torch::Tensor step_loss, step_correct;
-  for (int64_t a = 0; a < accum; ++a) {
-    const int64_t micro = s * accum + a;
-    const io::Batch* b = loader.next();
-    LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(s));
-    const auto tf = Clock::now();
-    torch::Tensor x = r.maker->inputs(b->samples.data(), batch);
-    if (r.augment.enabled())
-      x = augment_images(x, r.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
-                                                    static_cast<uint64_t>(r.mpi.rank())));
-    const torch::Tensor y = r.maker->labels(b->labels.data(), batch);
-    torch::Tensor loss, logits;
-    {
-      AutocastGuard autocast(cfg.amp, r.place.device);
-      logits = r.model->forward(x);
-      loss = (*r.loss)(logits, y);
-    }
-    r.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
-    const auto tb = Clock::now();
-    t.forward += std::chrono::duration<double>(tb - tf).count();
-    r.scaler.scale(accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
-    t.backward += seconds_since(tb);
-    const torch::Tensor correct = logits.detach().argmax(1).eq(y).sum();
-    step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
-    step_correct = step_correct.defined() ? step_correct + correct : correct;
-  }
-  r.reducer->finish();
-  t.exposed_comm += r.reducer->exposed_seconds();
-  const auto to = Clock::now();
-  bool stepped = r.scaler.unscale_and_update(r.model->parameters());
-  if (stepped) {
-    if (cfg.clip_norm > 0) {
-      const torch::Tensor over = (clip_grad_norm(r.model->parameters(), cfg.clip_norm) > cfg.clip_norm).to(torch::kLong);
-      r.clipped_steps = r.clipped_steps.defined() ? r.clipped_steps + over : over;  // read at log steps only
-    }
-    r.opt->step();
-  }
-  t.optimizer += seconds_since(to);
-  w.losses.push_back(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss);
-  w.correct.push_back(step_correct);
-  return stepped;
-}
-
-// Everything a run does at a validation point: evaluate, log, metrics row, best.ckpt.
-void evaluate_now(Run& r, int64_t epoch, bool detail) {
-  const EvalResult ev = validate(r);
+void add_eval(Row& row, const char* prefix, const EvalResult& ev) {
   if (ev.count == 0) return;
-  report_eval(r, ev, detail);
-  if (!detail) write_row(r, "eval", epoch + 1, std::nan(""), -1.0, 0.0, Times{}, &ev);
-  update_best(r);
+  const std::string p = prefix;
+  row[p + "_loss"] = ev.loss;
+  row[p + "_acc"] = ev.accuracy;
+  row[p + "_f1"] = ev.macro_f1;
+}
+
+void add_times(Row& row, const Times& t) {
+  row["seconds"] = t.seconds;
+  row["data_wait_s"] = t.data_wait;
+  row["forward_s"] = t.forward;
+  row["backward_s"] = t.backward;
+  row["exposed_comm_s"] = t.exposed_comm;
+  row["optimizer_s"] = t.optimizer;
+}
+
+// A number for a row: JSON has no NaN (null says "not measured").
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+class Trainer {
+ public:
+  Trainer(Session& s, Recorder& rec, Checkpointer& ck, RunProgress& p)
+      : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), p_(p), timer_(s.place.device),
+        window_(s.global_batch, s.mpi.size(), cfg_.amp == "fp16") {}
+
+  int run() {
+    if (p_.pos.epoch >= cfg_.epochs || (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps)) {
+      log::info0("nothing to do: the run is complete at step " + std::to_string(p_.pos.step));
+      return kExitOk;
+    }
+    stop_signal::install();
+    run_start_ = Clock::now();
+    window_.restart(p_.pos.step + 1);
+    bool stop = false;
+    while (p_.pos.epoch < cfg_.epochs && !stop) {
+      const int64_t epoch = p_.pos.epoch;
+      const int64_t first = p_.pos.samples_done_in_epoch / s_.global_batch;
+      // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
+      io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch), cfg_.batch_size,
+                             s_.steps_per_epoch * cfg_.grad_accum, first * cfg_.grad_accum, cfg_.prefetch);
+      s_.model->train();
+      for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
+        const auto t0 = Clock::now();
+        inject_fault();
+        train_step(loader, step, epoch);
+        window_.add_times(Times{seconds_since(t0)});
+        if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
+        ++p_.pos.step;
+        p_.pos.samples_done_in_epoch = (step + 1) * s_.global_batch;
+        draw_progress(epoch, step + 1);
+        if (p_.pos.step % cfg_.log_every == 0) log_row(epoch, step + 1);
+        if (cfg_.eval_every > 0 && p_.pos.step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
+          evaluate_now(epoch);
+          s_.model->train();
+        }
+        if (cfg_.ckpt_every > 0 && p_.pos.step % cfg_.ckpt_every == 0) checkpoint_now();
+        if (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps) {
+          stop = true;
+          break;
+        }
+        // Every rank learns at the same step boundary whether any rank was signalled.
+        double signalled = stop_signal::pending();
+        s_.mpi.allreduce_max(&signalled, 1);
+        if (signalled > 0) return stop_on_signal(static_cast<int>(signalled));
+      }
+      end_epoch(epoch, stop);
+    }
+    finish_run();
+    rec_.wait_checkpoints();
+    return kExitOk;
+  }
+
+ private:
+  AllreduceSum sum() const {
+    return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); };
+  }
+
+  // --debug.fault: what the no-hang tests make one rank do at one step.
+  void inject_fault() {
+    if (cfg_.fault == "none" || s_.mpi.rank() != cfg_.fault_rank || p_.pos.step != cfg_.fault_step) return;
+    log::warn("injecting fault '" + cfg_.fault + "' at step " + std::to_string(p_.pos.step) + " (--debug.fault)");
+    if (cfg_.fault == "throw") throw Error("injected failure at step " + std::to_string(p_.pos.step) + " (--debug.fault throw)");
+    if (cfg_.fault == "kill") std::raise(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
+  }
+
+  // One optimizer step of ACCUM micro-batches.
+  void train_step(io::EpochLoader& loader, int64_t step, int64_t epoch) {
+    const int64_t batch = cfg_.batch_size, accum = cfg_.grad_accum;
+    p_.lr = s_.schedule.at(p_.pos.step);
+    set_lr(*s_.opt, p_.lr);
+    s_.opt->zero_grad();
+    timer_.begin_step();
+    torch::Tensor step_loss, step_correct;
+    for (int64_t a = 0; a < accum; ++a) {
+      const int64_t micro = step * accum + a;
+      const io::Batch* b = loader.next();
+      LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
+      torch::Tensor x = s_.maker->inputs(b->samples.data(), batch);
+      if (s_.augment.enabled())
+        x = augment_images(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                                      static_cast<uint64_t>(s_.mpi.rank())));
+      const torch::Tensor y = s_.maker->labels(b->labels.data(), batch);
+      timer_.mark(Phase::kData);
+      torch::Tensor loss, logits;
+      {
+        AutocastGuard autocast(cfg_.amp, s_.place.device);
+        logits = s_.model->forward(x);
+        loss = (*s_.loss)(logits, y);
+      }
+      timer_.mark(Phase::kForward);
+      s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
+      s_.scaler.scale(accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
+      timer_.mark(Phase::kBackward);
+      const torch::Tensor correct = logits.detach().argmax(1).eq(y).sum();
+      step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
+      step_correct = step_correct.defined() ? step_correct + correct : correct;
+    }
+    s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
+    if (s_.scaler.unscale_and_update(s_.model->parameters())) {
+      if (cfg_.clip_norm > 0) {
+        const torch::Tensor over =
+            (clip_grad_norm(s_.model->parameters(), cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
+        clipped_ = clipped_.defined() ? clipped_ + over : over;  // read at log steps only
+      }
+      s_.opt->step();
+    }
+    timer_.mark(Phase::kOptimizer);
+    window_.add_step(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct);
+  }
+
+  void draw_progress(int64_t epoch, int64_t step_in_epoch) {
+    if (!rec_.progress_due()) return;
+    const auto [loss, acc] = window_.local_means(cfg_.batch_size * cfg_.grad_accum);
+    Progress pr;
+    pr.epoch = epoch + 1;
+    pr.epochs = cfg_.epochs;
+    pr.step = step_in_epoch;
+    pr.steps = s_.steps_per_epoch;
+    pr.loss = loss;
+    pr.accuracy = acc;
+    const double secs = p_.epoch.times.seconds;
+    pr.samples_per_s = secs > 0 ? p_.epoch.samples / secs : 0.0;
+    pr.eta_s = pr.samples_per_s > 0
+                   ? static_cast<double>((s_.planned_steps - p_.pos.step) * s_.global_batch) / pr.samples_per_s
+                   : -1.0;
+    rec_.progress(pr);
+  }
+
+  // Collective: closes the log window into the epoch's and the run's statistics.
+  WindowStats close_window() {
+    Times phases;
+    timer_.collect(&phases);
+    window_.add_times(phases);
+    const WindowStats w = window_.close(sum(), p_.lr, p_.pos.step + 1);
+    p_.epoch += w;
+    run_ += w;
+    return w;
+  }
+
+  Row base_row(const char* kind, int64_t epoch) const {
+    Row row;
+    row["kind"] = kind;
+    row["epoch"] = epoch + 1;
+    row["step"] = p_.pos.step;
+    return row;
+  }
+
+  void add_run_state(Row& row) {
+    row["lr"] = p_.lr;
+    if (s_.scaler.enabled()) {
+      row["loss_scale"] = s_.scaler.current_scale();
+      row["skipped_steps"] = s_.scaler.skipped();
+    }
+    if (cfg_.clip_norm > 0) row["clipped_steps"] = clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0};
+  }
+
+  void log_row(int64_t epoch, int64_t step_in_epoch) {
+    const WindowStats w = close_window();
+    const double sps = w.times.samples_per_s(w.steps, s_.global_batch);
+    log::step0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg_.epochs) + " step " +
+               std::to_string(step_in_epoch) + "/" + std::to_string(s_.steps_per_epoch) + " loss " +
+               fmt("%.4f", w.loss()) + " acc " + fmt("%.4f", w.acc()) + " lr " + fmt("%.4g", p_.lr) + " " +
+               fmt("%.0f", sps) + " samples/s" +
+               (s_.scaler.enabled() ? " loss-scale " + fmt("%g", s_.scaler.current_scale()) + " skipped " +
+                                          std::to_string(s_.scaler.skipped())
+                                    : std::string()) +
+               "; " + w.times.summary(w.steps) + (timer_.on_device() ? " (device time)" : ""));
+    Row row = base_row("train", epoch);
+    row["train_loss"] = number(w.loss());
+    row["train_acc"] = number(w.acc());
+    row["samples_per_s"] = sps;
+    add_times(row, w.times);
+    add_run_state(row);
+    rec_.row(row);
+  }
+
+  // Collective. Validation on the val split (nothing when there is none).
+  EvalResult validate() {
+    if (!s_.val) return EvalResult{};
+    sync_buffers(s_);
+    p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+    return p_.last_eval;
+  }
+
+  void report_eval(const char* what, const std::string& split, const EvalResult& ev, bool detail,
+                   const std::string& note = "") {
+    if (ev.count == 0) return;
+    log::info0(std::string(what) + " at step " + std::to_string(p_.pos.step) + " on '" + split + "' (" +
+               std::to_string(ev.count) + " samples" + note + "): loss " + fmt("%.4f", ev.loss) + " accuracy " +
+               fmt("%.4f", ev.accuracy) + " macro-F1 " + fmt("%.4f", ev.macro_f1));
+    if (!detail) return;
+    log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, s_.manifest.spec.class_names));
+    log::info0("confusion matrix (rows: true class, columns: predicted):\n" + confusion_table(ev.confusion, s_.classes));
+  }
+
+  // Collective (GPU runs only): peak device memory of every rank since the last call.
+  void report_device_memory() {
+    if (!s_.place.device.is_cuda()) return;
+    std::vector<double> peak(static_cast<size_t>(s_.mpi.size()), 0.0);
+    peak[static_cast<size_t>(s_.mpi.rank())] = static_cast<double>(peak_device_bytes(s_.place.device));
+    reset_peak_device_bytes(s_.place.device);
+    s_.mpi.allreduce_sum(peak.data(), static_cast<int>(peak.size()));
+    std::string line = "peak GPU memory per rank:";
+    for (size_t i = 0; i < peak.size(); ++i) line += " r" + std::to_string(i) + " " + fmt("%.2f", peak[i] / (1 << 30)) + " GiB";
+    log::info0(line);
+  }
+
+  // --train.eval-every: an evaluation, its row and best.ckpt, mid-epoch.
+  void evaluate_now(int64_t epoch) {
+    const EvalResult ev = validate();
+    if (ev.count == 0) return;
+    report_eval("validation", cfg_.val_split, ev, /*detail=*/false);
+    Row row = base_row("eval", epoch);
+    add_eval(row, "val", ev);
+    add_run_state(row);
+    rec_.row(row);
+    ck_.update_best(p_);
+  }
+
+  // Collective. A mid-epoch checkpoint: the open window is checked (no weights a NaN
+  // step made are saved) and counted in the stored epoch statistics, but stays open.
+  void checkpoint_now() {
+    RunProgress at = p_;
+    at.epoch += window_.peek(sum(), p_.lr);
+    sync_buffers(s_);
+    ck_.save(at);
+  }
+
+  // Collective: checkpoint, make it durable, let every rank know, exit 3.
+  int stop_on_signal(int sig) {
+    log::info0("signal " + std::to_string(sig) + " received: checkpointing at step " + std::to_string(p_.pos.step) +
+               " and exiting with code " + std::to_string(kExitResumable) + " (resumable: --resume auto continues here)");
+    close_window();
+    sync_buffers(s_);
+    ck_.save(p_);
+    rec_.wait_checkpoints();  // rank 0: the checkpoint is on disk (or this throws)
+    rec_.mark_resumable(p_.pos.step);
+    s_.mpi.barrier();  // no rank exits before rank 0's checkpoint is durable
+    stop_signal::mark_durable();
+    return kExitResumable;
+  }
+
+  void end_epoch(int64_t epoch, bool stopped) {
+    close_window();
+    const WindowStats e = p_.epoch;
+    const double sps = e.times.samples_per_s(e.steps, s_.global_batch);
+    const EvalResult ev = validate();
+    const bool last = stopped || epoch + 1 >= cfg_.epochs;
+    report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
+    report_device_memory();
+    end_epoch_stats_ = e;
+    if (!stopped) {
+      log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg_.epochs) + " done: loss " +
+                 fmt("%.4f", e.loss()) + " acc " + fmt("%.4f", e.acc()) + val_text(ev) + " " + fmt("%.0f", sps) +
+                 " samples/s " + fmt("%.1f", e.times.seconds) + " s; " + e.times.summary(e.steps));
+      Row row = base_row("epoch", epoch);
+      row["train_loss"] = number(e.loss());
+      row["train_acc"] = number(e.acc());
+      add_eval(row, "val", ev);
+      row["samples_per_s"] = sps;
+      add_times(row, e.times);
+      add_run_state(row);
+      rec_.row(row);
+      ++p_.pos.epoch;
+      p_.pos.samples_done_in_epoch = 0;
+      p_.epoch = WindowStats{};
+    }
+    ck_.update_best(p_);
+    ck_.save(p_);
+    last_epoch_ = epoch;
+  }
+
+  static std::string val_text(const EvalResult& ev) {
+    if (ev.count == 0) return "";
+    return " val_loss " + fmt("%.4f", ev.loss) + " val_acc " + fmt("%.4f", ev.accuracy) + " val_f1 " +
+           fmt("%.4f", ev.macro_f1);
+  }
+
+  // The test split, once, with the weights validation chose; then the end row.
+  void finish_run() {
+    const EvalResult val = p_.last_eval;
+    EvalResult test;
+    std::string chosen;
+    int64_t weights_step = p_.pos.step;
+    if (s_.test) {
+      const int64_t best = ck_.restore_best();
+      if (best >= 0) {
+        weights_step = best;
+        chosen = "the best " + cfg_.best_metric + " checkpoint, step " + std::to_string(best);
+      } else {
+        chosen = std::string("the last weights, step ") + std::to_string(p_.pos.step) +
+                 (s_.val ? "" : "; no validation split to choose others");
+      }
+      test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+      report_eval("test", cfg_.test_split, test, /*detail=*/true, ", " + chosen);
+      Row row = base_row("test", last_epoch_);
+      row["split"] = cfg_.test_split;
+      row["weights_step"] = weights_step;
+      row["selected_by"] = best_selected() ? cfg_.best_metric : std::string("last");
+      add_eval(row, "test", test);
+      rec_.row(row);
+    }
+    const double total_sps = run_.times.samples_per_s(run_.steps, s_.global_batch);
+    std::string summary = "finished at step " + std::to_string(p_.pos.step) + ":";
+    summary += val.count > 0 ? val_text(val) : std::string(" no validation split");
+    if (test.count > 0)
+      summary += ", test_acc " + fmt("%.4f", test.accuracy) + " test_f1 " + fmt("%.4f", test.macro_f1) + " (" +
+                 chosen + ")";
+    log::info0(summary + ", " + fmt("%.0f", total_sps) + " samples/s, " + fmt("%.1f", seconds_since(run_start_)) +
+               " s wall" +
+               (s_.scaler.enabled() ? ", " + std::to_string(s_.scaler.skipped()) + " step(s) skipped by the fp16 loss scaler"
+                                    : std::string()) +
+               "; " + run_.times.summary(run_.steps));
+    Row row = base_row("end", last_epoch_);
+    row["train_loss"] = number(end_epoch_stats_.loss());
+    row["train_acc"] = number(end_epoch_stats_.acc());
+    add_eval(row, "val", val);
+    add_eval(row, "test", test);
+    row["samples_per_s"] = total_sps;
+    Times wall = run_.times;
+    wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
+    add_times(row, wall);
+    add_run_state(row);
+    row["world_size"] = s_.mpi.size();
+    row["global_batch"] = s_.global_batch;
+    row["params"] = s_.parameter_count();
+    row["first_step_unix_ms"] = static_cast<int64_t>(first_step_unix_ * 1000);
+    rec_.row(row);
+  }
+
+  bool best_selected() const { return ck_.best_step() >= 0; }
+
+  Session& s_;
+  const Config& cfg_;
+  Recorder& rec_;
+  Checkpointer& ck_;
+  RunProgress& p_;
+  StepTimer timer_;
+  LogWindow window_;
+  WindowStats run_;               // this process's steps, for the end row's throughput
+  WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
+  int64_t last_epoch_ = 0;
+  torch::Tensor clipped_;         // device counter of steps whose norm was clipped
+  double first_step_unix_ = 0;    // wall clock when this process finished its first step
+  Clock::time_point run_start_;
+};
+
+int train_impl(const Config& cfg, const MpiRuntime& mpi) {
+  Session session(cfg, mpi);
+  std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
+  Checkpointer checkpointer(session, *recorder);
+  RunProgress progress;
+  const std::string resume = checkpointer.agree_resume_path();
+  // Dropout differs per rank; a fresh start (or a resume on another world size) seeds it
+  // from (seed, rank, step). A resume on the same world size restores the saved states.
+  torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
+  if (!resume.empty()) checkpointer.resume(resume, &progress);
+  recorder->start(progress.pos.step);
+  const std::string start = session.describe();
+  for (size_t at = 0; at < start.size();) {  // one timestamped line each
+    const size_t nl = std::min(start.find('\n', at), start.size());
+    log::info0(start.substr(at, nl - at));
+    at = nl + 1;
+  }
+  Trainer trainer(session, *recorder, checkpointer, progress);
+  const int code = trainer.run();
+  session.close();
+  return code;
 }
 
 }  // namespace
-
-int train_impl(const Config& cfg, const MpiRuntime& mpi) {
-  Run r{cfg, mpi, {}};
-  build_run(r);
-  const int64_t global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
-  const int64_t last_step = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * r.steps_per_epoch)
-                                              : cfg.epochs * r.steps_per_epoch;
-  if (r.pos.epoch >= cfg.epochs || (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps)) {
-    log::info0("nothing to do: the run is complete at step " + std::to_string(r.pos.step));
-    return kExitOk;
-  }
-  stop_signal::install();
-  const auto run_start = Clock::now();
-  Times run_times;
-  int64_t run_steps = 0;
-  bool stop = false;
-  ProgressBar bar(r);
-  Window window;
-  window.first_step = r.pos.step;
-
-  for (; r.pos.epoch < cfg.epochs && !stop;) {
-    const int64_t epoch = r.pos.epoch;
-    const int64_t first_step = r.pos.samples_done_in_epoch / global_batch;
-    // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
-    io::EpochLoader loader(*r.train, r.train->order(/*shuffle=*/true, cfg.seed, epoch), cfg.batch_size,
-                           r.steps_per_epoch * cfg.grad_accum, first_step * cfg.grad_accum, cfg.prefetch);
-    Times epoch_times;
-    window.start = Times{};
-    double epoch_loss_sum = 0, epoch_acc_sum = 0;
-    int64_t epoch_steps = 0;
-    r.model->train();
-    for (int64_t s = first_step; s < r.steps_per_epoch; ++s) {
-      const auto t0 = Clock::now();
-      inject_fault(r);
-      train_step(r, loader, s, epoch, epoch_times, window);
-      epoch_times.seconds += seconds_since(t0);
-      if (r.first_step_unix == 0)
-        r.first_step_unix =
-            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      ++r.pos.step;
-      ++epoch_steps;
-      r.pos.samples_done_in_epoch = (s + 1) * global_batch;
-      if (bar.due()) {
-        const double loss = torch::stack(window.losses).mean().item<double>();
-        const double acc = torch::stack(window.correct).sum().item<double>() /
-                           static_cast<double>(window.losses.size() * cfg.batch_size * cfg.grad_accum);
-        bar.update(epoch + 1, s + 1, r.steps_per_epoch, loss, acc,
-                   epoch_times.samples_per_s(epoch_steps, global_batch), last_step - r.pos.step);
-      }
-      if (r.pos.step % cfg.log_every == 0) {
-        epoch_times.data_wait = loader.wait_seconds();
-        const Times wt = epoch_times - window.start;
-        window.start = epoch_times;
-        const WindowStats ws = close_window(r, window);
-        epoch_loss_sum += ws.loss * static_cast<double>(ws.steps);
-        epoch_acc_sum += ws.acc * static_cast<double>(ws.steps);
-        const double sps = wt.samples_per_s(ws.steps, global_batch);
-        log::step0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " step " +
-                   std::to_string(s + 1) + "/" + std::to_string(r.steps_per_epoch) + " loss " + fmt("%.4f", ws.loss) +
-                   " acc " + fmt("%.4f", ws.acc) + " lr " + fmt("%.4g", r.lr) + " " + fmt("%.0f", sps) +
-                   " samples/s" + (r.scaler.enabled() ? " loss-scale " + fmt("%g", r.scaler.current_scale()) +
-                                                             " skipped " + std::to_string(r.scaler.skipped())
-                                                       : std::string()) +
-                   "; " + wt.summary(ws.steps));
-        write_row(r, "train", epoch + 1, ws.loss, ws.acc, sps, wt, nullptr);
-      }
-      if (cfg.eval_every > 0 && r.pos.step % cfg.eval_every == 0 && s + 1 < r.steps_per_epoch) {
-        evaluate_now(r, epoch, /*detail=*/false);
-        r.model->train();
-      }
-      if (cfg.ckpt_every > 0 && r.pos.step % cfg.ckpt_every == 0) {
-        close_window(r, window);  // never checkpoint weights that a NaN step produced
-        sync_buffers(r);
-        save_checkpoint(r);
-      }
-      if (cfg.max_steps > 0 && r.pos.step >= cfg.max_steps) {
-        stop = true;
-        break;
-      }
-      // Every rank learns at the same step boundary whether any rank was signalled.
-      double signalled = stop_signal::pending();
-      mpi.allreduce_max(&signalled, 1);
-      if (signalled > 0) {
-        log::info0("signal " + std::to_string(static_cast<int>(signalled)) + " received: checkpointing at step " +
-                   std::to_string(r.pos.step) + " and exiting with code " + std::to_string(kExitResumable) +
-                   " (resumable: --resume auto continues here)");
-        close_window(r, window);
-        sync_buffers(r);
-        save_checkpoint(r);
-        finish_checkpoints(r);
-        return kExitResumable;
-      }
-    }
-    epoch_times.data_wait = loader.wait_seconds();
-    const WindowStats ws = close_window(r, window);
-    epoch_loss_sum += ws.loss * static_cast<double>(ws.steps);
-    epoch_acc_sum += ws.acc * static_cast<double>(ws.steps);
-    run_times += epoch_times;
-    run_steps += epoch_steps;
-    const double mean_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
-    const double mean_acc = epoch_steps > 0 ? epoch_acc_sum / static_cast<double>(epoch_steps) : 0.0;
-    const double sps = epoch_times.samples_per_s(epoch_steps, global_batch);
-    const EvalResult ev = validate(r);
-    report_eval(r, ev, /*detail=*/!stop && (r.pos.epoch + 1 >= cfg.epochs || cfg.epochs <= 5 || (epoch + 1) % 5 == 0));
-    report_device_memory(r);
-    if (!stop) {
-      log::info0("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs) + " done: loss " +
-                 fmt("%.4f", mean_loss) + " acc " + fmt("%.4f", mean_acc) + " val_loss " + fmt("%.4f", ev.loss) +
-                 " val_acc " + fmt("%.4f", ev.accuracy) + " val_f1 " + fmt("%.4f", ev.macro_f1) + " " +
-                 fmt("%.0f", sps) + " samples/s " + fmt("%.1f", epoch_times.seconds) + " s; " +
-                 epoch_times.summary(epoch_steps));
-      write_row(r, "epoch", epoch + 1, mean_loss, mean_acc, sps, epoch_times, &ev);
-      ++r.pos.epoch;
-      r.pos.samples_done_in_epoch = 0;
-    }
-    update_best(r);
-    save_checkpoint(r);
-    if (stop || r.pos.epoch >= cfg.epochs) {
-      const double total_sps = run_times.samples_per_s(run_steps, global_batch);
-      log::info0("finished at step " + std::to_string(r.pos.step) + ": val_acc " + fmt("%.4f", ev.accuracy) +
-                 " val_f1 " + fmt("%.4f", ev.macro_f1) + " val_loss " + fmt("%.4f", ev.loss) + ", " +
-                 fmt("%.0f", total_sps) + " samples/s, " + fmt("%.1f", seconds_since(run_start)) + " s wall" +
-                 (r.scaler.enabled() ? ", " + std::to_string(r.scaler.skipped()) + " step(s) skipped by the fp16 loss scaler"
-                                     : std::string()) +
-                 "; " + run_times.summary(run_steps));
-      Times end_times = run_times;
-      end_times.seconds = seconds_since(run_start);  // wall time of the whole run, evaluations included
-      write_row(r, "end", epoch + 1, mean_loss, mean_acc, total_sps, end_times, &ev);
-    }
-  }
-  finish_checkpoints(r);
-  return kExitOk;
-}
 
 int run_training(const Config& cfg, const MpiRuntime& mpi) {
   return with_torch_errors([&] { return train_impl(cfg, mpi); });

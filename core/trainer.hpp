@@ -1,15 +1,18 @@
-// trainer: `lockstep train` and `lockstep evaluate`.
+// trainer: `lockstep train` — the epoch loop and the step — and `lockstep evaluate`.
 //
-// Training protocol (every rank; collectives in the same order everywhere):
-// 1. read the manifest, compute steps per epoch (shard_plan), load this rank's samples;
-// 2. build the model with seed-identical weights, then broadcast parameters and buffers
-//    from rank 0 anyway (a rank with other defaults must not drift silently);
-// 3. resume: rank 0 picks the checkpoint (--resume auto|none|PATH) and broadcasts its path;
-//    every rank loads it;
-// 4. each step: forward, backward, average gradients (GradReducer), optimizer step;
-//    every --log-every steps one all-reduce of the loss window, logged by rank 0;
-// 5. at epoch end (and when --max-steps stops the run) distributed validation, a metrics
-//    row and a checkpoint, written by rank 0 alone.
+// A training run (every rank; collectives in the same order everywhere):
+// 1. Session builds the parts in order (session.hpp); open_recorder takes the run
+//    directory (rank 0); the checkpointer agrees which checkpoint to resume and every
+//    rank loads it; the recorder opens the run's files at that step.
+// 2. Each step: data, forward, backward, gradient all-reduce (GradReducer), optimizer;
+//    the phases timed where they run (step_timer.hpp). Every --log-every steps one
+//    all-reduce of the log window gives the train row (epoch_stats.hpp).
+// 3. At every step boundary the ranks agree whether any was signalled: then a checkpoint
+//    is made durable, every rank waits for it, and all exit 3 (resumable).
+// 4. At each epoch end (and when --max-steps stops the run): validation on the val
+//    split, the epoch row, best.ckpt, a checkpoint.
+// 5. At the end: the test split evaluated once with the best checkpoint's weights (the
+//    last weights when there is no validation), its row and line, the end row.
 // Returns the process exit code.
 #pragma once
 

@@ -6,8 +6,8 @@
 
 namespace lockstep {
 
-Watchdog::Watchdog(double timeout_s, Handler on_timeout)
-    : timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)), thread_(&Watchdog::run, this) {}
+Watchdog::Watchdog(double timeout_s, Handler on_failure)
+    : timeout_s_(timeout_s), on_failure_(std::move(on_failure)), thread_(&Watchdog::run, this) {}
 
 Watchdog::~Watchdog() {
   {
@@ -30,9 +30,21 @@ void Watchdog::end(uint64_t id) {
   open_.erase(id);
 }
 
-void Watchdog::watch(const std::string& what, std::function<bool()> done) {
+void Watchdog::watch(const std::string& what, std::function<Poll()> poll, const void* owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  open_.emplace(next_id_++, Op{what, std::chrono::steady_clock::now(), std::move(done)});
+  open_.emplace(next_id_++, Op{what, std::chrono::steady_clock::now(), std::move(poll), owner});
+}
+
+void Watchdog::forget(const void* owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = open_.begin(); it != open_.end();) it = it->second.owner == owner && owner ? open_.erase(it) : std::next(it);
+}
+
+void Watchdog::fire(std::unique_lock<std::mutex>& lock, const std::string& cause) {
+  fired_ = true;
+  lock.unlock();
+  on_failure_(cause);  // normally does not return (MPI_Abort)
+  lock.lock();
 }
 
 void Watchdog::run() {
@@ -43,22 +55,27 @@ void Watchdog::run() {
     if (stop_ || fired_) continue;
     const auto now = std::chrono::steady_clock::now();
     for (auto it = open_.begin(); it != open_.end();) {
-      if (it->second.done && it->second.done()) {
-        it = open_.erase(it);
-        continue;
+      if (it->second.poll) {
+        const Poll p = it->second.poll();
+        if (p.state == Poll::kDone) {
+          it = open_.erase(it);
+          continue;
+        }
+        if (p.state == Poll::kFailed) {
+          const std::string cause = it->second.what + " failed: " + p.error + "; ending the job";
+          open_.erase(it);
+          fire(lock, cause);
+          break;
+        }
       }
       const double waited = std::chrono::duration<double>(now - it->second.start).count();
       if (waited > timeout_s_) {
-        fired_ = true;
         char buf[512];
         std::snprintf(buf, sizeof buf,
                       "%s has not completed after %.1f s (--dist.comm-timeout %.1f s): another rank is stalled, "
                       "dead or took a different path; ending the job",
                       it->second.what.c_str(), waited, timeout_s_);
-        const std::string cause = buf;
-        lock.unlock();
-        on_timeout_(cause);  // normally does not return (MPI_Abort)
-        lock.lock();
+        fire(lock, buf);
         break;
       }
       ++it;

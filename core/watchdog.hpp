@@ -2,12 +2,15 @@
 //
 // 1. Every collective lockstep starts (MPI on any thread, NCCL enqueues) is registered with
 //    begin(what) and closed with end(id); NCCL work may instead register a poll function
-//    that says when the device has finished it.
+//    that says whether the device has finished it, is still at it, or failed (a CUDA
+//    error, an NCCL asynchronous error).
 // 2. A watchdog thread checks the open operations every ~100 ms. One older than the
-//    timeout triggers on_timeout once, with a root-cause line naming the collective and
-//    how long it has waited; the runtime's handler logs it with rank and host, aborts
-//    NCCL communicators, and ends the job with MPI_Abort.
-// 3. The watchdog owns no communicator; it calls MPI only through the handler.
+//    timeout, or one whose poll reports a failure, triggers on_failure once, with a
+//    root-cause line naming the collective; the runtime's handler logs it with rank and
+//    host, aborts NCCL communicators, and ends the job with MPI_Abort.
+// 3. The watchdog owns no communicator; it calls MPI only through the handler. Polls run
+//    under the watchdog's lock: a communicator calls forget(itself) before it destroys what
+//    its polls touch, and no poll of it runs after forget returns.
 #pragma once
 
 #include <condition_variable>
@@ -23,15 +26,25 @@ namespace lockstep {
 class Watchdog {
  public:
   using Handler = std::function<void(const std::string& root_cause)>;
-  Watchdog(double timeout_s, Handler on_timeout);
+  // What a poll of asynchronous work reports.
+  struct Poll {
+    enum State { kPending, kDone, kFailed } state = kPending;
+    std::string error;  // kFailed: why
+    static Poll pending() { return {}; }
+    static Poll done() { return {kDone, {}}; }
+    static Poll failed(std::string why) { return {kFailed, std::move(why)}; }
+  };
+  Watchdog(double timeout_s, Handler on_failure);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
   uint64_t begin(const std::string& what);
   void end(uint64_t id);
-  // Watches asynchronous work: DONE() returns true once it has completed.
-  void watch(const std::string& what, std::function<bool()> done);
+  // Watches asynchronous work of OWNER until POLL reports it done (or failed).
+  void watch(const std::string& what, std::function<Poll()> poll, const void* owner = nullptr);
+  // Drops OWNER's watches; returns after any poll of them in progress has finished.
+  void forget(const void* owner);
   double timeout() const { return timeout_s_; }
 
   // RAII for begin/end; a null watchdog watches nothing.
@@ -53,12 +66,14 @@ class Watchdog {
   struct Op {
     std::string what;
     std::chrono::steady_clock::time_point start;
-    std::function<bool()> done;  // async work; empty for begin/end operations
+    std::function<Poll()> poll;  // async work; empty for begin/end operations
+    const void* owner = nullptr;
   };
+  void fire(std::unique_lock<std::mutex>& lock, const std::string& cause);
   void run();
 
   const double timeout_s_;
-  Handler on_timeout_;
+  Handler on_failure_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, Op> open_;

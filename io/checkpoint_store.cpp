@@ -68,8 +68,7 @@ std::string write_checkpoint(const std::string& dir, int64_t step, const std::st
 }
 
 void write_checkpoint_file(const std::string& path, const std::string& meta_json, const std::string& payload) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));
+  // The directory must exist (the run made it): a deleted run dir is not recreated here.
   std::string out(kMagic, 8);
   put_le(out, meta_json.size(), 8);
   put_le(out, payload.size(), 8);
@@ -126,10 +125,31 @@ std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std
   return "";
 }
 
-void prune_checkpoints(const std::string& dir, int keep_last) {
-  if (keep_last <= 0) return;
+std::vector<std::string> prune_checkpoints(const std::string& dir, int keep_last,
+                                           const std::vector<std::string>& known_good) {
+  std::vector<std::string> removed;
+  if (keep_last <= 0) return removed;
   const auto all = list_checkpoints(dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) remove_file(all[i].second);
+  int valid = 0;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string& path = it->second;
+    bool ok = std::find(known_good.begin(), known_good.end(), path) != known_good.end();
+    if (!ok && valid < keep_last) {  // once KEEP_LAST valid ones are found, older files go unread
+      try {
+        read_checkpoint(path);
+        ok = true;
+      } catch (const Error&) {
+        ok = false;
+      }
+    }
+    if (valid >= keep_last) {
+      remove_file(path);
+      removed.push_back(path);
+    } else if (ok) {
+      ++valid;
+    }
+  }
+  return removed;
 }
 
 }  // namespace lockstep::io

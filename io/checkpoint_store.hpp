@@ -31,7 +31,13 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 // Newest checkpoint in DIR that verifies; "" if none. Each newer one that failed
 // verification is described in SKIPPED ("PATH: why").
 std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
-// Deletes all but the KEEP_LAST newest checkpoints (keep_last <= 0 keeps all).
-void prune_checkpoints(const std::string& dir, int keep_last);
+// Keeps the KEEP_LAST newest checkpoints that verify (keep_last <= 0 keeps all) and
+// deletes the older ones; a file that does not verify never counts towards KEEP_LAST, so a
+// valid checkpoint is never deleted while an unreadable one is kept in its place.
+// Unreadable files newer than the oldest kept one stay (resume skips them, naming them);
+// older ones are deleted. Paths in KNOWN_GOOD (written and checksummed by this process)
+// are not read again. Returns the deleted paths.
+std::vector<std::string> prune_checkpoints(const std::string& dir, int keep_last,
+                                           const std::vector<std::string>& known_good = {});
 
 }  // namespace lockstep::io

@@ -173,7 +173,11 @@ std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::s
   std::map<std::string, int64_t> id_of;
   int64_t classes = 0;
   if (numeric) {
-    for (const auto& l : texts) classes = std::max<int64_t>(classes, std::stoll(l) + 1);
+    for (const auto& l : texts) {
+      LOCKSTEP_REQUIRE(std::stoll(l) < kMaxClasses, split_files[0].second + ": class id " + l + " is not below " +
+                                                        std::to_string(kMaxClasses) + " (class ids count 0..K-1)");
+      classes = std::max<int64_t>(classes, std::stoll(l) + 1);
+    }
   } else {
     for (const auto& l : texts) {
       id_of[l] = classes++;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -75,21 +76,27 @@ void fsync_path(const std::string& path) {
   if (rc != 0 && errno != EINVAL) throw Error("fsync " + path + ": " + errno_text());
 }
 
-void write_file_atomic(const std::string& path, const std::string& data) {
-  const std::string tmp = temp_name_for(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0664);
-  if (fd < 0) throw Error("cannot write " + tmp + ": " + errno_text());
+void write_all(int fd, const std::string& data, const std::string& what) {
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = errno_text();
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + why);
-    }
+    if (n < 0) throw Error("cannot write " + what + ": " + errno_text());
     done += static_cast<size_t>(n);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  const std::string tmp = temp_name_for(path);
+  ::unlink(tmp.c_str());  // a stale temp (or a link planted under its name) goes first
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0664);
+  if (fd < 0) throw Error("cannot write " + tmp + ": " + errno_text());
+  try {
+    write_all(fd, data, tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string why = errno_text();
@@ -102,6 +109,57 @@ void write_file_atomic(const std::string& path, const std::string& data) {
     throw Error("cannot rename " + tmp + " to " + path + ": " + why);
   }
   fsync_path(parent_dir(path));
+}
+
+std::string base_name(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? path : path.substr(pos + 1);
+}
+
+bool is_symlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+std::string canonical_path(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
+bool path_is_inside(const std::string& path, const std::string& dir) {
+  const std::string p = canonical_path(path), d = canonical_path(dir);
+  return p == d || (p.size() > d.size() && p.compare(0, d.size(), d) == 0 && (d == "/" || p[d.size()] == '/'));
+}
+
+int open_append_nofollow(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0664);
+  if (fd >= 0) return fd;
+  if (errno == ELOOP) throw Error(path + " is a symbolic link: lockstep does not write through links in a run directory");
+  throw Error("cannot open " + path + " for appending: " + errno_text());
+}
+
+std::vector<std::string> remove_temp_files(const std::string& dir) {
+  std::vector<std::string> removed;
+  if (!is_directory(dir)) return removed;
+  for (const std::string& name : list_dir(dir)) {
+    const auto pos = name.rfind(".tmp.");
+    if (pos == std::string::npos || pos == 0 || pos + 5 >= name.size() ||
+        name.find_first_not_of("0123456789", pos + 5) != std::string::npos)
+      continue;
+    if (::unlink((dir + "/" + name).c_str()) == 0) removed.push_back(name);
+  }
+  return removed;
+}
+
+bool file_identity(const std::string& path, FileIdentity* out) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  out->dev = static_cast<uint64_t>(st.st_dev);
+  out->ino = static_cast<uint64_t>(st.st_ino);
+  return true;
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {

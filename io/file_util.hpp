@@ -1,8 +1,13 @@
 // file_util: the POSIX file operations lockstep's durability rests on.
 //
-// write_file_atomic: 1. write PATH.tmp.PID, 2. fsync it, 3. rename over PATH,
-// 4. fsync the directory. A crash at any point leaves either the old PATH or the new one,
-// never a torn file under the final name.
+// write_file_atomic: 1. create PATH.tmp.PID exclusively (O_EXCL | O_NOFOLLOW: a planted
+// file or link of that name is removed, never written through), 2. write and fsync it,
+// 3. rename over PATH (rename replaces a link at PATH, it does not follow it), 4. fsync
+// the directory. A crash at any point leaves either the old PATH or the new one, never a
+// torn file under the final name; a killed writer leaves PATH.tmp.PID, which
+// remove_temp_files cleans up once the directory's owner holds its lock.
+//
+// Paths are bytes: nothing here assumes UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +29,31 @@ void remove_file(const std::string& path);  // no error if missing
 uint32_t crc32_of_file(const std::string& path);
 int64_t file_size(const std::string& path);
 std::string parent_dir(const std::string& path);
+std::string base_name(const std::string& path);
+bool is_symlink(const std::string& path);   // lstat: PATH itself is a symbolic link
+// Canonical absolute path (realpath); PATH itself when it does not exist yet.
+std::string canonical_path(const std::string& path);
+// Whether PATH is DIR or lies inside it (both canonicalised).
+bool path_is_inside(const std::string& path, const std::string& dir);
+
+// Opens PATH for appending (created 0664 if missing) without following a link at PATH;
+// returns the descriptor. Throws naming PATH ("... is a symbolic link").
+int open_append_nofollow(const std::string& path);
+// Writes all of DATA to FD (one write(2) where the kernel allows: O_APPEND rows stay
+// whole lines); WHAT names the file in errors.
+void write_all(int fd, const std::string& data, const std::string& what);
+
+// Removes DIR's leftover "NAME.tmp.PID" files (of killed writers); returns their names.
+std::vector<std::string> remove_temp_files(const std::string& dir);
+
+// Device and inode of a path (stat): a directory deleted and recreated under the same
+// name has another identity.
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0;
+  bool operator==(const FileIdentity& o) const { return dev == o.dev && ino == o.ino; }
+  bool operator!=(const FileIdentity& o) const { return !(*this == o); }
+};
+// False when PATH does not exist.
+bool file_identity(const std::string& path, FileIdentity* out);
 
 }  // namespace lockstep::io

@@ -66,18 +66,29 @@ IdxArray read_idx(const std::string& path) {
     LOCKSTEP_REQUIRE(gzread(f.get(), b, 4) == 4, path + ": truncated IDX header");
     const int64_t d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
     LOCKSTEP_REQUIRE(d > 0, path + ": IDX dimension " + std::to_string(i) + " is zero");
+    LOCKSTEP_REQUIRE(total <= (int64_t{1} << 40) / d, path + ": IDX header claims more than 2^40 elements");
     a.dims.push_back(d);
     total *= d;
   }
-  a.data.resize(static_cast<size_t>(total));
+  // The header's claim is checked against the bytes that exist before anything that size
+  // is allocated: exactly for a plain file; a .gz file grows the array only as data
+  // actually decompresses, so a lying header fails as truncated, not as bad_alloc.
+  const int64_t header_bytes = 4 + 4 * int64_t{ndim};
+  if (gzdirect(f.get()) == 1) {  // not compressed
+    const int64_t have = file_size(path) - header_bytes;
+    LOCKSTEP_REQUIRE(have >= total, path + ": truncated IDX data (the header claims " + std::to_string(total) +
+                                        " bytes, the file holds " + std::to_string(have) + ")");
+  }
   int64_t done = 0;
   while (done < total) {
-    const unsigned want = static_cast<unsigned>(std::min<int64_t>(total - done, 1 << 30));
-    const int got = gzread(f.get(), a.data.data() + done, want);
+    const int64_t piece = std::min<int64_t>(total - done, 64 << 20);
+    a.data.resize(static_cast<size_t>(done + piece));
+    const int got = gzread(f.get(), a.data.data() + done, static_cast<unsigned>(piece));
     LOCKSTEP_REQUIRE(got > 0, path + ": truncated IDX data (" + std::to_string(done) + " of " +
                                   std::to_string(total) + " bytes)");
     done += got;
   }
+  a.data.resize(static_cast<size_t>(done));
   return a;
 }
 

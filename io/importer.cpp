@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "core/error.hpp"
 #include "io/file_util.hpp"
@@ -55,6 +56,74 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
+// FNV-1a 64 of the fingerprint text: the manifest stores a short ASCII token, whatever
+// bytes the paths in it are made of.
+std::string fingerprint_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string new_dataset_id() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                     static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "train-00003-of-00016.h5": a file name a lockstep import writes.
+bool is_shard_name(const std::string& f) {
+  const size_t n = f.size();
+  // NAME "-" 5 digits "-of-" 5 digits ".h5"
+  return n > 18 && f.compare(n - 3, 3, ".h5") == 0 && f.compare(n - 12, 4, "-of-") == 0 && f[n - 18] == '-' &&
+         f.find_first_not_of("0123456789", n - 17) == n - 12 && f.find_first_not_of("0123456789", n - 8) == n - 3;
+}
+
+bool is_temp_name(const std::string& f) {
+  const auto pos = f.rfind(".tmp.");
+  return pos != std::string::npos && pos > 0 && pos + 5 < f.size() &&
+         f.find_first_not_of("0123456789", pos + 5) == std::string::npos;
+}
+
+// Step 4 of the protocol: what the import may overwrite. Throws UsageError.
+void check_output(const ImportOptions& opt, const std::string& source) {
+  const std::string& out = opt.output_dir;
+  const std::string hint = " (choose another --output, or pass --force)";
+  for (const std::string& in : opt.input_files) {
+    const bool inside = path_is_inside(in, out);
+    if (inside && (is_shard_name(base_name(canonical_path(in))) || base_name(canonical_path(in)) == kManifestName))
+      throw UsageError("--input " + in + " lies in --output " + out +
+                       " and this import would overwrite or delete it: write the shards to another directory");
+    if (!opt.force && (inside || (is_directory(in) && path_is_inside(out, in))))
+      throw UsageError("--output " + out + " and the input " + in + " overlap" + hint);
+  }
+  if (opt.force || !is_directory(out)) return;
+  if (path_exists(out + "/" + kManifestName)) {
+    std::string other;
+    try {
+      const Manifest m = read_manifest(out);
+      if (m.source != source) other = "dataset '" + m.spec.name + "' made from " + m.source;
+    } catch (const Error& e) {
+      other = "an unreadable manifest (" + std::string(e.what()) + ")";
+    }
+    if (!other.empty())
+      throw UsageError(out + " holds " + other + "; `lockstep shard` does not replace another dataset" + hint);
+  }
+  std::vector<std::string> foreign;
+  for (const std::string& f : list_dir(out))
+    if (f != kManifestName && !is_shard_name(f) && !is_temp_name(f)) foreign.push_back(f);
+  if (!foreign.empty()) {
+    std::string names;
+    for (size_t i = 0; i < foreign.size() && i < 3; ++i) names += (i ? ", " : "") + foreign[i];
+    if (foreign.size() > 3) names += ", ...";
+    throw UsageError(out + " is not empty and holds files that are not a lockstep dataset (" + names + ")" + hint);
+  }
+}
+
 bool up_to_date(const std::string& dir, const std::string& fp) {
   if (!path_exists(dir + "/" + kManifestName)) return false;
   try {
@@ -78,9 +147,11 @@ void check_labels(const SampleSource& src, int64_t classes) {
                          " is outside [0, " + std::to_string(classes) + ")");
 }
 
-// Writes one input split (and its validation split) in one pass over its source.
+// Writes one input split (and its validation split) in one pass over its source, under
+// temp names; the finished writers go to DONE, to be committed with the whole import.
 std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, DatasetSpec& spec, bool first,
-                                                            const ImportOptions& opt) {
+                                                            const ImportOptions& opt, const WriteOptions& wopt,
+                                                            std::vector<std::unique_ptr<ShardWriter>>* done) {
   PlanOptions plan = opt.plan;
   if (!in.with_val) plan.val_fraction = 0.0;
   const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan);
@@ -94,7 +165,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     for (int k = 0; k < count; ++k) {
       BufferedWriter w;
       w.writer = std::make_unique<ShardWriter>(opt.output_dir, a.split, k, count, spec,
-                                               static_cast<int64_t>(a.shards[k].size()), opt.write);
+                                               static_cast<int64_t>(a.shards[k].size()), wopt);
       w.split = a.split;
       w.train_stats = first && a.split == in.split;
       w.flush_at = std::max<size_t>(1, (1u << 20) / sb);
@@ -132,8 +203,8 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     w.writer->set_stats(spec.mean, spec.std);
     if (out.empty() || out.back().first != w.split) out.emplace_back(w.split, SplitEntry{});
     out.back().second.shards.push_back(w.writer->finish());
+    done->push_back(std::move(w.writer));
   }
-  fsync_path(opt.output_dir);
   return out;
 }
 
@@ -152,7 +223,8 @@ std::string file_fingerprint(const std::vector<std::string>& paths) {
 ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
                         const std::string& fingerprint) {
   ImportResult result;
-  if (!opt.force && up_to_date(opt.output_dir, fingerprint)) {
+  const std::string fp_hash = fingerprint_hash(fingerprint);
+  if (!opt.force && up_to_date(opt.output_dir, fp_hash)) {
     result.manifest = read_manifest(opt.output_dir);
     result.skipped = true;
     return result;
@@ -160,7 +232,8 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   LOCKSTEP_REQUIRE(!inputs.empty(), "nothing to import");
   Manifest& m = result.manifest;
   m.source = source;
-  m.source_fingerprint = fingerprint;
+  m.source_fingerprint = fp_hash;
+  m.dataset_id = new_dataset_id();
   DatasetSpec& spec = m.spec;
   spec = inputs[0].source->spec();
   spec.name = opt.name;
@@ -184,11 +257,19 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
                          std::to_string(spec.num_classes));
   for (const auto& in : inputs) check_labels(*in.source, spec.num_classes);
 
+  check_output(opt, source);
   make_dirs(opt.output_dir);
   LOCKSTEP_REQUIRE(::access(opt.output_dir.c_str(), W_OK) == 0, "output directory " + opt.output_dir + " is not writable");
-  remove_file(opt.output_dir + "/" + kManifestName);
+  remove_temp_files(opt.output_dir);
+  WriteOptions wopt = opt.write;
+  wopt.dataset_id = m.dataset_id;
+  std::vector<std::unique_ptr<ShardWriter>> done;
   for (size_t i = 0; i < inputs.size(); ++i)
-    for (auto& split : write_input(inputs[i], spec, i == 0, opt)) m.splits.push_back(std::move(split));
+    for (auto& split : write_input(inputs[i], spec, i == 0, opt, wopt, &done)) m.splits.push_back(std::move(split));
+  // Commit: every shard is complete and synced under its temp name.
+  remove_file(opt.output_dir + "/" + kManifestName);
+  for (auto& w : done) w->commit();
+  fsync_path(opt.output_dir);
   write_manifest(opt.output_dir, m);
 
   for (const std::string& f : list_dir(opt.output_dir)) {
@@ -198,7 +279,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
       ours = ours || f.compare(0, name.size() + 1, name + "-") == 0;
       for (const auto& s : split.shards) listed = listed || s.file == f;
     }
-    if (ours && !listed) remove_file(opt.output_dir + "/" + f);
+    if (ours && !listed && is_shard_name(f)) remove_file(opt.output_dir + "/" + f);
   }
   return result;
 }

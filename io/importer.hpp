@@ -7,8 +7,15 @@
 //    held in memory.
 // 3. Per-channel mean/std are accumulated over the first split's training samples
 //    during its pass and stored in every shard of every split (written at finish()).
-// 4. The old manifest is removed before writing and the new one written last; shard files
-//    of these splits that the new manifest does not list are removed.
+// 4. Nothing the import did not make is destroyed: it refuses (without --force) an output
+//    directory that holds another dataset (a manifest of another source) or files that
+//    are not lockstep shards, and an input inside the output directory; an input file the
+//    import would overwrite is refused even with --force.
+// 5. Shards are written under temp names and committed only when every shard of every
+//    split is finished: then the old manifest is removed, the shards renamed into place,
+//    the new manifest written last, and shard files of these splits that it does not
+//    list removed. A failed import leaves the previous dataset as it was (and no temp
+//    files: the writers remove theirs; leftovers of a killed import are removed first).
 #pragma once
 
 #include <memory>
@@ -35,6 +42,7 @@ struct ImportOptions {
   PlanOptions plan;
   WriteOptions write;
   bool force = false;
+  std::vector<std::string> input_files;  // the files (or IDX directory) read, for the overwrite checks
   bool progress = false;  // a progress line on stderr (set when stderr is a TTY)
 };
 
@@ -43,7 +51,8 @@ struct ImportResult {
   bool skipped = false;
 };
 
-// FINGERPRINT describes the inputs (files, sizes, mtimes) and every option.
+// FINGERPRINT describes the inputs (files, sizes, mtimes) and every option; the manifest
+// stores its hash. SOURCE names the input ("idx:DIR") in the manifest.
 ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
                         const std::string& fingerprint);
 

@@ -1,25 +1,40 @@
-// metrics_log: metrics.jsonl, one JSON object per line, flushed per row so a job killed
-// mid-run keeps every row it reported. Opened by rank 0 only (the trainer's rule).
+// metrics_log: RUN_DIR/metrics.jsonl, one JSON object per line, every row carrying the
+// global "step" it describes. Opened by rank 0 only (the recorder's rule).
+//
+// A valid log across any crash and resume:
+// 1. each row is one write(2) on an O_APPEND descriptor, so a crash leaves at most one
+//    partial line, at the end of the file;
+// 2. opening for a run that starts at step S (0 for a fresh start, the checkpoint's step
+//    on resume) first keeps only the complete, parseable rows with step <= S and drops
+//    the rest — the rows a crashed or stopped run wrote past its last durable checkpoint,
+//    which the resumed run writes again. So train rows never repeat or go backwards, and
+//    an "end" row survives only for a run that did end (a run that is extended past it
+//    writes a new one). The file is rewritten atomically when anything is dropped;
+// 3. the file is never written through a symbolic link.
 #pragma once
 
-#include <cstdio>
+#include <cstdint>
 #include <string>
 
-#include "io/json.hpp"
 
 namespace lockstep::io {
 
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);  // appends; throws naming PATH
+  // Throws naming PATH. DROPPED (optional) receives how many rows were dropped.
+  MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped = nullptr);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
-  void write(const JsonObject& row);
+  void write(const std::string& row);  // one JSON object, no newline
+  const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
+
+// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps.
+std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped);
 
 }  // namespace lockstep::io

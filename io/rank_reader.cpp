@@ -26,7 +26,7 @@ RankReader::RankReader(const std::string& dir, const Manifest& m, const std::str
   for (const auto& r : ranges_) {
     const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
     if (!files_[static_cast<size_t>(r.shard)])
-      files_[static_cast<size_t>(r.shard)] = std::make_unique<ShardFile>(dir + "/" + s.file, spec_, s.count);
+      files_[static_cast<size_t>(r.shard)] = std::make_unique<ShardFile>(dir + "/" + s.file, spec_, &s, m.dataset_id);
   }
   block_ = opt.block_samples > 0 ? opt.block_samples
                                  : std::max<int64_t>(1, (4 << 20) / static_cast<int64_t>(spec_.sample_bytes()));

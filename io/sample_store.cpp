@@ -40,7 +40,7 @@ SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const s
   int64_t at = 0;
   for (const auto& r : ranges) {
     const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
-    ShardFile f(dir + "/" + s.file, m.spec, s.count);
+    ShardFile f(dir + "/" + s.file, m.spec, &s, m.dataset_id);
     f.read(r.begin, r.size(), samples.data() + static_cast<size_t>(at) * m.spec.sample_bytes(),
            labels.data() + at);
     at += r.size();

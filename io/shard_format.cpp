@@ -113,6 +113,17 @@ void validate_samples(const DatasetSpec& spec, const void* samples, const int64_
   }
 }
 
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 std::string shard_file_name(const std::string& split, int index, int count) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "-%05d-of-%05d.h5", index, count);
@@ -139,6 +150,7 @@ std::string manifest_to_json(const Manifest& m) {
       .add("name", m.spec.name)
       .add("source", m.source)
       .add("source_fingerprint", m.source_fingerprint)
+      .add("dataset_id", m.dataset_id)
       .add("sample_shape", m.spec.sample_shape)
       .add("dtype", dtype_name(m.spec.dtype))
       .add("labeled", m.spec.labeled)
@@ -159,7 +171,11 @@ std::vector<T> array_of(const ptree& t, const std::string& key, const std::strin
   std::vector<T> out;
   const auto child = t.get_child_optional(key);
   if (!child) throw Error(what + ": missing key '" + key + "'");
-  for (const auto& [k, v] : *child) out.push_back(v.template get_value<T>());
+  for (const auto& [k, v] : *child) {
+    const auto value = v.template get_value_optional<T>();
+    if (!value || !v.empty()) throw Error(what + ": key '" + key + "' holds a malformed value '" + v.data() + "'");
+    out.push_back(*value);
+  }
   return out;
 }
 
@@ -195,9 +211,26 @@ Manifest read_manifest(const std::string& dir) {
   m.spec.class_names = array_of<std::string>(t, "class_names", path);
   m.spec.mean = array_of<double>(t, "mean", path);
   m.spec.std = array_of<double>(t, "std", path);
-  LOCKSTEP_REQUIRE(!m.spec.sample_shape.empty() && m.spec.sample_elems() > 0,
-                   path + ": empty sample_shape");
-  LOCKSTEP_REQUIRE(!m.spec.labeled || m.spec.num_classes > 0, path + ": num_classes must be positive");
+  m.dataset_id = t.get<std::string>("dataset_id", "");
+  LOCKSTEP_REQUIRE(!m.spec.sample_shape.empty() && m.spec.sample_shape.size() <= 8,
+                   path + ": sample_shape must have 1 to 8 dimensions");
+  int64_t elems = 1;
+  for (const int64_t d : m.spec.sample_shape) {
+    LOCKSTEP_REQUIRE(d > 0 && d <= (int64_t{1} << 31) && elems <= (int64_t{1} << 40) / d,
+                     path + ": sample_shape " + shape_text(m.spec.sample_shape) + " is not a valid sample size");
+    elems *= d;
+  }
+  LOCKSTEP_REQUIRE(!m.spec.labeled || (m.spec.num_classes > 0 && m.spec.num_classes <= kMaxClasses),
+                   path + ": num_classes " + std::to_string(m.spec.num_classes) + " is outside [1, " +
+                       std::to_string(kMaxClasses) + "]");
+  const size_t channels = static_cast<size_t>(m.spec.sample_shape[0]);
+  LOCKSTEP_REQUIRE(m.spec.mean.size() == channels && m.spec.std.size() == channels,
+                   path + ": mean/std have " + std::to_string(m.spec.mean.size()) + "/" +
+                       std::to_string(m.spec.std.size()) + " entries for " + std::to_string(channels) + " channels");
+  for (size_t c = 0; c < channels; ++c)
+    LOCKSTEP_REQUIRE(std::isfinite(m.spec.mean[c]) && std::isfinite(m.spec.std[c]) && m.spec.std[c] > 0,
+                     path + ": channel " + std::to_string(c) + " has mean " + std::to_string(m.spec.mean[c]) +
+                         " / std " + std::to_string(m.spec.std[c]) + " (std must be finite and positive)");
   LOCKSTEP_REQUIRE(m.spec.class_names.empty() ||
                        static_cast<int64_t>(m.spec.class_names.size()) == m.spec.num_classes,
                    path + ": class_names has " + std::to_string(m.spec.class_names.size()) +
@@ -211,9 +244,17 @@ Manifest read_manifest(const std::string& dir) {
     for (const auto& [unused, sh] : *shards) {
       ShardEntry e;
       e.file = value_of<std::string>(sh, "file", path);
+      LOCKSTEP_REQUIRE(is_plain_file_name(e.file),
+                       path + ": shard file '" + e.file + "' is not a plain file name in the dataset directory");
       e.count = value_of<int64_t>(sh, "count", path);
+      LOCKSTEP_REQUIRE(e.count > 0, path + ": shard " + e.file + " has count " + std::to_string(e.count));
       e.histogram = array_of<int64_t>(sh, "histogram", path);
-      e.crc32 = static_cast<uint32_t>(std::stoul(value_of<std::string>(sh, "crc32", path), nullptr, 16));
+      for (const int64_t h : e.histogram)
+        LOCKSTEP_REQUIRE(h >= 0, path + ": shard " + e.file + " has a negative histogram entry");
+      const std::string crc = value_of<std::string>(sh, "crc32", path);
+      LOCKSTEP_REQUIRE(crc.size() == 8 && crc.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos,
+                       path + ": shard " + e.file + " has crc32 '" + crc + "', expected 8 hex digits");
+      e.crc32 = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
       const int64_t hsum = std::accumulate(e.histogram.begin(), e.histogram.end(), int64_t{0});
       LOCKSTEP_REQUIRE(m.spec.labeled ? static_cast<int64_t>(e.histogram.size()) == m.spec.num_classes && hsum == e.count
                                       : e.histogram.empty(),

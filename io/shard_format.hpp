@@ -17,6 +17,7 @@ inline constexpr int kShardFormatVersion = 1;
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kSamplesDataset = "samples";
 inline constexpr const char* kLabelsDataset = "labels";
+inline constexpr int64_t kMaxClasses = 100000;  // a sanity bound on a manifest's num_classes
 
 enum class DType { kUInt8, kInt16, kFloat16, kFloat32 };
 
@@ -56,6 +57,9 @@ struct Manifest {
   DatasetSpec spec;
   std::string source;              // what the importer read, for humans
   std::string source_fingerprint;  // lets `lockstep shard` skip work already done
+  // Random per import, also an attribute of every shard it wrote: a shard file replaced by
+  // one of another import is refused at open. Empty in datasets made before it existed.
+  std::string dataset_id;
   std::vector<std::pair<std::string, SplitEntry>> splits;  // in writing order
 
   const SplitEntry& split(const std::string& name, const std::string& dir) const;
@@ -70,6 +74,10 @@ float half_to_float(uint16_t h);
 // samples. The N samples are samples FIRST.. of WHERE (a file), named in the error.
 void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
                       const std::string& where);
+
+// A name that stays inside its directory: no '/', not "." or "..", not empty.
+bool is_plain_file_name(const std::string& name);
+std::string shape_text(const std::vector<int64_t>& shape);  // "[1,28,28]"
 
 // "train-00003-of-00016.h5"
 std::string shard_file_name(const std::string& split, int index, int count);

@@ -39,16 +39,45 @@ std::vector<hsize_t> dims_of(hid_t dataset) {
   return dims;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
+std::string shape_str(const std::vector<int64_t>& s) { return shape_text(s); }
+
+// Whether DATASET's stored type is exactly MEMORY_TYPE's kind (class, size, sign), so a
+// read converts nothing.
+bool same_type(hid_t dataset, hid_t memory_type) {
+  H5Handle t(H5_CHECK(H5Dget_type(dataset)));
+  if (H5Tget_class(t.get()) != H5Tget_class(memory_type) || H5Tget_size(t.get()) != H5Tget_size(memory_type))
+    return false;
+  return H5Tget_class(t.get()) != H5T_INTEGER || H5Tget_sign(t.get()) == H5Tget_sign(memory_type);
+}
+
+std::string type_text(hid_t dataset) {
+  H5Handle t(H5_CHECK(H5Dget_type(dataset)));
+  const H5T_class_t cls = H5Tget_class(t.get());
+  const std::string bits = std::to_string(8 * H5Tget_size(t.get()));
+  if (cls == H5T_FLOAT) return "float" + bits;
+  if (cls == H5T_INTEGER) return (H5Tget_sign(t.get()) == H5T_SGN_NONE ? "uint" : "int") + bits;
+  return "a non-numeric type";
+}
+
+bool has_fletcher32(hid_t dataset) {
+  H5Handle dcpl(H5_CHECK(H5Dget_create_plist(dataset)));
+  const int n = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0;
+    size_t nelem = 0;
+    if (H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelem, nullptr, 0, nullptr, nullptr) ==
+        H5Z_FILTER_FLETCHER32)
+      return true;
+  }
+  return false;
 }
 
 }  // namespace
 
-ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, int64_t expected_count)
+ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const ShardEntry* entry,
+                     const std::string& dataset_id)
     : path_(path), spec_(spec) {
+  const int64_t expected_count = entry ? entry->count : -1;
   file_ = open_shard(path);
   samples_ = open_dataset(file_.get(), kSamplesDataset, path);
   const auto sdims = dims_of(samples_.get());
@@ -67,9 +96,29 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, int64_t e
   LOCKSTEP_REQUIRE(expected_count < 0 || expected_count == count_,
                    path + ": holds " + std::to_string(count_) + " samples, manifest says " +
                        std::to_string(expected_count));
-  const std::string dtype = h5_read_attr_str(file_.get(), "dtype");
+  const std::string dtype = h5_has_attr(file_.get(), "dtype") ? h5_read_attr_str(file_.get(), "dtype") : "(none)";
   LOCKSTEP_REQUIRE(dtype == dtype_name(spec.dtype),
                    path + ": sample dtype " + dtype + " differs from the dataset's " + dtype_name(spec.dtype));
+  LOCKSTEP_REQUIRE(same_type(samples_.get(), h5_type_of(spec.dtype)),
+                   path + ": /samples is stored as " + type_text(samples_.get()) + ", the manifest says " +
+                       dtype_name(spec.dtype) + " (refusing to convert: values would be clamped)");
+  LOCKSTEP_REQUIRE(!spec.labeled || same_type(labels_.get(), H5T_NATIVE_INT64),
+                   path + ": /labels is stored as " + (spec.labeled ? type_text(labels_.get()) : "") +
+                       ", expected int64");
+  if (!dataset_id.empty()) {
+    const std::string id = h5_has_attr(file_.get(), "dataset_id") ? h5_read_attr_str(file_.get(), "dataset_id") : "";
+    LOCKSTEP_REQUIRE(id == dataset_id, path + ": shard of another import (dataset_id '" + id + "', the manifest's is '" +
+                                           dataset_id + "'): the file was replaced after `lockstep shard`");
+  }
+  chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get()));
+  if (!chunk_checksums_ && entry) {
+    const uint32_t crc = crc32_of_file(path);
+    char want[16], got[16];
+    std::snprintf(want, sizeof want, "%08x", entry->crc32);
+    std::snprintf(got, sizeof got, "%08x", crc);
+    LOCKSTEP_REQUIRE(crc == entry->crc32, path + ": checksum mismatch (manifest crc32 " + want + ", file " + got +
+                                              "): the shard changed after `lockstep shard`");
+  }
 }
 
 void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) const {
@@ -80,14 +129,21 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) c
   h5_quiet();  // may be the loader's thread
   std::lock_guard<std::mutex> lock(h5_mutex());
   const RowSelection rows = select_rows(samples_.get(), begin, n);
+  const auto what = [&](const char* dataset) {
+    return path_ + ": cannot read " + dataset + " " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) +
+           (chunk_checksums_ ? " (a chunk fails its checksum, or the file is truncated: the shard changed after "
+                               "`lockstep shard`; lockstep inspect DIR --verify checks every shard): "
+                             : " (truncated or corrupt file?): ") +
+           h5_last_error();
+  };
   if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
-    throw Error(path_ + ": cannot read samples (truncated or corrupt file?): " + h5_last_error());
+    throw Error(what("samples"));
   if (!spec_.labeled) {
     std::fill(labels, labels + n, int64_t{-1});
   } else {
     const RowSelection lrows = select_rows(labels_.get(), begin, n);
     if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels) < 0)
-      throw Error(path_ + ": cannot read labels (truncated or corrupt file?): " + h5_last_error());
+      throw Error(what("labels"));
   }
   validate_samples(spec_, samples, labels, n, begin, path_);
 }
@@ -111,6 +167,7 @@ ShardHeader read_shard_header(const std::string& path) {
     if (nl == std::string::npos) break;
     pos = nl + 1;
   }
+  if (h5_has_attr(id, "dataset_id")) h.dataset_id = h5_read_attr_str(id, "dataset_id");
   h.spec.mean = h5_read_attr_f64(id, "mean");
   h.spec.std = h5_read_attr_f64(id, "std");
   H5Handle d = open_dataset(id, kSamplesDataset, path);
@@ -148,7 +205,7 @@ std::vector<std::string> verify_dataset(const std::string& dir) {
       char got[16];
       std::snprintf(got, sizeof got, "%08x", crc);
       LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
-      ShardFile f(path, m.spec, s.count);
+      ShardFile f(path, m.spec, &s, m.dataset_id);
       std::vector<unsigned char> samples(m.spec.sample_bytes() * 1024);
       std::vector<int64_t> labels(1024), hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
       for (int64_t i = 0; i < f.count(); i += 1024) {

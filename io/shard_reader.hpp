@@ -2,8 +2,16 @@
 // sample ranges from it.
 //
 // Every check names the file: missing file, not HDF5, missing datasets, shape/dtype that
-// differ from the manifest, a count that differs from the manifest, labels outside
-// [0, classes), NaN/Inf in float samples.
+// differ from the manifest (the dtype attribute and the HDF5 type of /samples and
+// /labels: HDF5 would otherwise convert, i.e. clamp, silently), a count that differs from
+// the manifest, a shard of another import (dataset_id), labels outside [0, classes),
+// NaN/Inf in float samples.
+//
+// Integrity (bytes changed after `lockstep shard` are never trained on):
+// - shards with per-chunk Fletcher-32 checksums (every shard lockstep writes): HDF5
+//   verifies each chunk it reads; a mismatch is an error naming the file and samples;
+// - older shards without them: the whole file's CRC-32 is checked against the manifest
+//   once, when the file is opened (one extra read per run, not per epoch).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +24,10 @@ namespace lockstep::io {
 
 class ShardFile {
  public:
-  // Opens PATH and checks it against SPEC and, when EXPECTED_COUNT >= 0, the count.
-  ShardFile(const std::string& path, const DatasetSpec& spec, int64_t expected_count);
+  // Opens PATH and checks it against SPEC and, when ENTRY is given, against the
+  // manifest's entry (count; CRC-32 for shards without chunk checksums) and DATASET_ID.
+  ShardFile(const std::string& path, const DatasetSpec& spec, const ShardEntry* entry = nullptr,
+            const std::string& dataset_id = "");
   ShardFile(const ShardFile&) = delete;
   ShardFile& operator=(const ShardFile&) = delete;
   ShardFile(ShardFile&&) noexcept = default;
@@ -25,6 +35,7 @@ class ShardFile {
 
   int64_t count() const { return count_; }
   const std::string& path() const { return path_; }
+  bool chunk_checksums() const { return chunk_checksums_; }
   // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and LABELS (N).
   void read(int64_t begin, int64_t n, void* samples, int64_t* labels) const;
 
@@ -32,6 +43,7 @@ class ShardFile {
   std::string path_;
   DatasetSpec spec_;
   int64_t count_ = 0;
+  bool chunk_checksums_ = false;
   H5Handle file_, samples_, labels_;
 };
 
@@ -42,6 +54,7 @@ struct ShardHeader {
   int64_t index = 0, count_of = 0, samples = 0;
   std::vector<int64_t> chunk;
   std::string filters;
+  std::string dataset_id;
 };
 ShardHeader read_shard_header(const std::string& path);
 

@@ -2,7 +2,9 @@
 #include "io/shard_writer.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "io/file_util.hpp"
 
@@ -34,6 +36,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
 
   const hid_t f = file_.get();
   h5_write_attr_i64(f, "lockstep_format", {kShardFormatVersion});
+  if (!opt.dataset_id.empty()) h5_write_attr_str(f, "dataset_id", opt.dataset_id);
   h5_write_attr_str(f, "name", spec.name);
   h5_write_attr_str(f, "split", split);
   h5_write_attr_i64(f, "shard_index", {index});
@@ -60,6 +63,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
     H5_CHECK(H5Pset_shuffle(dcpl.get()));
     H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.compression)));
   }
+  if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(dcpl.get()));
   H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
   samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
@@ -68,13 +72,14 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   const hsize_t ldims = dims[0], lchunk = chunk_dims[0];
   H5Handle lcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   H5_CHECK(H5Pset_chunk(lcpl.get(), 1, &lchunk));
+  if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(lcpl.get()));
   H5Handle lspace(H5_CHECK(H5Screate_simple(1, &ldims, nullptr)));
   labels_ = H5Handle(H5_CHECK(H5Dcreate2(f, kLabelsDataset, H5T_STD_I64LE, lspace.get(),
                                          H5P_DEFAULT, lcpl.get(), H5P_DEFAULT)));
 }
 
 ShardWriter::~ShardWriter() {
-  if (finished_) return;
+  if (committed_) return;
   samples_.reset();
   labels_.reset();
   file_.reset();
@@ -115,10 +120,15 @@ ShardEntry ShardWriter::finish() {
   e.histogram = histogram_;
   e.crc32 = crc32_of_file(tmp_path_);
   fsync_path(tmp_path_);
-  if (std::rename(tmp_path_.c_str(), final_path_.c_str()) != 0)
-    throw Error("cannot rename " + tmp_path_ + " to " + final_path_);
   finished_ = true;
   return e;
+}
+
+void ShardWriter::commit() {
+  LOCKSTEP_REQUIRE(finished_, final_path_ + ": commit before finish");
+  if (std::rename(tmp_path_.c_str(), final_path_.c_str()) != 0)
+    throw Error("cannot rename " + tmp_path_ + " to " + final_path_ + ": " + std::strerror(errno));
+  committed_ = true;
 }
 
 SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
@@ -139,6 +149,7 @@ SplitEntry write_split(const std::string& dir, const std::string& split, const D
       w.append(bytes + static_cast<size_t>(i) * spec.sample_bytes(), labels + i, k);
     }
     out.shards.push_back(w.finish());
+    w.commit();
   }
   fsync_path(dir);
   return out;

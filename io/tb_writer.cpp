@@ -1,6 +1,9 @@
 // tb_writer: see tb_writer.hpp.
 #include "io/tb_writer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -66,7 +69,9 @@ uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
 TbWriter::TbWriter(const std::string& dir, const std::string& host) {
   make_dirs(dir);
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now_seconds())) + "." + host;
-  file_ = std::fopen(path_.c_str(), "ab");
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0664);
+  if (fd < 0) throw Error("cannot open " + path_ + " for writing: " + std::strerror(errno));
+  file_ = ::fdopen(fd, "ab");
   if (!file_) throw Error("cannot open " + path_ + " for writing: " + std::strerror(errno));
   std::string e = event_header(now_seconds(), 0);
   bytes_field(e, 3, "brain.Event:2");  // file_version
@@ -91,6 +96,15 @@ void TbWriter::scalars(int64_t step, const std::vector<std::pair<std::string, do
   }
   std::string e = event_header(now_seconds(), step);
   bytes_field(e, 5, summary);  // Event.summary
+  write_event(e);
+}
+
+void TbWriter::session_start(int64_t step) {
+  std::string log;
+  varint(log, 1 << 3 | 0);  // SessionLog.status
+  varint(log, 1);           // START
+  std::string e = event_header(now_seconds(), step);
+  bytes_field(e, 7, log);   // Event.session_log
   write_event(e);
 }
 

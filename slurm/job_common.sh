@@ -9,7 +9,10 @@
 #    mpirun inside the allocation (LAUNCHER=mpirun, for sites that prefer it);
 # 4. lockstep exits 3 when a signal (#SBATCH --signal=USR1@120 before the time limit, or a
 #    preemption's SIGTERM) made it checkpoint and stop: the job requeues itself, at most
-#    LOCKSTEP_MAX_REQUEUES times (default 20); any other exit code is the job's.
+#    LOCKSTEP_MAX_REQUEUES times (default 20); any other exit code is the job's. srun may
+#    report that outcome otherwise (the first rank to exit 3 makes --kill-on-bad-exit
+#    signal the others): rank 0 writes RUN_DIR/resumable once the checkpoint is durable
+#    (and removes it when a run starts), so that file, not only the code, means "requeue".
 #
 # Knobs (environment, all optional): LOCKSTEP_BIN (build/lockstep), JOB_CONFIG
 # (jobs/fashion_mnist.ini), RUN_DIR, LAUNCHER (srun|mpirun), MPIRUN_ARGS (extra mpirun
@@ -50,6 +53,10 @@ run_lockstep() {
   fi
   launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
     --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 3 ] && [ -f "$RUN_DIR/resumable" ]; then
+    echo "lockstep's launcher exited $rc, but rank 0 recorded a durable checkpoint ($(cat "$RUN_DIR/resumable")): resumable"
+    rc=3
+  fi
   if [ "$rc" = 3 ]; then
     if [ "${SLURM_RESTART_COUNT:-0}" -lt "${LOCKSTEP_MAX_REQUEUES:-20}" ]; then
       echo "lockstep stopped at a checkpoint (exit 3): requeueing job ${SLURM_JOB_ID}"

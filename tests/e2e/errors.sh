@@ -25,7 +25,7 @@ expect_output "rank 1@.*dataset directory /nonexistent/data does not exist"
 pass "missing data: every rank reports, job exits 1"
 
 expect_rc 1 run_mpi 2 train --data data --batch-size 200 --run-dir r1
-expect_output "rank 0 of 2 gets 128 samples, fewer than one batch of 200"
+expect_output "rank 0 of 2 gets 116 samples, fewer than one batch of 200"
 pass "more ranks than data: the rank is named"
 
 cp -r data broken

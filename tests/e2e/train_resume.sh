@@ -23,10 +23,11 @@ PY
 [ -n "$(json_rows run/metrics.jsonl end val_acc)" ] || fail "end row lacks val_acc"
 pass "loss went down: $(echo $losses | cut -d' ' -f1) -> $(echo $losses | awk '{print $NF}')"
 
-[ "$(ls run | tr '\n' ' ')" = "checkpoints command.txt config.ini metrics.jsonl tb train.log " ] || fail "unexpected run dir: $(ls run)"
-# 32 steps/epoch: the epoch-end checkpoint and the one where --max-steps stopped the run,
-# and the best evaluation so far (--ckpt.best-metric val_f1).
-[ "$(ls run/checkpoints | tr '\n' ' ')" = "best.ckpt step-000000032.ckpt step-000000040.ckpt " ] || fail "checkpoints: $(ls run/checkpoints)"
+[ "$(ls run | tr '\n' ' ')" = "checkpoints command.txt config.ini lock metrics.jsonl tb train.log " ] || fail "unexpected run dir: $(ls run)"
+# 28 steps/epoch (1842 train samples: a stratified tenth of the slice is 'val'): the
+# epoch-end checkpoint and the one where --max-steps stopped the run, and the best
+# evaluation so far (--ckpt.best-metric val_f1).
+[ "$(ls run/checkpoints | tr '\n' ' ')" = "best.ckpt step-000000028.ckpt step-000000040.ckpt " ] || fail "checkpoints: $(ls run/checkpoints)"
 grep -q '^\[train\]' run/config.ini || fail "config.ini is not the resolved config"
 grep -q -- '--max-steps 40' run/command.txt || fail "command.txt lacks the command line"
 pass "run dir holds exactly rank 0's files"
@@ -45,8 +46,9 @@ pass "resume on a different world size"
 head -c 1000 run/checkpoints/step-000000070.ckpt > tmp && mv tmp run/checkpoints/step-000000070.ckpt
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 75
 expect_output 'skipping unusable checkpoint: .*step-000000070.ckpt: truncated'
-# The 1-rank run (64 steps/epoch) also wrote its epoch-end checkpoint at step 68.
-expect_output 'resumed from run/checkpoints/step-000000068.ckpt at step 68'
+# The 1-rank run (57 steps/epoch) stopped mid-epoch at 70: the one before is step 60's.
+expect_output 'resumed from run/checkpoints/step-000000060.ckpt at step 60'
+expect_output 'metrics.jsonl: dropped [0-9]+ row\(s\) past step 60'
 pass "corrupt newest checkpoint skipped, previous one used"
 
 before=$(md5sum run/checkpoints/* | md5sum)

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <thread>
 
 #include "core/communicator.hpp"
+#include "core/error.hpp"
 #include "core/mpi_runtime.hpp"
 #include "core/nccl_bootstrap.hpp"
 #include "mpi_test_env.hpp"
@@ -75,4 +77,30 @@ TEST(NcclBootstrap, UniqueIdReachesEveryRank) {
   EXPECT_EQ(lo, hi);
   // A second exchange gives a new ID (each communicator needs its own).
   EXPECT_NE(exchange_nccl_id(mpi()), id);
+}
+
+// Two ranks on one GPU: every rank stops with the same line naming both ranks, instead of
+// NCCL's bare "invalid usage" (the identities are given: no GPU needed).
+TEST(GpuPlacement, RanksSharingAGpuAreRefusedOnEveryRank) {
+  EXPECT_NO_THROW(check_gpu_identities(mpi(), mpi().rank(), "0000:" + std::to_string(10 + mpi().rank()) + ":00.0"));
+  if (mpi().size() < 2) return;
+  try {
+    check_gpu_identities(mpi(), 0, "0000:1b:00.0");
+    ADD_FAILURE() << "shared GPU not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks 0 and 1 share GPU 0 (PCI 0000:1b:00.0) on host " + mpi().host()),
+              std::string::npos) << e.what();
+  }
+}
+
+// The abort-hook registry: a hook removed (a communicator destroyed) never runs; adding
+// and removing from two threads at once is safe (the watchdog thread reads it).
+TEST(MpiRuntime, AbortHooksCanBeRemovedConcurrently) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      for (int i = 0; i < 500; ++i) mpi().remove_abort_hook(mpi().add_abort_hook([] {}));
+    });
+  for (auto& t : threads) t.join();
+  SUCCEED();
 }

@@ -30,13 +30,13 @@ TEST(Json, NonFiniteNumbersBecomeNull) {
 TEST(MetricsLog, AppendsOneObjectPerLine) {
   const std::string dir = lockstep::testing::fresh_dir("metrics");
   {
-    MetricsLog log(dir + "/m.jsonl");
-    log.write(JsonObject().add("step", 1));
+    MetricsLog log(dir + "/m.jsonl", 0);
+    log.write(JsonObject().add("step", 1).str());
   }
   {
-    MetricsLog log(dir + "/m.jsonl");  // a resumed run appends
-    log.write(JsonObject().add("step", 2));
+    MetricsLog log(dir + "/m.jsonl", 1);  // a run resumed at step 1 appends
+    log.write(JsonObject().add("step", 2).str());
   }
   EXPECT_EQ(read_text_file(dir + "/m.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n");
-  EXPECT_THROW(MetricsLog(dir + "/no/such/m.jsonl"), lockstep::Error);
+  EXPECT_THROW(MetricsLog(dir + "/no/such/m.jsonl", 0), lockstep::Error);
 }

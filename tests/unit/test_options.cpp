@@ -78,7 +78,7 @@ TEST(Options, EvaluateNeedsCheckpoint) {
   ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c.ckpt", "--split", "train"}, &cfg).status,
             ParseStatus::kRun);
   EXPECT_EQ(cfg.checkpoint, "c.ckpt");
-  EXPECT_EQ(cfg.val_split, "train");
+  EXPECT_EQ(cfg.eval_split, "train");
 }
 
 TEST(Options, LaterOptionsOverrideEarlierOnesAndFlagsNeedNoValue) {
@@ -108,4 +108,32 @@ TEST(Options, TrainerChoicesAreChecked) {
     EXPECT_EQ(r.status, ParseStatus::kError) << bad[0];
     EXPECT_NE(r.message.find(bad[0].substr(2)), std::string::npos) << r.message;
   }
+}
+
+TEST(Options, NaNAndInfinityAreRefusedForEveryNumber) {
+  for (const char* value : {"nan", "inf", "-nan"}) {
+    Config cfg;
+    const auto r = parse_train({"--data", "/d", "--lr", value}, &cfg);  // NaN passed "lr <= 0"
+    EXPECT_EQ(r.status, ParseStatus::kError) << value;
+    EXPECT_NE(r.message.find("--train.lr must be a finite number"), std::string::npos) << r.message;
+  }
+  Config cfg;
+  EXPECT_EQ(parse_train({"--data", "/d", "--train.momentum", "nan"}, &cfg).status, ParseStatus::kError);
+}
+
+TEST(Options, AConfigPathThatIsADirectoryIsAnError) {
+  Config cfg;
+  const auto r = parse_train({"--config", "/tmp"}, &cfg);  // before: read as an empty file
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("--config /tmp is a directory"), std::string::npos) << r.message;
+}
+
+TEST(Options, ValidationIsHonestByDefault) {
+  Config cfg;
+  ASSERT_EQ(parse_train({"--data", "/d"}, &cfg).status, ParseStatus::kRun);
+  EXPECT_EQ(cfg.val_split, "val");
+  EXPECT_EQ(cfg.test_split, "test");
+  Config ev;
+  ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c"}, &ev).status, ParseStatus::kRun);
+  EXPECT_EQ(ev.eval_split, "test");
 }

@@ -115,13 +115,16 @@ TEST(ShardErrors, ShapeOrDtypeDiffersFromManifest) {
   other = m;
   other.spec.dtype = DType::kFloat32;
   other.spec.sample_shape = {1, 4, 4};
-  EXPECT_ERROR_CONTAINS(ShardFile(dir + "/train-00000-of-00001.h5", other.spec, 20), "sample dtype uint8 differs");
+  EXPECT_ERROR_CONTAINS(ShardFile(dir + "/train-00000-of-00001.h5", other.spec, &m.split("train", dir).shards[0]),
+                        "sample dtype uint8 differs");
 }
 
 TEST(ShardErrors, CountDiffersFromManifest) {
   const std::string dir = fresh_dir("count");
   const Manifest m = write_tiny_dataset(dir, 20, 1);
-  EXPECT_ERROR_CONTAINS(ShardFile(dir + "/train-00000-of-00001.h5", m.spec, 21), "manifest says 21");
+  ShardEntry entry = m.split("train", dir).shards[0];
+  entry.count = 21;
+  EXPECT_ERROR_CONTAINS(ShardFile(dir + "/train-00000-of-00001.h5", m.spec, &entry), "manifest says 21");
 }
 
 TEST(ShardErrors, LabelsOutsideClassRange) {

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 11, end to end, the data: `lockstep shard` never destroys what it did not make,
+# a shard whose bytes changed after import is never trained on, and a manifest cannot
+# point outside its directory. Each case failed before the fix.
+source "$(dirname "$0")/common.sh" "$@"
+make_slice data 1024 2
+
+mkdir home && echo "years of work" > home/thesis.tex
+expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output home --limit 256
+expect_output "home is not empty and holds files that are not a lockstep dataset \(thesis.tex\)"
+[ "$(cat home/thesis.tex)" = "years of work" ] || fail "thesis.tex was touched"
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n' > d.csv
+before=$(md5sum data/* | md5sum)
+expect_rc 2 "$LOCKSTEP" shard --input csv:d.csv --output data
+expect_output "data holds dataset 'fmnist-slice' made from idx:$FMNIST; .* does not replace another dataset"
+expect_rc 2 "$LOCKSTEP" shard --input hdf5:data/train-00000-of-00002.h5 --output data --force
+expect_output "lies in --output data and this import would overwrite or delete it"
+[ "$(md5sum data/* | md5sum)" = "$before" ] || fail "a refused import changed the dataset"
+expect_rc 0 "$LOCKSTEP" shard --input "idx:$FMNIST" --output data --limit 1024 --shards 2 --name fmnist-slice
+expect_output "up to date"
+pass "shard refuses a foreign directory, another dataset and its own input (even with --force)"
+
+cp -r data flipped
+shard=flipped/train-00001-of-00002.h5
+python3 - "$shard" <<'PY'
+import os, sys
+path = sys.argv[1]
+with open(path, "r+b") as f:  # one byte in the middle of the sample chunks
+    f.seek(os.path.getsize(path) // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x5A]))
+PY
+expect_rc 1 run_mpi 2 train --data flipped --batch-size 32 --run-dir flip --max-steps 4
+expect_output "rank 1@.*train-00001-of-00002.h5: cannot read samples [0-9.]+ \(a chunk fails its checksum"
+for mode in memory stream; do
+  expect_rc 1 run_mpi 1 train --data flipped --batch-size 32 --run-dir "flip-$mode" --max-steps 4 --data.mode $mode
+  expect_output "train-00001-of-00002.h5: cannot read samples"
+done
+expect_rc 1 "$LOCKSTEP" inspect flipped --verify
+expect_output "train-00001-of-00002.h5: checksum mismatch"
+pass "a changed byte in a shard stops training (memory and stream readers) and fails --verify"
+
+cp -r data escape
+sed -i 's|"file": "train-00000-of-00002.h5"|"file": "../data/train-00000-of-00002.h5"|' escape/manifest.json
+expect_rc 1 run_mpi 2 train --data escape --batch-size 32 --run-dir esc --max-steps 2
+expect_output "shard file '../data/train-00000-of-00002.h5' is not a plain file name"
+pass "a manifest cannot name files outside its directory"
+echo "e2e data_safety: all passed"

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Issue 11, end to end: right numbers in the rows, honest validation, and a run directory
+# that survives hostile conditions — a second job, deletion mid-run, a crash and resume,
+# planted links, non-UTF-8 paths, leftover temp files, incompatible resumes, bad values,
+# and SIGTERM to mpirun. Every case here failed before the fix.
+source "$(dirname "$0")/common.sh" "$@"
+make_slice data 1024 2  # 922 train, 102 val, 1024 test: 14 steps/epoch at 2 x 32
+COMMON=(--data data --batch-size 32 --lr 0.05)
+
+# check_metrics FILE [FINAL_STEP]: every line is JSON, train rows strictly increase,
+# at most one end row, the end row (if FINAL_STEP) at that step and numbers finite.
+check_metrics() {
+  python3 - "$@" <<'PY'
+import json, math, sys
+path = sys.argv[1]
+rows = [json.loads(l) for l in open(path, encoding="utf-8", errors="strict")]
+steps = [r["step"] for r in rows if r["kind"] == "train"]
+assert steps == sorted(set(steps)), ("train rows repeat or go backwards", steps)
+ends = [r for r in rows if r["kind"] == "end"]
+if len(sys.argv) > 2:
+    assert len(ends) == 1 and ends[0]["step"] == int(sys.argv[2]), ends
+for r in rows:
+    for k, v in r.items():
+        assert v is not None and (not isinstance(v, float) or math.isfinite(v)), (k, r)
+PY
+}
+
+# --- numbers ----------------------------------------------------------------------------
+# 14 steps, a row every 7: the last window of the run is empty (the loss-nan bug).
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir smoke --epochs 1 --max-steps 14 --log-every 7
+check_metrics smoke/metrics.jsonl 14 || fail "NaN/null in rows when the step count is a multiple of log-every"
+grep -q 'loss nan' out.txt && fail "a log line says loss nan"
+pass "steps a multiple of --log-every: finite train_loss in epoch and end rows"
+
+# A checkpoint every 3 steps must not change any number (it discarded the log window).
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir plain --epochs 2 --log-every 5 --model.dropout 0
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir ckpt3 --epochs 2 --log-every 5 --model.dropout 0 --ckpt-every 3 --keep-last 2
+for kind in train epoch end; do
+  a=$(json_rows plain/metrics.jsonl $kind train_loss | tr '\n' ' ')
+  b=$(json_rows ckpt3/metrics.jsonl $kind train_loss | tr '\n' ' ')
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "$kind rows differ with --ckpt-every: '$a' vs '$b'"
+done
+pass "--ckpt.every leaves train/epoch/end numbers unchanged"
+
+# Validation on 'val', test once at the end with the best checkpoint's weights.
+grep -q "validation at step 14 on 'val' (102 samples)" plain/train.log || fail "validation not on 'val'"
+[ "$(json_rows plain/metrics.jsonl test step | wc -l)" = 1 ] || fail "not exactly one test row"
+grep -Eq "test at step 28 on 'test' \(1024 samples, the best val_f1 checkpoint, step (14|28)\)" plain/train.log ||
+  fail "no test line naming the chosen weights"
+[ -n "$(json_rows plain/metrics.jsonl end test_acc)" ] || fail "end row lacks test_acc"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir ontest --max-steps 4 --data.val-split test
+expect_output "warning: validating on the test split 'test'"
+"$LOCKSTEP" shard --input "idx:$FMNIST" --output noval --limit 512 --shards 2 --val-fraction 0 >/dev/null
+expect_rc 0 run_mpi 2 train --data noval --batch-size 32 --run-dir noval --max-steps 4
+expect_output "no 'val' split in noval: validation is skipped"
+expect_output "finished at step 4: no validation split, test_acc"
+grep -q 'val_acc 0.0000' out.txt && fail "val_acc 0.0000 printed without a validation split"
+pass "validation on 'val', test once at the end; selecting on test is logged; no fake val_acc"
+
+# --- the run directory ---------------------------------------------------------------
+mkdir -p busy && (flock busy/lock sleep 30 &) && sleep 0.3
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir busy --max-steps 2
+expect_output "run directory busy is in use by another job"
+pkill -f "flock busy/lock" || true
+pass "a second job on a live run directory is refused"
+
+"$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir gone --epochs 200 --log-every 1 --ckpt-every 7 >gone.txt 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ -f gone/metrics.jsonl ] && [ "$(wc -l <gone/metrics.jsonl)" -ge 5 ] && break; sleep 0.1; done
+rm -rf gone
+set +e; timeout 60 tail --pid=$pid -f /dev/null; wait $pid; rc=$?; set -e
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || { cat gone.txt; fail "deleting the run dir mid-run went unnoticed (rc $rc)"; }
+grep -q "run directory gone was deleted, moved or replaced" gone.txt || { cat gone.txt; fail "no message about the deleted run dir"; }
+[ ! -e gone ] || fail "the deleted run dir was half recreated: $(find gone)"
+pass "a run directory deleted mid-run stops the job, nothing recreated"
+
+# --- a crash and its resume: metrics.jsonl stays one valid log ---------------------------
+expect_rc nonzero run_mpi 2 train "${COMMON[@]}" --run-dir crash --epochs 3 --log-every 2 --ckpt-every 10 \
+  --debug.fault kill --debug.fault-step 25
+printf '{"kind": "train", "step": 9' >> crash/metrics.jsonl  # a row cut short by the crash
+touch crash/checkpoints/step-000000030.ckpt.tmp.4242         # a killed writer's temp file
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir crash --epochs 3 --log-every 2 --ckpt-every 10
+expect_output "resumed from crash/checkpoints/step-000000020.ckpt at step 20"
+expect_output "dropped [0-9]+ row\(s\) past step 20"
+expect_output "removed crash/checkpoints/step-000000030.ckpt.tmp.4242"
+check_metrics crash/metrics.jsonl 42 || fail "metrics.jsonl is not one valid log after crash + resume"
+"$PYTHON" - crash/tb <<'PY' || fail "TensorBoard keeps the crashed run's steps past the checkpoint"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+steps = [e.step for e in acc.Scalars("train/loss")]
+assert steps == sorted(set(steps)), steps
+PY
+pass "crash + resume: no partial, duplicated or backward rows, one end row; temp files cleaned"
+
+# --- links, bytes, compatibility ---------------------------------------------------------
+mkdir -p linked && echo precious > victim && ln -s "$WORK/victim" linked/metrics.jsonl
+expect_rc 1 run_mpi 2 train "${COMMON[@]}" --run-dir linked --max-steps 2
+expect_output "linked/metrics.jsonl is a symbolic link"
+[ "$(cat victim)" = precious ] || fail "wrote through a planted link"
+pass "a link planted in the run dir is refused, its target untouched"
+
+bad_data=$'data-\xff' bad_run=$'run-caf\xe9'
+cp -r data "$bad_data"
+expect_rc 0 run_mpi 2 train --data "$bad_data" --batch-size 32 --run-dir "$bad_run" --max-steps 6
+expect_rc 0 run_mpi 2 train --data "$bad_data" --batch-size 32 --run-dir "$bad_run" --max-steps 12
+LC_ALL=C expect_output "resumed from .*step-000000006.ckpt at step 6"  # . matches any byte
+expect_rc 0 "$LOCKSTEP" inspect "$bad_run/checkpoints/step-000000012.ckpt"
+pass "non-UTF-8 data and run paths checkpoint and resume"
+
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20 --width 64
+expect_output "cannot continue this run from a checkpoint of --model.width 0 \(this run: 64\)"
+[ "$(grep -c 'error:' out.txt)" -le 2 ] && ! grep -q 'LibTorch' out.txt || fail "not one line per rank"
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20 --optimizer adam
+expect_output "--train.optimizer sgd \(this run: adam\)"
+pass "resuming with another width or optimizer: one line, exit 2"
+
+# --- bad values ------------------------------------------------------------------------
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir v --lr nan
+expect_output "--train.lr must be a finite number, not 'nan'"
+expect_rc 2 run_mpi 2 train --config "$WORK" --data data
+expect_output "is a directory, not an INI job file"
+"$PYTHON" "$(dirname "$0")/make_script_model.py" bn.pt 10
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir sbn --model "torchscript:$WORK/bn.pt" --sync-bn --max-steps 2
+expect_output "has 1 BatchNorm layer\(s\) lockstep cannot synchronise"
+pass "NaN, a directory as --config, sync-BN on a TorchScript BatchNorm: exit 2"
+
+# --- SIGTERM to mpirun -----------------------------------------------------------------
+"$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir term --epochs 200 --log-every 1 >term.txt 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ -f term/metrics.jsonl ] && [ "$(wc -l <term/metrics.jsonl)" -ge 5 ] && break; sleep 0.1; done
+kill -TERM $pid
+set +e; timeout 60 tail --pid=$pid -f /dev/null; wait $pid; set -e
+[ -f term/resumable ] || { cat term.txt; fail "no durable stop checkpoint after SIGTERM to mpirun"; }
+stopped=$(grep -Eo '[0-9]+' term/resumable)
+[ -f "term/checkpoints/step-$(printf '%09d' "$stopped").ckpt" ] || fail "resumable names step $stopped, no such checkpoint"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir term --epochs 200 --max-steps $((stopped + 4)) --log-every 1
+expect_output "resumed from term/checkpoints/step-$(printf '%09d' "$stopped").ckpt at step $stopped"
+[ ! -e term/resumable ] || fail "a new run left the old resumable marker"
+pass "kill -TERM mpirun: ranks checkpoint at step $stopped, RUN_DIR/resumable, resume continues"
+echo "e2e run_safety: all passed"
