@@ -72,6 +72,9 @@ preempt)
   # Slurm holds a requeued job for ~2 minutes (BeginTime); a test need not wait that long,
   # only until the first run's step daemons are gone (a relaunch before that fails).
   for _ in $(seq 1 120); do pgrep -f "slurmstepd: \[$id\." >/dev/null || break; sleep 0.25; done
+  # slurmd revokes the old run's credential with a one-second timestamp: a new one made in
+  # the same second is refused ("Job credential revoked"; seen 1 in 4 runs under load).
+  sleep 2
   scontrol update JobId="$id" StartTime=now
   wait_job "$id"
   grep -q 'signal 10 received: checkpointing at step' pre.out || fail "no checkpoint-on-signal line"
