@@ -1,16 +1,17 @@
 // cmd_inspect: `lockstep inspect PATH [--verify]` for a dataset directory, a shard file
 // or a checkpoint. Serial, no MPI, no LibTorch needed for what it reads.
-#include <boost/property_tree/ptree.hpp>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "core/error.hpp"
-#include "io/checkpoint_store.hpp"
-#include "io/file_util.hpp"
-#include "io/json.hpp"
-#include "io/shard_format.hpp"
-#include "io/shard_reader.hpp"
+#include "core/base/error.hpp"
+#include "io/records/checkpoint_store.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+#include "io/dataset/shard_format.hpp"
+#include "io/dataset/shard_reader.hpp"
 
 namespace lockstep::app {
 namespace {
@@ -65,15 +66,19 @@ void inspect_shard(const std::string& path) {
 
 void inspect_checkpoint(const std::string& path) {
   const std::string meta = io::read_checkpoint_meta(path);  // verifies the checksum
-  const auto t = io::json_parse(meta, path);
+  const io::Json t = io::parse_json(meta, path);
   std::cout << "checkpoint   " << path << " (" << io::file_size(path) << " bytes, checksum ok)\n";
-  for (const auto& [key, value] : t) {
+  for (const auto& [key, value] : t.items()) {
     if (key == "config") continue;
-    std::string v = value.get_value<std::string>();
-    if (v.empty() && !value.empty()) {
-      for (const auto& [k, item] : value) v += (v.empty() ? "" : ",") + item.get_value<std::string>();
+    std::string v;
+    if (value.is_string()) {
+      v = value.get<std::string>();
+    } else if (value.is_array()) {
+      for (const auto& item : value) v += (v.empty() ? "" : ",") + io::dump_json(item);
+    } else {
+      v = io::dump_json(value);
     }
-    std::printf("%-24s %s\n", key.c_str(), v.c_str());
+    fmt::print("{:<24} {}\n", key, v);
   }
 }
 

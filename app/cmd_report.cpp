@@ -1,27 +1,14 @@
-// cmd_report: `lockstep report SWEEP_DIR` — the table and plot of a scaling sweep
-// (slurm/scaling_sweep.sh), with the ring all-reduce model's prediction to 1024 ranks
-// (core/scaling_model.hpp). Writes SWEEP_DIR/report.md and SWEEP_DIR/scaling.svg.
-#include <cmath>
-#include <cstdio>
+// cmd_report: `lockstep report SWEEP_DIR` — writes SWEEP_DIR/report.md and
+// SWEEP_DIR/scaling.svg (core/tools/scaling_report) and prints the report.
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "core/error.hpp"
-#include "core/scaling_model.hpp"
-#include "io/file_util.hpp"
-#include "io/svg_plot.hpp"
-#include "io/sweep_data.hpp"
+#include "core/base/error.hpp"
+#include "core/tools/scaling_report.hpp"
+#include "io/records/sweep_data.hpp"
+#include "io/util/file_util.hpp"
 
 namespace lockstep::app {
-namespace {
-
-std::string f(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-}  // namespace
 
 int cmd_report(const Args& args) {
   if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
@@ -29,90 +16,11 @@ int cmd_report(const Args& args) {
                  "by slurm/scaling_sweep.sh\n";
     return args.size() == 1 ? kExitOk : kExitUsage;
   }
-  const std::string dir = args[0];
-  const io::Sweep sweep = io::read_sweep(dir);
-  const io::SweepRun& base = sweep.runs.front();
-  if (base.ranks != 1)
-    throw UsageError(dir + ": the sweep has no 1-rank run (ranks-1/), the baseline of speed-up and efficiency");
-  const bool strong = sweep.mode == "strong";
-
-  // Calibrate the model at the largest run with an all-reduce timing.
-  const io::SweepRun* cal = nullptr;
-  for (const auto& r : sweep.runs)
-    if (r.ranks >= 2 && r.big_seconds > 0) cal = &r;
-  std::string model_note;
-  RingModel model;
-  bool have_model = false;
-  if (cal && base.params > 0) {
-    model = calibrate_ring(AllreduceSample{cal->ranks, cal->small_bytes, cal->small_seconds, cal->big_bytes,
-                                           cal->big_seconds},
-                           4.0 * static_cast<double>(base.params), base.step_seconds, strong);
-    calibrate_exposed(model, cal->ranks, cal->step_seconds);
-    have_model = true;
-    model_note = "ring all-reduce model calibrated at " + std::to_string(cal->ranks) + " ranks on " +
-                 std::to_string(cal->hosts) + " host(s): latency " + f("%.1f", model.alpha * 1e6) + " us/step, bandwidth " +
-                 f("%.2f", model.beta / 1e9) + " GB/s, gradient " + f("%.2f", model.bytes / 1e6) + " MB, " +
-                 f("%.0f", 100 * model.exposed) + "% of the all-reduce exposed, " + f("%.2f", model.overhead * 1e3) +
-                 " ms/step other overhead (model: core/scaling_model.hpp, docs/scaling.md)";
-  }
-
-  std::string md = "# Scaling sweep: " + dir + " (" + sweep.mode + " scaling)\n\n";
-  md += "| ranks | hosts | global batch | samples/s | speed-up | efficiency | exposed comm | model efficiency |\n";
-  md += "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& r : sweep.runs) {
-    const double speedup = r.samples_per_s / base.samples_per_s;
-    md += "| " + std::to_string(r.ranks) + " | " + (r.hosts > 0 ? std::to_string(r.hosts) : "-") + " | " +
-          std::to_string(r.global_batch) + " | " + f("%.0f", r.samples_per_s) + " | " + f("%.2f", speedup) + "x | " +
-          f("%.1f", 100 * speedup / r.ranks) + "% | " + f("%.1f", 100 * r.exposed_share) + "% | " +
-          (have_model ? f("%.1f", 100 * model.efficiency(r.ranks)) + "%" : "-") + " |\n";
-  }
-  io::Chart tput{"throughput", "ranks", "samples/s", {}, 0, 0};
-  io::Chart eff{"efficiency (" + sweep.mode + " scaling)", "ranks", "efficiency", {}, 0, 1.05};
-  io::PlotSeries measured{"measured", {}, {}, "#1f77b4", true, true, false};
-  io::PlotSeries measured_eff = measured;
-  for (const auto& r : sweep.runs) {
-    measured.x.push_back(r.ranks);
-    measured.y.push_back(r.samples_per_s);
-    measured_eff.x.push_back(r.ranks);
-    measured_eff.y.push_back(r.samples_per_s / base.samples_per_s / r.ranks);
-  }
-  const double top_ranks = have_model ? 1024 : sweep.runs.back().ranks;
-  io::PlotSeries ideal{"ideal", {1, top_ranks}, {base.samples_per_s, base.samples_per_s * top_ranks}, "#aaaaaa",
-                       true, false, true};
-  tput.series.push_back(ideal);
-  tput.series.push_back(measured);
-  eff.series.push_back(measured_eff);
-  if (have_model) {
-    io::PlotSeries pt{"ring model", {}, {}, "#d62728", true, false, true}, pe = pt;
-    md += "\n" + model_note + ". Predicted:\n\n| ranks |";
-    std::string sep = "|---:|", row = "| efficiency |", rate = "| samples/s |";
-    int below80 = 0, below50 = 0;
-    for (int n = 1; n <= 1024; n *= 2) {
-      const double e = model.efficiency(n);
-      const double sps = e * n * base.samples_per_s;
-      pt.x.push_back(n);
-      pt.y.push_back(sps);
-      pe.x.push_back(n);
-      pe.y.push_back(e);
-      md += " " + std::to_string(n) + " |";
-      sep += "---:|";
-      row += " " + f("%.0f", 100 * e) + "% |";
-      rate += " " + f("%.0f", sps) + " |";
-      if (e < 0.8 && below80 == 0) below80 = n;
-      if (e < 0.5 && below50 == 0) below50 = n;
-    }
-    md += "\n" + sep + "\n" + row + "\n" + rate + "\n\n";
-    md += below80 ? "The model puts efficiency below 80% from " + std::to_string(below80) + " ranks" +
-                        (below50 ? " and below 50% from " + std::to_string(below50) : std::string()) + ".\n"
-                  : "The model keeps efficiency at or above 80% up to 1024 ranks.\n";
-    tput.series.push_back(pt);
-    eff.series.push_back(pe);
-  } else {
-    md += "\nNo all-reduce timing (doctor.json at 2+ ranks): no model prediction.\n";
-  }
-  io::write_file_atomic(dir + "/scaling.svg", io::svg_charts({tput, eff}));
-  io::write_file_atomic(dir + "/report.md", md);
-  std::cout << md << "\nwrote " << dir << "/report.md and " << dir << "/scaling.svg\n";
+  const std::string& dir = args[0];
+  const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
+  io::write_file_atomic(dir + "/scaling.svg", report.svg);
+  io::write_file_atomic(dir + "/report.md", report.markdown);
+  std::cout << report.markdown << "\nwrote " << dir << "/report.md and " << dir << "/scaling.svg\n";
   return kExitOk;
 }
 

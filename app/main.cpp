@@ -9,9 +9,9 @@
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "core/error.hpp"
-#include "core/host_allocator.hpp"
-#include "core/log.hpp"
+#include "core/base/error.hpp"
+#include "core/base/host_allocator.hpp"
+#include "core/base/log.hpp"
 
 namespace {
 

@@ -9,12 +9,42 @@
 #include <map>
 #include <sstream>
 
-#include "core/lr_schedule.hpp"
+#include "core/config/enums.hpp"
 
 namespace po = boost::program_options;
 
+namespace lockstep {
+
+// Boost.Program_options turns an option's text into a configuration enum through this
+// overload (found by argument-dependent lookup): a name that is not one of the enum's is
+// a usage error listing the choices, e.g. "--dist.backend must be auto, mpi or nccl, not
+// 'gloo'".
+template <typename E, typename = decltype(enum_names(E{}))>
+void validate(boost::any& out, const std::vector<std::string>& values, E*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& text = po::validators::get_single_string(values);
+  E value{};
+  if (!parse_enum(text, &value))
+    throw po::error_with_option_name("%canonical_option% must be " + enum_choices<E>() + ", not '" + text + "'");
+  out = value;
+}
+
+}  // namespace lockstep
+
 namespace lockstep::app {
 namespace {
+
+// An option holding a configuration enum, its default shown by name.
+template <typename E>
+po::typed_value<E>* enum_value(E* target) {
+  return po::value(target)->default_value(*target, to_string(*target));
+}
+
+// The text of a configuration enum held in V, if V holds one (the resolved-config dump).
+template <typename... E>
+bool enum_text(const boost::any& v, EnumList<E...>, std::string* out) {
+  return ((boost::any_cast<E>(&v) ? (*out = to_string(*boost::any_cast<E>(&v)), true) : false) || ...);
+}
 
 const std::map<std::string, std::string>& aliases() {
   static const std::map<std::string, std::string> m{
@@ -47,7 +77,7 @@ po::options_description common_options(Config* c) {
        "split validated during training (best.ckpt is chosen on it); none: no validation")
       ("data.test-split", po::value(&c->test_split)->default_value(c->test_split),
        "split evaluated once at the end, with the best checkpoint's weights; none: skip")
-      ("data.mode", po::value(&c->data_mode)->default_value(c->data_mode), "auto | memory | stream (auto: memory if the rank's share fits the budget)")
+      ("data.mode", enum_value(&c->data_mode), "auto | memory | stream (auto: memory if the rank's share fits the budget)")
       ("data.memory-budget-mb", po::value(&c->memory_budget_mb)->default_value(c->memory_budget_mb), "per-rank budget for data.mode auto")
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
       ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
@@ -59,7 +89,7 @@ po::options_description common_options(Config* c) {
       ("model.sync-bn", po::value(&c->sync_bn)->default_value(c->sync_bn)->implicit_value(true), "BatchNorm statistics over all ranks' batches (alias --sync-bn)")
       ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
       ("train.batch-size", po::value(&c->batch_size)->default_value(c->batch_size), "samples per rank per step (alias --batch-size)")
-      ("dist.backend", po::value(&c->backend)->default_value(c->backend), "auto | mpi | nccl (alias --backend)")
+      ("dist.backend", enum_value(&c->backend), "auto | mpi | nccl (alias --backend)")
       ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor")
       ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended");
   return d;
@@ -69,18 +99,18 @@ po::options_description train_options(Config* c) {
   po::options_description d("Training");
   d.add_options()
       ("train.epochs", po::value(&c->epochs)->default_value(c->epochs), "epochs (alias --epochs)")
-      ("data.remainder", po::value(&c->remainder)->default_value(c->remainder), "drop | wrap: ranks' leftover samples each epoch (docs/shard-format.md)")
+      ("data.remainder", enum_value(&c->remainder), "drop | wrap: ranks' leftover samples each epoch (docs/shard-format.md)")
       ("data.random-crop", po::value(&c->random_crop)->default_value(c->random_crop), "augment: random crops with this zero padding (images), 0: off")
       ("data.hflip", po::value(&c->hflip)->default_value(c->hflip), "augment: random horizontal flips (images)")
-      ("train.optimizer", po::value(&c->optimizer)->default_value(c->optimizer), "sgd | adam | adamw (alias --optimizer)")
+      ("train.optimizer", enum_value(&c->optimizer), "sgd | adam | adamw (alias --optimizer)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
-      ("train.lr-scaling", po::value(&c->lr_scaling)->default_value(c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
+      ("train.lr-scaling", enum_value(&c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
       ("train.nesterov", po::value(&c->nesterov)->default_value(c->nesterov)->implicit_value(true), "SGD with Nesterov momentum")
       ("train.beta1", po::value(&c->beta1)->default_value(c->beta1), "adam/adamw beta1")
       ("train.beta2", po::value(&c->beta2)->default_value(c->beta2), "adam/adamw beta2")
       ("train.weight-decay", po::value(&c->weight_decay)->default_value(c->weight_decay), "weight decay (L2 for sgd/adam, decoupled for adamw)")
-      ("train.schedule", po::value(&c->schedule)->default_value(c->schedule), "learning-rate schedule after warmup: constant | cosine | step (alias --schedule)")
+      ("train.schedule", enum_value(&c->schedule), "learning-rate schedule after warmup: constant | cosine | step (alias --schedule)")
       ("train.warmup-steps", po::value(&c->warmup_steps)->default_value(c->warmup_steps), "linear warmup steps")
       ("train.warmup-epochs", po::value(&c->warmup_epochs)->default_value(c->warmup_epochs), "linear warmup in epochs (added to warmup-steps)")
       ("train.min-lr-fraction", po::value(&c->min_lr_fraction)->default_value(c->min_lr_fraction), "cosine floor as a fraction of lr")
@@ -89,9 +119,9 @@ po::options_description train_options(Config* c) {
       ("train.clip-norm", po::value(&c->clip_norm)->default_value(c->clip_norm), "clip gradients to this global L2 norm after the all-reduce; 0: off (alias --clip-norm)")
       ("train.class-weights", po::value(&c->class_weights)->default_value(c->class_weights), "none | auto (inverse frequency) | w0,w1,... (alias --class-weights)")
       ("train.label-smoothing", po::value(&c->label_smoothing)->default_value(c->label_smoothing), "label smoothing in [0, 1) (alias --label-smoothing)")
-      ("train.amp", po::value(&c->amp)->default_value(c->amp), "mixed precision: none | bf16 | fp16 (fp16 with dynamic loss scaling) (alias --amp)")
+      ("train.amp", enum_value(&c->amp), "mixed precision: none | bf16 | fp16 (fp16 with dynamic loss scaling) (alias --amp)")
       ("train.eval-every", po::value(&c->eval_every)->default_value(c->eval_every), "steps between evaluations; 0: each epoch end (alias --eval-every)")
-      ("train.progress", po::value(&c->progress)->default_value(c->progress), "auto | bar | lines: terminal progress bar or a plain line every log-every steps (auto: bar on a terminal, not under mpirun)")
+      ("train.progress", enum_value(&c->progress), "auto | bar | lines: terminal progress bar or a plain line every log-every steps (auto: bar on a terminal, not under mpirun)")
       ("train.tensorboard", po::value(&c->tensorboard)->default_value(c->tensorboard)->implicit_value(true), "write TensorBoard event files to RUN_DIR/tb")
       ("train.seed", po::value(&c->seed)->default_value(c->seed), "seed of weights and data order (alias --seed)")
       ("train.max-steps", po::value(&c->max_steps)->default_value(c->max_steps), "stop after this global step, 0: none (alias --max-steps)")
@@ -100,11 +130,11 @@ po::options_description train_options(Config* c) {
       ("run.resume", po::value(&c->resume)->default_value(c->resume), "auto | none | PATH (alias --resume)")
       ("ckpt.every", po::value(&c->ckpt_every)->default_value(c->ckpt_every), "steps between checkpoints; 0: epoch ends only (alias --ckpt-every)")
       ("ckpt.keep-last", po::value(&c->keep_last)->default_value(c->keep_last), "checkpoints kept; 0: all (alias --keep-last)")
-      ("ckpt.best-metric", po::value(&c->best_metric)->default_value(c->best_metric), "val_f1 | val_acc | val_loss | none: keep the best evaluation as checkpoints/best.ckpt (alias --best-metric)")
-      ("dist.overlap", po::value(&c->overlap)->default_value(c->overlap), "auto | true | false: reduce gradient buckets during backward (auto = true); false: all after backward, on the training thread")
+      ("ckpt.best-metric", enum_value(&c->best_metric), "val_f1 | val_acc | val_loss | none: keep the best evaluation as checkpoints/best.ckpt (alias --best-metric)")
+      ("dist.overlap", enum_value(&c->overlap), "auto | true | false: reduce gradient buckets during backward (auto = true); false: all after backward, on the training thread")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
-      ("debug.fault", po::value(&c->fault)->default_value(c->fault), "fault injection for tests: none | throw | stall | kill")
+      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
   return d;
@@ -126,6 +156,7 @@ std::string value_text(const po::variable_value& v) {
   if (const auto* l = boost::any_cast<int64_t>(&a)) return std::to_string(*l);
   if (const auto* u = boost::any_cast<uint64_t>(&a)) return std::to_string(*u);
   if (const auto* b = boost::any_cast<bool>(&a)) return *b ? "true" : "false";
+  if (std::string e; enum_text(a, ConfigEnums{}, &e)) return e;
   if (const auto* d = boost::any_cast<double>(&a)) {
     std::ostringstream ss;
     ss.precision(10);
@@ -226,33 +257,10 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   if (cfg->log_every < 1) return {ParseStatus::kError, "--train.log-every must be at least 1"};
   if (cfg->max_steps < 0) return {ParseStatus::kError, "--train.max-steps must be >= 0"};
   if (cfg->lr <= 0) return {ParseStatus::kError, "--train.lr must be positive"};
-  if (cfg->backend != "auto" && cfg->backend != "mpi" && cfg->backend != "nccl")
-    return {ParseStatus::kError, "--dist.backend must be auto, mpi or nccl, not '" + cfg->backend + "'"};
-  if (cfg->data_mode != "auto" && cfg->data_mode != "memory" && cfg->data_mode != "stream")
-    return {ParseStatus::kError, "--data.mode must be auto, memory or stream, not '" + cfg->data_mode + "'"};
-  if (cfg->remainder != "drop" && cfg->remainder != "wrap")
-    return {ParseStatus::kError, "--data.remainder must be drop or wrap, not '" + cfg->remainder + "'"};
-  if (cfg->overlap != "auto" && cfg->overlap != "true" && cfg->overlap != "false")
-    return {ParseStatus::kError, "--dist.overlap must be auto, true or false"};
   if (cfg->grad_accum < 1) return {ParseStatus::kError, "--dist.grad-accum must be at least 1"};
   if (cfg->comm_timeout <= 0) return {ParseStatus::kError, "--dist.comm-timeout must be positive"};
-  if (cfg->fault != "none" && cfg->fault != "throw" && cfg->fault != "stall" && cfg->fault != "kill")
-    return {ParseStatus::kError, "--debug.fault must be none, throw, stall or kill"};
   if (cfg->prefetch < 1) return {ParseStatus::kError, "--data.prefetch must be at least 1"};
   if (cfg->random_crop < 0) return {ParseStatus::kError, "--data.random-crop must be >= 0"};
-  if (!valid_schedule_kind(cfg->schedule))
-    return {ParseStatus::kError, "--train.schedule must be constant, cosine or step, not '" + cfg->schedule + "'"};
-  if (cfg->optimizer != "sgd" && cfg->optimizer != "adam" && cfg->optimizer != "adamw")
-    return {ParseStatus::kError, "--train.optimizer must be sgd, adam or adamw, not '" + cfg->optimizer + "'"};
-  if (cfg->lr_scaling != "none" && cfg->lr_scaling != "linear" && cfg->lr_scaling != "sqrt")
-    return {ParseStatus::kError, "--train.lr-scaling must be none, linear or sqrt, not '" + cfg->lr_scaling + "'"};
-  if (cfg->amp != "none" && cfg->amp != "bf16" && cfg->amp != "fp16")
-    return {ParseStatus::kError, "--train.amp must be none, bf16 or fp16, not '" + cfg->amp + "'"};
-  if (cfg->best_metric != "none" && cfg->best_metric != "val_f1" && cfg->best_metric != "val_acc" &&
-      cfg->best_metric != "val_loss")
-    return {ParseStatus::kError, "--ckpt.best-metric must be val_f1, val_acc, val_loss or none, not '" + cfg->best_metric + "'"};
-  if (cfg->progress != "auto" && cfg->progress != "bar" && cfg->progress != "lines")
-    return {ParseStatus::kError, "--train.progress must be auto, bar or lines, not '" + cfg->progress + "'"};
   if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
     return {ParseStatus::kError, "--train.label-smoothing must be in [0, 1)"};
   if (cfg->clip_norm < 0) return {ParseStatus::kError, "--train.clip-norm must be >= 0"};

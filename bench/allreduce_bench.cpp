@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/communicator.hpp"
-#include "core/mpi_runtime.hpp"
+#include "core/dist/communicator.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/dist/mpi_runtime.hpp"
 
 using namespace lockstep;
 

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "io/epoch_loader.hpp"
-#include "io/file_util.hpp"
-#include "io/rank_reader.hpp"
-#include "io/sample_store.hpp"
-#include "io/shard_writer.hpp"
+#include "bench/series.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/util/file_util.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/loader/sample_store.hpp"
+#include "io/dataset/shard_writer.hpp"
 
 using namespace lockstep::io;
 using Clock = std::chrono::steady_clock;
@@ -40,16 +41,7 @@ Manifest copy_split(const SampleStore& store, const Manifest& m, const std::stri
   return c;
 }
 
-struct Series {
-  std::vector<double> v;
-  double median() const {
-    std::vector<double> s = v;
-    std::sort(s.begin(), s.end());
-    return s[s.size() / 2];
-  }
-  double lo() const { return *std::min_element(v.begin(), v.end()); }
-  double hi() const { return *std::max_element(v.begin(), v.end()); }
-};
+using lockstep::bench::Series;
 
 }  // namespace
 
@@ -89,12 +81,12 @@ int main(int argc, char** argv) {
     };
     const auto load = [&](const std::string& path, const Manifest& m) {
       ReaderOptions mem;
-      mem.mode = "memory";
+      mem.mode = ReadMode::kMemory;
       RankReader reader(path, m, split, 0, 1, mem);
     };
     const auto stream = [&](const std::string& path, const Manifest& m, int64_t epoch, double* open_s) {
       ReaderOptions str;
-      str.mode = "stream";
+      str.mode = ReadMode::kStream;
       auto t0 = Clock::now();
       RankReader reader(path, m, split, 0, 1, str);
       *open_s = since(t0);

@@ -16,10 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "io/epoch_loader.hpp"
-#include "io/file_util.hpp"
-#include "io/rank_reader.hpp"
-#include "io/shard_format.hpp"
+#include "bench/series.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/util/file_util.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/dataset/shard_format.hpp"
 
 using namespace lockstep::io;
 using Clock = std::chrono::steady_clock;
@@ -45,7 +46,7 @@ double reader_epoch(const std::string& dir, const Manifest& m, const std::string
                     int64_t batch, int64_t block, double* open_s) {
   auto t0 = Clock::now();
   ReaderOptions opt;
-  opt.mode = mode;
+  opt.mode = std::string(mode) == "memory" ? ReadMode::kMemory : ReadMode::kStream;
   opt.block_samples = block;
   const RankReader reader(dir, m, split, 0, 1, opt);
   *open_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -64,16 +65,7 @@ void drop_page_cache() {
   ::close(fd);
 }
 
-struct Series {
-  std::vector<double> v;
-  double median() const {
-    std::vector<double> s = v;
-    std::sort(s.begin(), s.end());
-    return s[s.size() / 2];
-  }
-  double lo() const { return *std::min_element(v.begin(), v.end()); }
-  double hi() const { return *std::max_element(v.begin(), v.end()); }
-};
+using lockstep::bench::Series;
 
 }  // namespace
 

@@ -39,7 +39,7 @@ expect_output "train-00001-of-00002.h5: checksum mismatch"
 pass "a changed byte in a shard stops training (memory and stream readers) and fails --verify"
 
 cp -r data escape
-sed -i 's|"file": "train-00000-of-00002.h5"|"file": "../data/train-00000-of-00002.h5"|' escape/manifest.json
+sed -i 's|"file":"train-00000-of-00002.h5"|"file":"../data/train-00000-of-00002.h5"|' escape/manifest.json
 expect_rc 1 run_mpi 2 train --data escape --batch-size 32 --run-dir esc --max-steps 2
 expect_output "shard file '../data/train-00000-of-00002.h5' is not a plain file name"
 pass "a manifest cannot name files outside its directory"

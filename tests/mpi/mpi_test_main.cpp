@@ -3,7 +3,7 @@
 // fails on rank 1 alone fails the run.
 #include <gtest/gtest.h>
 
-#include "core/mpi_runtime.hpp"
+#include "core/dist/mpi_runtime.hpp"
 #include "mpi_test_env.hpp"
 
 namespace lockstep::testing {

@@ -11,15 +11,17 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include "core/batch.hpp"
-#include "core/communicator.hpp"
-#include "core/evaluator.hpp"
-#include "core/grad_reducer.hpp"
-#include "core/model.hpp"
-#include "core/mpi_runtime.hpp"
-#include "io/file_util.hpp"
-#include "io/rank_reader.hpp"
-#include "io/shard_writer.hpp"
+#include "core/data/batch_maker.hpp"
+#include "core/dist/communicator.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/eval/evaluator.hpp"
+#include "core/dist/grad_reducer.hpp"
+#include "core/dist/tensor_sync.hpp"
+#include "core/model/registry.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "io/util/file_util.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/dataset/shard_writer.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
@@ -185,7 +187,7 @@ TEST(Evaluator, DistributedEqualsSingleProcess) {
   EvalResult dist;
   for (const char* mode : {"memory", "stream"}) {
     io::ReaderOptions ro;
-    ro.mode = mode;
+    ro.mode = std::string(mode) == "memory" ? io::ReadMode::kMemory : io::ReadMode::kStream;
     ro.block_samples = 5;
     const io::RankReader reader(dir, m, "test", mpi().rank(), mpi().size(), ro);
     const EvalResult e = evaluate(*model, reader, maker, 16, 2, 10, mpi());

@@ -4,10 +4,11 @@
 #include <numeric>
 #include <thread>
 
-#include "core/communicator.hpp"
-#include "core/error.hpp"
-#include "core/mpi_runtime.hpp"
-#include "core/nccl_bootstrap.hpp"
+#include "core/dist/communicator.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/base/error.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/nccl_bootstrap.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;

@@ -6,9 +6,10 @@
 
 #include <torch/torch.h>
 
-#include "core/communicator.hpp"
-#include "core/mpi_runtime.hpp"
-#include "core/norm.hpp"
+#include "core/dist/communicator.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/model/sync_bn.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;

@@ -5,8 +5,8 @@
 
 #include <atomic>
 
-#include "io/file_util.hpp"
-#include "io/shard_writer.hpp"
+#include "io/util/file_util.hpp"
+#include "io/dataset/shard_writer.hpp"
 
 namespace lockstep::testing {
 

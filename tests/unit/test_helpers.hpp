@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "io/shard_format.hpp"
+#include "core/base/error.hpp"
+#include "io/dataset/shard_format.hpp"
 
 namespace lockstep::testing {
 

@@ -1,0 +1,33 @@
+// clock: wall-clock helpers and the time breakdown of a span of steps. No MPI, no torch:
+// doctor, evaluate and the trainer time things through this header (and format numbers
+// with fmt).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace lockstep {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double unix_seconds();  // wall clock, for timestamps in metrics rows
+
+// Where the time of a span of steps went. SECONDS is host wall time; the phases are host
+// times on the CPU and device times (CUDA events) on a GPU (step_timer.hpp).
+struct Times {
+  double seconds = 0, data_wait = 0, forward = 0, backward = 0, exposed_comm = 0, optimizer = 0;
+  Times& operator+=(const Times& o) {
+    seconds += o.seconds, data_wait += o.data_wait, forward += o.forward, backward += o.backward;
+    exposed_comm += o.exposed_comm, optimizer += o.optimizer;
+    return *this;
+  }
+  double samples_per_s(int64_t steps, int64_t global_batch) const {
+    return static_cast<double>(steps * global_batch) / std::max(seconds, 1e-9);
+  }
+  // "data wait 0.1 ms/step (0.2%), forward ..., exposed comm ... , optimizer ..."
+  std::string summary(int64_t steps) const;
+};
+
+}  // namespace lockstep

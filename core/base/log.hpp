@@ -1,0 +1,42 @@
+// log: lockstep's one logger.
+//
+// 1. info0() prints on rank 0 only (stdout and, once a run dir exists, its train.log).
+// 2. warn() and error() print on any rank, to stderr, prefixed "[rank R@HOST]".
+// 3. Every line starts with an ISO-8601 UTC timestamp so Slurm logs from several jobs
+//    can be merged and sorted.
+// The rank/host identity is set once by the MPI runtime; it is the only process-wide
+// state besides the runtime itself. Lines are formatted with fmt; the rank policy above is
+// lockstep's own (no logging library knows MPI ranks or Open MPI's pseudo-terminals).
+#pragma once
+
+#include <string>
+
+namespace lockstep::log {
+
+void set_identity(int rank, int world, const std::string& host);
+int rank();
+const std::string& host();
+
+// Mirrors rank 0's info lines into PATH (append, never through a symbolic link); empty
+// closes it. Rank 0 only. False when PATH cannot be opened.
+bool set_file(const std::string& path);
+
+void info0(const std::string& msg);
+// Rank 0's periodic step lines: like info0, except that on a terminal (where the progress
+// bar shows the same figures) they go to train.log only.
+void step0(const std::string& msg);
+// Rank 0, terminal only: redraws the one-line progress bar in place. Any other line
+// printed afterwards first clears it.
+void progress0(const std::string& line);
+// Rank 0 draws a progress bar: its stdout is a terminal (and it was not started by Open
+// MPI's mpirun, which gives every rank a pseudo-terminal), or set_progress("bar").
+bool interactive();
+// --train.progress: bar or lines forced (true / false); unset keeps the rule above.
+void force_progress_bar(bool bar);
+void warn(const std::string& msg);
+void error(const std::string& msg);
+
+// "[rank R@HOST]" for this process.
+std::string where();
+
+}  // namespace lockstep::log

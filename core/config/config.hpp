@@ -1,0 +1,94 @@
+// config: everything a training or evaluation run is told, with its defaults at the
+// fields. Filled by app/options (Boost.Program_options: jobs/*.ini and --section.key
+// flags), which validates every value once; core reads it. Closed choices are enums
+// (enums.hpp), never strings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/config/enums.hpp"
+
+namespace lockstep {
+
+struct Config {
+  // [data]
+  std::string data_dir;              // data.path: directory with manifest.json
+  std::string train_split = "train";
+  // Honest by default: validation (best.ckpt, evaluations during training) on 'val', a
+  // split `lockstep shard` carves out of train; 'test' evaluated once, at the end. "none"
+  // turns either off; val-split = test-split is allowed but logged as selecting on test.
+  std::string val_split = "val";
+  std::string test_split = "test";
+  DataMode data_mode = DataMode::kAuto;
+  int64_t memory_budget_mb = 4096;   // per rank, for data.mode auto
+  int prefetch = 4;                  // batches the loader thread keeps ready
+  Remainder remainder = Remainder::kDrop;  // io/loader/shard_plan.hpp
+  int64_t block_samples = 0;         // stream: samples per read, 0: ~4 MiB
+  int64_t shuffle_blocks = 16;       // stream: blocks per shuffle window
+  int64_t random_crop = 0;           // pad for random crops of images, 0: off
+  bool hflip = false;                // random horizontal flips of images
+  // [model]
+  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | torchscript:PATH (core/model/registry.hpp)
+  double dropout = 0.25;
+  int64_t model_width = 0;  // 0: the model's default
+  int model_depth = 18;     // resnet: 18 | 34
+  bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
+  // [train]
+  int epochs = 1;
+  int64_t batch_size = 64;  // per rank
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  double lr = 0.05;
+  LrScaling lr_scaling = LrScaling::kNone;  // lr x f(world size)
+  double momentum = 0.9;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999;  // adam, adamw
+  double weight_decay = 0.0;
+  Schedule schedule = Schedule::kConstant;
+  int64_t warmup_steps = 0;
+  double warmup_epochs = 0.0;    // added to warmup_steps, in epochs
+  double min_lr_fraction = 0.0;  // cosine floor, as a fraction of lr
+  double step_epochs = 1.0;      // step schedule: epochs between decays
+  double step_gamma = 0.1;       // step schedule: decay factor
+  double clip_norm = 0.0;        // max global gradient norm, 0: off
+  std::string class_weights = "none";  // none | auto | w0,w1,... (core/optim/loss.hpp)
+  double label_smoothing = 0.0;
+  Amp amp = Amp::kNone;          // core/optim/amp.hpp
+  int64_t eval_every = 0;        // steps between evaluations; 0: at epoch ends only
+  bool tensorboard = true;       // event files under RUN_DIR/tb
+  ProgressMode progress = ProgressMode::kAuto;  // core/base/log.hpp
+  uint64_t seed = 42;
+  int64_t max_steps = 0;  // stop after this global step (0: run all epochs)
+  int threads = 1;        // intra-op threads per rank
+  int64_t log_every = 50;
+  // [run]
+  std::string run_dir = "runs/default";
+  std::string resume = "auto";  // auto | none | PATH
+  // [ckpt]
+  int64_t ckpt_every = 0;  // steps between checkpoints; 0: at epoch ends and at the end
+  int keep_last = 3;
+  BestMetric best_metric = BestMetric::kValF1;  // keeps best.ckpt
+  // [dist]
+  Backend backend = Backend::kAuto;
+  double bucket_mb = 25.0;
+  Overlap overlap = Overlap::kAuto;  // reduce buckets during backward (core/dist/placement.hpp)
+  int grad_accum = 1;           // micro-steps per optimizer step
+  double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
+  bool sync_buffers = false;    // before evaluation/checkpoints: average BatchNorm statistics (else rank 0's)
+  // [debug] fault injection for the no-hang tests
+  Fault fault = Fault::kNone;
+  int fault_rank = 1;
+  int64_t fault_step = 0;
+  // evaluate
+  std::string checkpoint;  // evaluate --checkpoint
+  std::string eval_split = "test";  // evaluate --split
+  std::string eval_out;    // evaluate: write the result as JSON here
+  // doctor
+  std::string doctor_out;          // write the all-reduce timing as JSON here
+  double doctor_allreduce_mb = 16;  // size of the timed all-reduce
+  // Recorded, not parsed: the resolved config as INI and the command line.
+  std::string resolved_ini;
+  std::string command_line;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,72 @@
+// enums: the closed choices of the configuration, and their names — in one place. The
+// option parser turns names into these values once (app/options: an unknown name is a
+// usage error listing the choices); core compares values, never strings.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lockstep {
+
+enum class DataMode { kAuto, kMemory, kStream };  // data.mode
+enum class Remainder { kDrop, kWrap };           // data.remainder
+enum class Backend { kAuto, kMpi, kNccl };       // dist.backend
+enum class Overlap { kAuto, kOn, kOff };         // dist.overlap: auto | true | false
+enum class OptimizerKind { kSgd, kAdam, kAdamW };  // train.optimizer
+enum class LrScaling { kNone, kLinear, kSqrt };  // train.lr-scaling
+enum class Schedule { kConstant, kCosine, kStep };  // train.schedule
+enum class Amp { kNone, kBf16, kFp16 };          // train.amp
+enum class BestMetric { kValF1, kValAcc, kValLoss, kNone };  // ckpt.best-metric
+enum class ProgressMode { kAuto, kBar, kLines };  // train.progress
+enum class Fault { kNone, kThrow, kStall, kKill };  // debug.fault
+
+// Each enum's (value, name) table, in the order --help lists them.
+template <typename E>
+using EnumNames = std::vector<std::pair<E, const char*>>;
+const EnumNames<DataMode>& enum_names(DataMode);
+const EnumNames<Remainder>& enum_names(Remainder);
+const EnumNames<Backend>& enum_names(Backend);
+const EnumNames<Overlap>& enum_names(Overlap);
+const EnumNames<OptimizerKind>& enum_names(OptimizerKind);
+const EnumNames<LrScaling>& enum_names(LrScaling);
+const EnumNames<Schedule>& enum_names(Schedule);
+const EnumNames<Amp>& enum_names(Amp);
+const EnumNames<BestMetric>& enum_names(BestMetric);
+const EnumNames<ProgressMode>& enum_names(ProgressMode);
+const EnumNames<Fault>& enum_names(Fault);
+
+template <typename E>
+const char* to_string(E e) {
+  for (const auto& [v, name] : enum_names(E{}))
+    if (v == e) return name;
+  return "?";
+}
+
+template <typename E>
+bool parse_enum(const std::string& text, E* out) {
+  for (const auto& [v, name] : enum_names(E{}))
+    if (text == name) {
+      *out = v;
+      return true;
+    }
+  return false;
+}
+
+// "auto, memory or stream"
+template <typename E>
+std::string enum_choices() {
+  const auto& names = enum_names(E{});
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].second;
+  return out;
+}
+
+// Every configuration enum, for code that handles them all alike (the option parser).
+template <typename... E>
+struct EnumList {};
+using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, OptimizerKind, LrScaling, Schedule, Amp,
+                             BestMetric, ProgressMode, Fault>;
+
+}  // namespace lockstep

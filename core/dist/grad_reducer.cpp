@@ -1,0 +1,119 @@
+// grad_reducer: see grad_reducer.hpp.
+#include "core/dist/grad_reducer.hpp"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+
+GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap)
+    : params_(std::move(params)), comm_(comm), overlap_(overlap) {
+  std::vector<size_t> numel;
+  for (const auto& p : params_) {
+    LOCKSTEP_REQUIRE(p.scalar_type() == at::kFloat, "gradient reduction supports float32 parameters");
+    numel.push_back(static_cast<size_t>(p.numel()));
+  }
+  buckets_ = plan_buckets(numel, sizeof(float), bucket_mb);
+  const auto options = params_.empty() ? at::TensorOptions().dtype(at::kFloat) : params_[0].options();
+  bucket_of_.resize(params_.size());
+  slot_of_.resize(params_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buffers_.push_back(at::empty({static_cast<int64_t>(buckets_[b].elems)}, options));
+    for (size_t j = 0; j < buckets_[b].params.size(); ++j) {
+      bucket_of_[buckets_[b].params[j]] = b;
+      slot_of_[buckets_[b].params[j]] = j;
+    }
+  }
+  inv_world_ = at::full({}, 1.0 / comm_.size(), options);
+  filled_.assign(params_.size(), 0);
+  remaining_.assign(buckets_.size(), 0);
+  if (!overlap_) return;
+  for (size_t i = 0; i < params_.size(); ++i)
+    hooks_.push_back(params_[i].register_hook([this, i](const at::Tensor& grad) { on_grad(i, grad); }));
+}
+
+GradReducer::~GradReducer() {
+  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
+}
+
+void GradReducer::prepare(bool sync) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sync_ = sync;
+  std::fill(filled_.begin(), filled_.end(), 0);
+  for (size_t b = 0; b < buckets_.size(); ++b) remaining_[b] = buckets_[b].params.size();
+  next_launch_ = 0;
+  launched_in_backward_ = 0;
+}
+
+// Copies (GRAD + what earlier micro-steps accumulated in .grad) / world into the slot.
+void GradReducer::copy_in(size_t i, const at::Tensor* grad) {
+  at::NoGradGuard no_grad;
+  const at::Tensor& p = params_[i];
+  const Bucket& b = buckets_[bucket_of_[i]];
+  at::Tensor view = buffers_[bucket_of_[i]].narrow(0, static_cast<int64_t>(b.offsets[slot_of_[i]]), p.numel());
+  const at::Tensor& acc = p.grad();
+  if (grad && grad->defined()) {
+    at::mul_out(view, grad->reshape({-1}), inv_world_);
+    if (acc.defined()) view.add_(acc.reshape({-1}), 1.0 / comm_.size());
+  } else if (acc.defined()) {
+    at::mul_out(view, acc.reshape({-1}), inv_world_);
+  } else {
+    view.zero_();  // a parameter unused this step still takes part in the reduction
+  }
+  filled_[i] = 1;
+  --remaining_[bucket_of_[i]];
+}
+
+void GradReducer::launch_ready() {
+  while (next_launch_ < buckets_.size() && remaining_[next_launch_] == 0) {
+    comm_.start_allreduce(buffers_[next_launch_].data_ptr<float>(), buckets_[next_launch_].elems,
+                          "gradient bucket " + std::to_string(next_launch_) + "/" + std::to_string(buckets_.size()));
+    ++next_launch_;
+  }
+}
+
+void GradReducer::on_grad(size_t i, const at::Tensor& grad) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sync_ || filled_[i]) return;
+  copy_in(i, &grad);
+  const size_t before = next_launch_;
+  launch_ready();
+  launched_in_backward_ += static_cast<int>(next_launch_ - before);
+}
+
+void GradReducer::finish(const std::function<void()>& after_wait) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sync_) {
+    if (after_wait) after_wait();
+    return;
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!filled_[i]) copy_in(i, nullptr);  // not watched, or no gradient this step
+  launch_ready();
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.wait_all();
+  exposed_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (after_wait) after_wait();
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor p = params_[i];
+    const Bucket& b = buckets_[bucket_of_[i]];
+    at::Tensor avg = buffers_[bucket_of_[i]].narrow(0, static_cast<int64_t>(b.offsets[slot_of_[i]]), p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(avg);
+    } else {
+      p.mutable_grad() = avg.clone();
+    }
+  }
+  sync_ = false;
+}
+
+void GradReducer::average_gradients() {
+  prepare(true);  // nothing is filled yet: finish() takes every gradient from .grad
+  finish();
+}
+
+}  // namespace lockstep

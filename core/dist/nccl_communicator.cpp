@@ -1,0 +1,169 @@
+// nccl_communicator: see nccl_communicator.hpp.
+#include "core/dist/nccl_communicator.hpp"
+
+#include "core/base/error.hpp"
+#include "core/dist/checks.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/nccl_bootstrap.hpp"
+#include "core/dist/watchdog.hpp"
+
+#ifdef LOCKSTEP_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <array>
+#include <cstring>
+
+namespace lockstep {
+namespace {
+
+// RAII for the two events that order the NCCL stream against the compute stream.
+class CudaEvent {
+ public:
+  CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  ~CudaEvent() { cudaEventDestroy(e_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(const MpiRuntime& mpi, int device) : mpi_(mpi), rank_(mpi.rank()), size_(mpi.size()) {
+    check_one_rank_per_gpu(mpi, device);
+    const NcclIdBytes bytes = exchange_nccl_id(mpi);
+    ncclUniqueId id;
+    std::memcpy(&id, bytes.data(), sizeof id);
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    {
+      Watchdog::Scope watch(mpi.watchdog(), "ncclCommInitRank");
+      NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+    }
+    // On a watchdog timeout or an error elsewhere, abort NCCL before MPI_Abort so no
+    // kernel keeps spinning on a peer that is gone. Removed before this object goes away.
+    hook_ = mpi.add_abort_hook([this] {
+      if (comm_) ncclCommAbort(comm_);
+      comm_ = nullptr;
+    });
+    ready_ = std::make_unique<CudaEvent>();
+    for (auto& e : done_) e = std::make_unique<CudaEvent>();
+  }
+
+  // Reached on the normal path only after destroy(); when a run unwinds after an error,
+  // abort: ncclCommDestroy would wait for peers that may be dead.
+  ~NcclCommunicator() override {
+    detach();
+    if (comm_) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  void destroy() override {
+    if (!comm_ && !stream_) return;
+    detach();
+    {
+      Watchdog::Scope watch(mpi_.watchdog(), "draining the NCCL stream at shutdown");
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    {
+      Watchdog::Scope watch(mpi_.watchdog(), "ncclCommDestroy");
+      NCCL_CHECK(ncclCommDestroy(comm_));
+    }
+    comm_ = nullptr;
+    CUDA_CHECK(cudaStreamDestroy(stream_));
+    stream_ = nullptr;
+  }
+
+  std::string name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void set_compute_stream(cudaStream_t s) { compute_ = s; }
+
+  // Enqueued on the NCCL stream after the compute stream's work so far; the compute
+  // stream waits for it. The host does not block: the watchdog polls the op's event.
+  void start_allreduce(float* data, size_t n, const std::string& what) override {
+    CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+    NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, stream_));
+    finish_op("ncclAllReduce of " + what);
+  }
+
+  void wait_all() override {}  // ordering is on the device (finish_op); nothing to wait for on the host
+
+  void broadcast(float* data, size_t n, int root) override {
+    CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+    NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, stream_));
+    finish_op("ncclBroadcast");
+  }
+
+ private:
+  // No poll or abort hook of this object runs after detach() returns.
+  void detach() {
+    if (Watchdog* w = mpi_.watchdog()) w->forget(this);
+    if (hook_) mpi_.remove_abort_hook(hook_);
+    hook_ = 0;
+  }
+
+  void finish_op(const std::string& what) {
+    cudaEvent_t done = done_[ops_++ % done_.size()]->get();
+    CUDA_CHECK(cudaEventRecord(done, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, done, 0));
+    Watchdog* w = mpi_.watchdog();
+    if (!w) return;
+    ncclComm_t comm = comm_;
+    w->watch(what, [done, comm] {
+      const cudaError_t rc = cudaEventQuery(done);
+      if (rc == cudaSuccess) return Watchdog::Poll::done();
+      if (rc != cudaErrorNotReady) return Watchdog::Poll::failed(std::string("CUDA error ") + cudaGetErrorString(rc));
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
+        return Watchdog::Poll::failed(std::string("NCCL asynchronous error: ") + ncclGetErrorString(async));
+      return Watchdog::Poll::pending();
+    }, this);
+  }
+
+  const MpiRuntime& mpi_;
+  int rank_, size_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t compute_ = nullptr;  // the legacy default stream until the trainer sets one
+  uint64_t hook_ = 0;
+  std::unique_ptr<CudaEvent> ready_;
+  // A ring: an op's event is re-recorded 64 ops later; by then the watchdog has seen the
+  // op complete (ops complete in order), or it polls the newer op, which is as good.
+  std::array<std::unique_ptr<CudaEvent>, 64> done_;
+  uint64_t ops_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& mpi, int device) {
+  return std::make_unique<NcclCommunicator>(mpi, device);
+}
+
+void nccl_set_compute_stream(Communicator& comm, void* compute_stream) {
+  auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
+  LOCKSTEP_REQUIRE(nccl != nullptr, "nccl_set_compute_stream on a " + comm.name() + " communicator");
+  nccl->set_compute_stream(static_cast<cudaStream_t>(compute_stream));
+}
+
+}  // namespace lockstep
+
+#else  // built without CUDA/NCCL: the NCCL backend reports itself missing.
+
+namespace lockstep {
+
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime&, int) {
+  throw Error("this lockstep was built without NCCL (rebuild with CUDA and NCCL available)");
+}
+
+void nccl_set_compute_stream(Communicator&, void*) { throw Error("this lockstep was built without NCCL"); }
+
+}  // namespace lockstep
+#endif

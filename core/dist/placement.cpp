@@ -1,0 +1,40 @@
+// placement: see placement.hpp.
+#include "core/dist/placement.hpp"
+
+#include <torch/cuda.h>
+
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/nccl_bootstrap.hpp"
+#include "core/dist/nccl_communicator.hpp"
+
+#ifdef LOCKSTEP_HAVE_NCCL
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace lockstep {
+
+Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
+  Placement p;
+  const bool gpu = torch::cuda::is_available();
+  const bool want_nccl = cfg.backend == Backend::kNccl || (cfg.backend == Backend::kAuto && gpu && nccl_compiled());
+  if (!want_nccl) {
+    p.comm = std::make_unique<MpiCommunicator>(mpi);
+    p.overlap = cfg.overlap != Overlap::kOff;
+    p.comm->set_background(p.overlap);  // off: every reduction runs on the training thread
+    return p;
+  }
+  p.overlap = cfg.overlap != Overlap::kOff;
+  LOCKSTEP_REQUIRE(gpu, "--dist.backend nccl needs a CUDA GPU, and none is visible on " + mpi.host());
+  const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
+  p.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device));
+  p.comm = make_nccl_communicator(mpi, device);
+#ifdef LOCKSTEP_HAVE_NCCL
+  nccl_set_compute_stream(*p.comm, c10::cuda::getCurrentCUDAStream(p.device.index()).stream());
+#endif
+  return p;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,34 @@
+// stop_signal: see stop_signal.hpp.
+#include "core/dist/stop_signal.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+
+namespace lockstep::stop_signal {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_durable = 0;
+
+void on_signal(int sig) {
+  if (g_signal != 0) _exit(g_durable ? 3 : 128 + sig);  // second signal: no more waiting
+  g_signal = sig;
+}
+
+}  // namespace
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+int pending() { return static_cast<int>(g_signal); }
+
+void mark_durable() { g_durable = 1; }
+
+}  // namespace lockstep::stop_signal

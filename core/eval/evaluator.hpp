@@ -1,0 +1,34 @@
+// evaluator: distributed evaluation. Each rank evaluates every sample it holds (nothing
+// dropped) and fills a confusion matrix; one all-reduce sums (matrix, loss sum): the
+// result equals a 1-rank evaluation of the same data. Collective.
+//
+// The loss is plain cross-entropy (no class weights or smoothing), so runs with different
+// training losses stay comparable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/data/batch_maker.hpp"
+#include "core/eval/class_metrics.hpp"
+#include "core/model/registry.hpp"
+#include "io/loader/rank_reader.hpp"
+
+namespace lockstep {
+
+class MpiRuntime;
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  double macro_f1 = 0.0;
+  int64_t count = 0;
+  std::vector<int64_t> confusion;  // classes x classes, rows true class
+  ClassMetrics metrics;
+};
+
+// Reads DATA in natural order through a prefetching loader (PREFETCH batches ahead).
+EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
+                    int64_t classes, const MpiRuntime& mpi);
+
+}  // namespace lockstep

@@ -1,0 +1,52 @@
+// cnn: the reference CNN for images (registry.hpp).
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/model/layers.hpp"
+#include "core/model/registry.hpp"
+#include "core/model/sync_bn.hpp"
+
+namespace lockstep {
+namespace {
+
+namespace F = torch::nn::functional;
+namespace nn = torch::nn;
+
+class ReferenceCnn final : public Net {
+ public:
+  ReferenceCnn(int64_t channels, int64_t height, int64_t width, int64_t classes, int64_t w, double dropout)
+      : conv1_(register_module("conv1", conv(channels, w, 3))),
+        bn1_(register_module("bn1", BatchNorm(w))),
+        conv2_(register_module("conv2", conv(w, 2 * w, 3))),
+        bn2_(register_module("bn2", BatchNorm(2 * w))),
+        fc1_(register_module("fc1", nn::Linear(2 * w * (height / 4) * (width / 4), 128))),
+        drop_(register_module("drop", nn::Dropout(dropout))),
+        fc2_(register_module("fc2", nn::Linear(128, classes))) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = F::max_pool2d(torch::relu(bn1_(conv1_(x))), F::MaxPool2dFuncOptions(2));
+    x = F::max_pool2d(torch::relu(bn2_(conv2_(x))), F::MaxPool2dFuncOptions(2));
+    x = torch::relu(fc1_(x.flatten(1)));
+    return fc2_(drop_(x));
+  }
+
+ private:
+  nn::Conv2d conv1_;
+  BatchNorm bn1_;
+  nn::Conv2d conv2_;
+  BatchNorm bn2_;
+  nn::Linear fc1_;
+  nn::Dropout drop_;
+  nn::Linear fc2_;
+};
+
+}  // namespace
+
+std::shared_ptr<Net> make_cnn(const ModelOptions& opt, const io::DatasetSpec& spec) {
+  require_image("cnn", spec, 4);
+  const auto& s = spec.sample_shape;
+  return std::make_shared<ReferenceCnn>(s[0], s[1], s[2], spec.num_classes, opt.width > 0 ? opt.width : 32,
+                                        opt.dropout);
+}
+
+}  // namespace lockstep

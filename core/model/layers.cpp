@@ -1,0 +1,23 @@
+// layers: see layers.hpp.
+#include "core/model/layers.hpp"
+
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+
+namespace nn = torch::nn;
+
+nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));
+}
+
+void require_image(const std::string& model, const io::DatasetSpec& spec, int64_t min_side) {
+  const auto& s = spec.sample_shape;
+  if (s.size() != 3 || s[1] < min_side || s[2] < min_side)
+    throw UsageError("model '" + model + "' needs image samples [C,H,W] with H,W >= " + std::to_string(min_side) +
+                     "; dataset '" + spec.name + "' has shape " + c10::str(s));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,18 @@
+// layers: building blocks the built-in model families share.
+#pragma once
+
+#include <torch/nn/modules/conv.h>
+
+#include <cstdint>
+#include <string>
+
+#include "io/dataset/shard_format.hpp"
+
+namespace lockstep {
+
+// KxK convolution, padding K/2, no bias (a BatchNorm follows).
+torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1);
+// Throws UsageError naming MODEL unless SPEC's samples are images [C,H,W] with H,W >= MIN_SIDE.
+void require_image(const std::string& model, const io::DatasetSpec& spec, int64_t min_side);
+
+}  // namespace lockstep

@@ -1,0 +1,20 @@
+// registry: see registry.hpp. The factory; each family lives in its own file (cnn, resnet,
+// mlp, cnn1d, torchscript).
+#include "core/model/registry.hpp"
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+
+std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec) {
+  if (opt.width < 0) throw UsageError("--model.width must be >= 0");
+  const std::string script = "torchscript:";
+  if (opt.name.compare(0, script.size(), script) == 0) return load_script_model(opt.name.substr(script.size()), spec);
+  if (opt.name == "cnn") return make_cnn(opt, spec);
+  if (opt.name == "resnet") return make_resnet(opt, spec);
+  if (opt.name == "mlp") return make_mlp(opt, spec);
+  if (opt.name == "cnn1d") return make_cnn1d(opt, spec);
+  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d; or torchscript:PATH)");
+}
+
+}  // namespace lockstep

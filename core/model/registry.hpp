@@ -1,0 +1,59 @@
+// registry: the networks lockstep trains (--model.name). Sizes come from the dataset's
+// metadata (sample shape, class count); --model.width scales channels/units (0: the
+// model's default).
+//
+//   cnn      reference CNN for images [C,H,W]: 2 x [conv3x3, BatchNorm, ReLU, max-pool 2],
+//            FC 128, dropout, FC classes. Width 32 (second block 2x).
+//   mlp      any sample shape, flattened: 2 hidden layers of WIDTH (256) with ReLU,
+//            dropout, FC classes (e.g. HAR sensor windows).
+//   resnet   ResNet-18 (--model.depth 34: ResNet-34) for images with any channel count:
+//            BasicBlocks, stage widths WIDTH x {1,2,4,8} (64); a 3x3 stem for images up
+//            to 64 px, the 7x7/2 stem with max-pool above.
+//   cnn1d    time series [C,L] (or [L]): 3 x [conv1d k5, BatchNorm, ReLU, max-pool 2],
+//            global average pool, dropout, FC. Width 64.
+//   torchscript:PATH  a module saved with torch.jit.script(m).save(PATH): forward(x)
+//            takes [N, *sample_shape] float32 and returns [N, classes] logits.
+// Every BatchNorm is core/norm's, so --model.sync-bn can synchronise it.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/dataset/shard_format.hpp"
+
+namespace lockstep {
+
+class Net : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // Parameters, then buffers: everything that defines the function (broadcast at start,
+  // copied for the best weights).
+  std::vector<torch::Tensor> state_tensors() {
+    std::vector<torch::Tensor> all = parameters();
+    for (const auto& b : buffers()) all.push_back(b);
+    return all;
+  }
+};
+
+struct ModelOptions {
+  std::string name = "cnn";
+  double dropout = 0.25;
+  int64_t width = 0;  // 0: the model's default
+  int depth = 18;     // resnet: 18 | 34
+};
+
+// Throws UsageError naming the model when it is unknown, the file does not load, or the
+// data does not fit it.
+std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec);
+
+// The built-in models (model_*.cpp).
+std::shared_ptr<Net> make_cnn(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_resnet(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_mlp(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> load_script_model(const std::string& path, const io::DatasetSpec& spec);
+
+}  // namespace lockstep

@@ -1,0 +1,89 @@
+// resnet: ResNet-18/34 for images with any channel count (registry.hpp).
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/model/layers.hpp"
+#include "core/model/registry.hpp"
+#include "core/model/sync_bn.hpp"
+
+namespace lockstep {
+namespace {
+
+namespace F = torch::nn::functional;
+namespace nn = torch::nn;
+
+class BasicBlockImpl : public nn::Module {
+ public:
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
+      : conv1_(register_module("conv1", conv(in, out, 3, stride))),
+        bn1_(register_module("bn1", BatchNorm(out))),
+        conv2_(register_module("conv2", conv(out, out, 3))),
+        bn2_(register_module("bn2", BatchNorm(out))) {
+    if (stride != 1 || in != out) {
+      down_conv_ = register_module("down_conv", conv(in, out, 1, stride));
+      down_bn_ = register_module("down_bn", BatchNorm(out));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = bn2_(conv2_(torch::relu(bn1_(conv1_(x)))));
+    return torch::relu(y + (down_conv_ ? down_bn_(down_conv_(x)) : x));
+  }
+
+ private:
+  nn::Conv2d conv1_;
+  BatchNorm bn1_;
+  nn::Conv2d conv2_;
+  BatchNorm bn2_;
+  nn::Conv2d down_conv_{nullptr};
+  BatchNorm down_bn_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+class ResNet final : public Net {
+ public:
+  ResNet(const io::DatasetSpec& spec, int64_t w, int depth, double dropout) {
+    const int64_t channels = spec.sample_shape[0];
+    small_input_ = spec.sample_shape[1] <= 64 && spec.sample_shape[2] <= 64;
+    stem_ = register_module("stem", small_input_ ? conv(channels, w, 3) : conv(channels, w, 7, 2));
+    stem_bn_ = register_module("stem_bn", BatchNorm(w));
+    const std::vector<int> blocks = depth == 34 ? std::vector<int>{3, 4, 6, 3} : std::vector<int>{2, 2, 2, 2};
+    int64_t in = w;
+    for (size_t stage = 0; stage < blocks.size(); ++stage) {
+      const int64_t out = w << stage;
+      for (int b = 0; b < blocks[stage]; ++b) {
+        const int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+        blocks_.push_back(register_module("layer" + std::to_string(stage + 1) + "_" + std::to_string(b),
+                                          BasicBlock(in, out, stride)));
+        in = out;
+      }
+    }
+    drop_ = register_module("drop", nn::Dropout(dropout));
+    fc_ = register_module("fc", nn::Linear(in, spec.num_classes));
+  }
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = torch::relu(stem_bn_(stem_(x)));
+    if (!small_input_) x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+    for (auto& block : blocks_) x = block(x);
+    return fc_(drop_(x.mean({2, 3})));
+  }
+
+ private:
+  bool small_input_ = true;
+  nn::Conv2d stem_{nullptr};
+  BatchNorm stem_bn_{nullptr};
+  std::vector<BasicBlock> blocks_;
+  nn::Dropout drop_{nullptr};
+  nn::Linear fc_{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<Net> make_resnet(const ModelOptions& opt, const io::DatasetSpec& spec) {
+  require_image("resnet", spec, 8);
+  if (opt.depth != 18 && opt.depth != 34)
+    throw UsageError("--model.depth must be 18 or 34 for resnet, not " + std::to_string(opt.depth));
+  return std::make_shared<ResNet>(spec, opt.width > 0 ? opt.width : 64, opt.depth, opt.dropout);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,46 @@
+// sync_bn: the BatchNorm every built-in model uses, with optional cross-rank statistics
+// (--model.sync-bn), and the differentiable all-reduce it is built on.
+//
+// BatchNorm keeps torch's parameter and buffer names (weight, bias, running_mean,
+// running_var, num_batches_tracked), so checkpoints do not depend on --model.sync-bn.
+// Synchronised (training mode, a communicator set):
+// 1. each rank sums x and x^2 per channel over its batch and counts its values;
+// 2. one all-reduce of [sums, squares, count] gives the global batch's mean and variance;
+// 3. every rank normalises with them — what one rank with the whole global batch computes;
+// 4. backward: the all-reduce's gradient is the all-reduce of the gradients, so the
+//    input gradients also match the single-rank computation.
+// Collective in forward and backward when synchronised: every rank runs the same layers
+// in the same order (autograd's order is the graph's, the same on every rank).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+namespace lockstep {
+
+class Communicator;
+
+class BatchNormImpl : public torch::nn::Module {
+ public:
+  explicit BatchNormImpl(int64_t channels, double momentum = 0.1, double eps = 1e-5);
+  torch::Tensor forward(const torch::Tensor& x);  // [N, C, ...]
+  void set_comm(Communicator* comm) { comm_ = comm; }
+
+ private:
+  torch::Tensor forward_synced(const torch::Tensor& x);
+
+  double momentum_, eps_;
+  Communicator* comm_ = nullptr;
+  torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+};
+TORCH_MODULE(BatchNorm);
+
+// Sum of X over all ranks, differentiable (backward: the sum of the gradients).
+// X must be float32 on the communicator's device. Collective.
+torch::Tensor allreduce_sum(const torch::Tensor& x, Communicator& comm);
+
+// Makes every BatchNorm under MODULE synchronise through COMM (nullptr: local again).
+// Returns how many layers it found.
+int set_sync_bn(torch::nn::Module& module, Communicator* comm);
+
+}  // namespace lockstep

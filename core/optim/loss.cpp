@@ -1,0 +1,74 @@
+// loss: see loss.hpp.
+#include "core/optim/loss.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+
+std::vector<double> class_weights(const std::string& spec, const std::vector<int64_t>& histogram) {
+  if (spec == "none" || spec.empty()) return {};
+  const size_t k = histogram.size();
+  std::vector<double> w;
+  if (spec == "auto") {
+    int64_t total = 0;
+    for (int64_t n : histogram) total += n;
+    for (int64_t n : histogram)
+      w.push_back(n > 0 ? static_cast<double>(total) / (static_cast<double>(k) * static_cast<double>(n)) : 0.0);
+    return w;
+  }
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(v) || v < 0)
+      throw UsageError("--train.class-weights: '" + item + "' is not a non-negative number (give auto, none or " +
+                       std::to_string(k) + " comma-separated weights)");
+    w.push_back(v);
+  }
+  if (w.size() != k)
+    throw UsageError("--train.class-weights: " + std::to_string(w.size()) + " weights for a dataset of " +
+                     std::to_string(k) + " classes");
+  return w;
+}
+
+std::string class_weight_table(const std::vector<double>& weights, const std::vector<int64_t>& histogram,
+                               const std::vector<std::string>& names) {
+  int64_t total = 0;
+  for (int64_t n : histogram) total += n;
+  std::string out = "  class                 samples   share  weight";
+  for (size_t c = 0; c < weights.size(); ++c) {
+    std::string name = std::to_string(c) + (c < names.size() ? " " + names[c] : "");
+    if (name.size() > 20) name.resize(20);
+    char line[128];
+    std::snprintf(line, sizeof line, "\n  %-20s %8lld  %5.1f%%  %6.3f", name.c_str(),
+                  static_cast<long long>(c < histogram.size() ? histogram[c] : 0),
+                  total > 0 && c < histogram.size() ? 100.0 * histogram[c] / total : 0.0, weights[c]);
+    out += line;
+  }
+  return out;
+}
+
+Loss::Loss(std::vector<double> weights, double label_smoothing, torch::Device device) : smoothing_(label_smoothing) {
+  if (!weights.empty())
+    weight_ = torch::tensor(weights, torch::kDouble).to(torch::kFloat).to(device);
+}
+
+torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor& labels) const {
+  auto opt = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing_);
+  if (weight_.defined()) opt.weight(weight_);
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
+}
+
+}  // namespace lockstep

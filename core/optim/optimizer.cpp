@@ -1,0 +1,59 @@
+// optimizer: see optimizer.hpp.
+#include "core/optim/optimizer.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
+                                                        const OptimizerOptions& o) {
+  namespace optim = torch::optim;
+  switch (o.kind) {
+    case OptimizerKind::kSgd:
+      if (o.nesterov && o.momentum <= 0) throw UsageError("--train.nesterov needs --train.momentum > 0");
+      return std::make_unique<optim::SGD>(
+          params, optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(o.weight_decay));
+    case OptimizerKind::kAdam:
+      return std::make_unique<optim::Adam>(
+          params, optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+    case OptimizerKind::kAdamW:
+      return std::make_unique<optim::AdamW>(
+          params, optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  }
+  throw Error("unknown optimizer kind");
+}
+
+void set_lr(torch::optim::Optimizer& opt, double lr) {
+  for (auto& group : opt.param_groups()) group.options().set_lr(lr);
+}
+
+double scaled_lr(double lr, LrScaling rule, int world) {
+  switch (rule) {
+    case LrScaling::kLinear: return lr * world;
+    case LrScaling::kSqrt: return lr * std::sqrt(static_cast<double>(world));
+    case LrScaling::kNone: break;
+  }
+  return lr;
+}
+
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return torch::zeros({});
+  std::vector<torch::Tensor> norms;
+  norms.reserve(grads.size());
+  for (const auto& g : grads) norms.push_back(g.detach().to(torch::kFloat).norm());
+  const torch::Tensor total = torch::stack(norms).norm();
+  // min(1, max/total) without a branch on the host.
+  const torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
+  return total;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,199 @@
+// doctor: see doctor.hpp.
+#include "core/tools/doctor.hpp"
+
+#include <fmt/format.h>
+#include "core/base/env.hpp"
+
+#include <sched.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/dist/communicator.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/nccl_bootstrap.hpp"
+#include "core/dist/nccl_communicator.hpp"
+#include "core/base/clock.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+#include "io/loader/sample_order.hpp"
+#include "io/dataset/shard_format.hpp"
+#include "io/dataset/shard_reader.hpp"
+
+namespace lockstep {
+namespace {
+
+// Fixed-width per-rank text, gathered at rank 0 (collective).
+std::vector<std::string> gather_lines(const MpiRuntime& mpi, const std::string& line) {
+  constexpr size_t kWidth = 200;
+  std::vector<uint8_t> mine(kWidth, 0);
+  std::memcpy(mine.data(), line.data(), std::min(line.size(), kWidth - 1));
+  const std::vector<uint8_t> all = mpi.gather_bytes(mine, 0);
+  std::vector<std::string> out;
+  for (size_t i = 0; i + kWidth <= all.size(); i += kWidth) out.emplace_back(reinterpret_cast<const char*>(&all[i]));
+  return out;
+}
+
+struct Doctor {
+  const Config& cfg;
+  const MpiRuntime& mpi;
+  int problems = 0;
+
+  void problem(const std::string& what) {
+    ++problems;
+    log::error("doctor: " + what);
+  }
+
+  void placement() {
+    cpu_set_t set;
+    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    const int gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+    const char* visible = env::get(env::kCudaVisibleDevices);
+    char line[200];
+    std::snprintf(line, sizeof line, "%5d  %-20s %5d  %4d  %-10s %5d %7d", mpi.rank(), mpi.host().c_str(),
+                  mpi.local_rank(), gpus, visible ? visible : "-", cores, cfg.threads);
+    const auto lines = gather_lines(mpi, line);
+    std::string table = " rank  host                 local  gpus  visible    cores threads";
+    for (const auto& l : lines) table += "\n" + l;
+    log::info0("doctor: " + std::to_string(mpi.size()) + " rank(s)\n" + table);
+    if (cores > 0 && cores < cfg.threads)
+      problem("rank " + std::to_string(mpi.rank()) + " has " + std::to_string(cores) + " core(s) for " +
+              std::to_string(cfg.threads) + " threads (--cpus-per-task smaller than --train.threads?)");
+  }
+
+  void mpi_check() {
+    double v[2] = {static_cast<double>(mpi.rank() + 1), 1.0};
+    mpi.allreduce_sum(v, 2);
+    const double n = mpi.size();
+    if (v[0] != n * (n + 1) / 2 || v[1] != n)
+      problem("MPI all-reduce returned " + fmt::format("{:g}", v[0]) + ", expected " + fmt::format("{:g}", n * (n + 1) / 2));
+    mpi.barrier();
+    log::info0("doctor: MPI ok (" + std::string(mpi.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "no MPI_THREAD_MULTIPLE") +
+               ", all-reduce and barrier across " + std::to_string(mpi.size()) + " rank(s))");
+  }
+
+  void nccl_check() {
+    if (!nccl_compiled()) {
+      log::info0("doctor: NCCL not compiled in (CPU build): gradients go through MPI");
+      return;
+    }
+    const NcclIdBytes id = exchange_nccl_id(mpi);
+    double fp[2];
+    fp[0] = fp[1] = static_cast<double>(io::mix_seed(0, std::hash<std::string>{}(std::string(id.data(), id.size()))) >> 12);
+    mpi.allreduce_min(&fp[0], 1);
+    mpi.allreduce_max(&fp[1], 1);
+    if (fp[0] != fp[1]) problem("ranks hold different NCCL unique IDs after the broadcast");
+    double gpu = torch::cuda::is_available() ? 1.0 : 0.0;
+    mpi.allreduce_min(&gpu, 1);
+    if (gpu == 0) {
+      log::info0("doctor: NCCL unique ID exchange ok; not every rank has a GPU, so no NCCL communicator was built");
+      return;
+    }
+    const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
+    try {
+      check_one_rank_per_gpu(mpi, device);
+    } catch (const Error& e) {
+      problem(e.what());
+      return;
+    }
+    auto comm = make_nccl_communicator(mpi, device);
+    torch::Tensor t = torch::full({1024}, static_cast<float>(mpi.rank() + 1),
+                                  torch::TensorOptions().device(torch::kCUDA, mpi.local_rank() % static_cast<int>(torch::cuda::device_count())));
+    comm->allreduce_sum(t.data_ptr<float>(), 1024);
+    const double n = mpi.size();
+    if (t[0].item<double>() != n * (n + 1) / 2) problem("NCCL all-reduce returned a wrong sum");
+    comm->destroy();
+    log::info0("doctor: NCCL ok (unique ID exchange, communicator, all-reduce on every rank's GPU)");
+  }
+
+  void data_check() {
+    if (cfg.data_dir.empty()) {
+      log::info0("doctor: no --data.path: data not checked");
+      return;
+    }
+    io::Manifest m;
+    try {
+      m = io::read_manifest(cfg.data_dir);
+    } catch (const Error& e) {
+      problem(e.what());
+      return;
+    }
+    int shard_index = 0, mine = 0;
+    for (const auto& [name, split] : m.splits)
+      for (const auto& shard : split.shards) {
+        if (shard_index++ % mpi.size() != mpi.rank()) continue;
+        ++mine;
+        try {
+          const io::ShardFile f(cfg.data_dir + "/" + shard.file, m.spec, &shard, m.dataset_id);
+          const int64_t n = std::min<int64_t>(f.count(), cfg.batch_size);
+          std::vector<char> samples(static_cast<size_t>(n) * m.spec.sample_bytes());
+          std::vector<int64_t> labels(static_cast<size_t>(n));
+          f.read(0, n, samples.data(), labels.data());
+        } catch (const Error& e) {
+          problem(e.what());
+        }
+      }
+    double total = mine;
+    mpi.allreduce_sum(&total, 1);
+    log::info0("doctor: data " + cfg.data_dir + ": read one batch from each of " + fmt::format("{:.0f}", total) + " shard(s)");
+  }
+
+  // Seconds per all-reduce of N floats (max over ranks of the mean of ITERS).
+  double time_allreduce(Communicator& comm, size_t n, int iters) {
+    std::vector<float> buf(n, 1.0f);
+    for (int i = 0; i < 3; ++i) comm.allreduce_sum(buf.data(), n);
+    mpi.barrier();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) comm.allreduce_sum(buf.data(), n);
+    double t = seconds_since(t0) / iters;
+    mpi.allreduce_max(&t, 1);
+    return t;
+  }
+
+  void allreduce_timing() {
+    MpiCommunicator comm(mpi);
+    const size_t small = 1024, big = static_cast<size_t>(std::max(1.0, cfg.doctor_allreduce_mb) * (1 << 20) / 4);
+    const double t_small = time_allreduce(comm, small, 50);
+    const double t_big = time_allreduce(comm, big, 10);
+    const double n = mpi.size();
+    const double bytes = static_cast<double>(big) * 4;
+    const double busbw = n > 1 ? bytes * 2 * (n - 1) / n / t_big / 1e9 : 0.0;
+    log::info0("doctor: all-reduce (lockstep's MPI communicator): 4 KiB in " + fmt::format("{:.1f}", t_small * 1e6) + " us, " +
+               fmt::format("{:.1f}", bytes / (1 << 20)) + " MiB in " + fmt::format("{:.2f}", t_big * 1e3) + " ms = " + fmt::format("{:.2f}", busbw) +
+               " GB/s bus bandwidth");
+    if (!cfg.doctor_out.empty() && mpi.rank() == 0) {
+      const io::Json o = {{"ranks", mpi.size()},
+                          {"hosts", std::set<std::string>(mpi.hosts().begin(), mpi.hosts().end()).size()},
+                          {"small_bytes", static_cast<int64_t>(small * 4)}, {"small_seconds", t_small},
+                          {"big_bytes", static_cast<int64_t>(big * 4)}, {"big_seconds", t_big}, {"busbw_gbs", busbw}};
+      io::write_file_atomic(cfg.doctor_out, io::dump_json(o) + "\n");
+    }
+  }
+};
+
+}  // namespace
+
+int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
+  torch::set_num_threads(cfg.threads);
+  Doctor d{cfg, mpi};
+  d.placement();
+  d.mpi_check();
+  d.nccl_check();
+  d.data_check();
+  d.allreduce_timing();
+  double problems = d.problems;
+  mpi.allreduce_sum(&problems, 1);
+  if (problems > 0) {
+    log::info0("doctor: " + fmt::format("{:.0f}", problems) + " problem(s), each printed above by the rank that found it");
+    return kExitFailure;
+  }
+  log::info0("doctor: all checks passed");
+  return kExitOk;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,65 @@
+// evaluate_command: see evaluate_command.hpp.
+#include "core/tools/evaluate_command.hpp"
+
+#include <torch/torch.h>
+#include <fmt/format.h>
+
+#include "core/base/error.hpp"
+#include "core/eval/evaluator.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/data/reader_options.hpp"
+#include "core/dist/placement.hpp"
+#include "core/base/clock.hpp"
+#include "core/model/torch_errors.hpp"
+#include "core/train/checkpoint_state.hpp"
+#include "io/records/checkpoint_store.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep {
+namespace {
+
+int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
+  const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
+  const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
+  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  if (!manifest.spec.labeled)
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against");
+  LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
+                   cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
+  torch::set_num_threads(cfg.threads);
+  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(),
+                            reader_options(cfg));
+  Placement place = place_run(cfg, mpi);
+  auto model = make_model(ModelOptions{meta.model, cfg.dropout, meta.model_width, meta.model_depth}, manifest.spec);
+  model->to(place.device);
+  load_state(d.payload, *model, nullptr, cfg.checkpoint);
+  const BatchMaker maker(manifest.spec, place.device);
+  const auto t0 = Clock::now();
+  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
+  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
+             " split '" + cfg.eval_split + "': accuracy " + fmt::format("{:.4f}", ev.accuracy) + " macro-F1 " +
+             fmt::format("{:.4f}", ev.macro_f1) + " loss " + fmt::format("{:.4f}", ev.loss) + " over " + std::to_string(ev.count) +
+             " samples, " + std::to_string(mpi.size()) + " rank(s), " + fmt::format("{:.2f}", seconds_since(t0)) + " s");
+  log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, manifest.spec.class_names));
+  log::info0("confusion matrix (rows: true class, columns: predicted):\n" +
+             confusion_table(ev.confusion, manifest.spec.num_classes));
+  if (!cfg.eval_out.empty() && mpi.rank() == 0) {
+    const io::Json o = {{"checkpoint", cfg.checkpoint}, {"step", meta.pos.step},     {"split", cfg.eval_split},
+                        {"samples", ev.count},         {"loss", ev.loss},           {"accuracy", ev.accuracy},
+                        {"macro_f1", ev.macro_f1},     {"recall", ev.metrics.recall}, {"confusion", ev.confusion},
+                        {"ranks", mpi.size()}};
+    io::write_file_atomic(cfg.eval_out, io::dump_json(o) + "\n");
+  }
+  if (place.comm) place.comm->destroy();
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_evaluation(const Config& cfg, const MpiRuntime& mpi) {
+  return with_torch_errors([&] { return evaluate_impl(cfg, mpi); });
+}
+
+}  // namespace lockstep

@@ -1,0 +1,195 @@
+// checkpoint_state: see checkpoint_state.hpp.
+#include "core/train/checkpoint_state.hpp"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "core/base/error.hpp"
+#include "core/base/version.hpp"
+#include "io/util/json_io.hpp"
+#include "core/dist/preflight.hpp"
+
+
+namespace lockstep {
+
+std::string lockstep_version() { return LOCKSTEP_VERSION; }
+std::string torch_version() { return TORCH_VERSION; }
+
+std::string meta_to_json(const CheckpointMeta& m) {
+  io::Json o;
+  o["step"] = m.pos.step;
+  o["epoch"] = m.pos.epoch;
+  o["samples_done_in_epoch"] = m.pos.samples_done_in_epoch;
+  o["world_size"] = m.world_size;
+  o["batch_size"] = m.batch_size;
+  o["seed"] = m.seed;
+  o["model"] = m.model;
+  o["model_width"] = m.model_width;
+  o["model_depth"] = m.model_depth;
+  o["optimizer"] = m.optimizer;
+  o["param_shapes"] = m.param_shapes;
+  o["dataset"] = m.dataset;
+  o["sample_shape"] = m.sample_shape;
+  o["num_classes"] = m.num_classes;
+  o["val_acc"] = m.val_acc;
+  o["val_f1"] = m.val_f1;
+  o["best_metric"] = m.best_metric;
+  o["best_value"] = m.best_value;
+  if (!m.epoch_stats.empty()) o["epoch_stats"] = io::Json::parse(m.epoch_stats);
+  o["lockstep_version"] = m.lockstep_version;
+  o["torch_version"] = m.torch_version;
+  o["config"] = m.config_ini;
+  return io::dump_json(o);
+}
+
+CheckpointMeta meta_from_json(const std::string& json, const std::string& path) {
+  CheckpointMeta m;
+  const char* field = "";
+  try {
+    const io::Json t = io::Json::parse(json);
+    const auto get = [&](const char* key, auto* out) {
+      field = key;
+      *out = t.at(key).get<std::decay_t<decltype(*out)>>();
+    };
+    const auto get_or = [&](const char* key, auto* out) {
+      field = key;
+      if (t.contains(key) && !t[key].is_null()) *out = t[key].get<std::decay_t<decltype(*out)>>();
+    };
+    get("step", &m.pos.step);
+    get("epoch", &m.pos.epoch);
+    get("samples_done_in_epoch", &m.pos.samples_done_in_epoch);
+    get("world_size", &m.world_size);
+    get("batch_size", &m.batch_size);
+    field = "seed";  // a decimal string in checkpoints of lockstep 0.1
+    m.seed = t.at("seed").is_string() ? std::stoull(t["seed"].get<std::string>()) : t.at("seed").get<uint64_t>();
+    get("model", &m.model);
+    get_or("model_width", &m.model_width);
+    get_or("model_depth", &m.model_depth);
+    get_or("optimizer", &m.optimizer);
+    get_or("param_shapes", &m.param_shapes);
+    get("dataset", &m.dataset);
+    get("sample_shape", &m.sample_shape);
+    get("num_classes", &m.num_classes);
+    get_or("val_acc", &m.val_acc);
+    get_or("val_f1", &m.val_f1);
+    get_or("best_metric", &m.best_metric);
+    get_or("best_value", &m.best_value);
+    field = "epoch_stats";
+    if (t.contains("epoch_stats")) m.epoch_stats = t["epoch_stats"].dump();
+    get("lockstep_version", &m.lockstep_version);
+    get("torch_version", &m.torch_version);
+    get_or("config", &m.config_ini);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path + ": checkpoint metadata is not valid JSON (" + e.what() + ")");
+  } catch (const std::exception& e) {
+    throw Error(path + ": checkpoint metadata field '" + field + "' is missing or malformed (" + e.what() + ")");
+  }
+  LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
+                       m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty(),
+                   path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
+  return m;
+}
+
+std::string param_shapes_text(Net& model) {
+  std::string shapes;
+  for (const auto& p : model.named_parameters()) shapes += p.key() + ":" + c10::str(p.value().sizes()) + ";";
+  return shapes;
+}
+
+std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, Net& model, const std::string& path) {
+  const std::string head = path + ": cannot continue this run from a checkpoint of ";
+  const std::string tail = " (a new --run.dir starts afresh)";
+  if (m.model != cfg.model) return head + "model '" + m.model + "' (this run: '" + cfg.model + "')" + tail;
+  if (m.model_width != cfg.model_width)
+    return head + "--model.width " + std::to_string(m.model_width) + " (this run: " + std::to_string(cfg.model_width) + ")" + tail;
+  if (m.model == "resnet" && m.model_depth != cfg.model_depth)
+    return head + "--model.depth " + std::to_string(m.model_depth) + " (this run: " + std::to_string(cfg.model_depth) + ")" + tail;
+  if (!m.optimizer.empty() && m.optimizer != to_string(cfg.optimizer))
+    return head + "--train.optimizer " + m.optimizer + " (this run: " + to_string(cfg.optimizer) +
+           "): its optimizer state does not fit" + tail;
+  if (m.param_shapes != 0 && m.param_shapes != fnv1a64(param_shapes_text(model)))
+    return head + "a model whose parameter names or shapes differ from this run's" + tail;
+  return "";
+}
+
+std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra) {
+  torch::serialize::OutputArchive root, model_ar, opt_ar;
+  model.save(model_ar);
+  opt.save(opt_ar);
+  root.write("model", model_ar);
+  root.write("optimizer", opt_ar);
+  if (extra.rng.defined()) root.write("rng", extra.rng, /*is_buffer=*/true);
+  if (!extra.amp_scaler.empty()) root.write("amp_scaler", torch::tensor(extra.amp_scaler, torch::kDouble), /*is_buffer=*/true);
+  std::ostringstream out;
+  root.save_to(out);
+  return out.str();
+}
+
+void load_state(const std::string& payload, Net& model, torch::optim::Optimizer* opt, const std::string& path,
+                ExtraState* extra) {
+  try {
+    std::istringstream in(payload);
+    torch::serialize::InputArchive root, model_ar, opt_ar;
+    root.load_from(in);
+    root.read("model", model_ar);
+    model.load(model_ar);
+    if (opt) {
+      root.read("optimizer", opt_ar);
+      opt->load(opt_ar);
+    }
+    if (extra) {
+      torch::Tensor scaler;
+      root.try_read("rng", extra->rng, /*is_buffer=*/true);
+      if (root.try_read("amp_scaler", scaler, /*is_buffer=*/true)) {
+        scaler = scaler.to(torch::kDouble).contiguous();
+        extra->amp_scaler.assign(scaler.data_ptr<double>(), scaler.data_ptr<double>() + scaler.numel());
+      }
+    }
+  } catch (const c10::Error& e) {
+    throw Error(path + ": cannot load model/optimizer state (" + e.what_without_backtrace() + ")");
+  }
+}
+
+namespace {
+
+void append_state(std::vector<uint8_t>& out, at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const torch::Tensor s = gen.get_state().contiguous();
+  const auto* p = s.data_ptr<uint8_t>();
+  out.insert(out.end(), p, p + s.numel());
+}
+
+void restore_state(const std::vector<uint8_t>& bytes, size_t& at, at::Generator& gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const int64_t n = gen.get_state().numel();
+  LOCKSTEP_REQUIRE(at + static_cast<size_t>(n) <= bytes.size(), "checkpoint RNG state is too short");
+  torch::Tensor s = torch::empty({n}, torch::kUInt8);
+  std::memcpy(s.data_ptr<uint8_t>(), bytes.data() + at, static_cast<size_t>(n));
+  gen.set_state(s);
+  at += static_cast<size_t>(n);
+}
+
+}  // namespace
+
+std::vector<uint8_t> rng_state_bytes(torch::Device device) {
+  std::vector<uint8_t> out;
+  append_state(out, at::globalContext().defaultGenerator(torch::kCPU));
+  if (device.is_cuda()) append_state(out, at::globalContext().defaultGenerator(device));
+  return out;
+}
+
+void set_rng_state_bytes(const std::vector<uint8_t>& bytes, torch::Device device) {
+  size_t at = 0;
+  at::Generator cpu = at::globalContext().defaultGenerator(torch::kCPU);
+  restore_state(bytes, at, cpu);
+  if (device.is_cuda()) {
+    at::Generator gpu = at::globalContext().defaultGenerator(device);
+    restore_state(bytes, at, gpu);
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,86 @@
+// checkpoint_state: what a checkpoint holds, and its conversion to and from checkpoint_store's
+// (meta JSON, payload bytes).
+//
+// Payload: a torch archive with "model" (parameters and buffers), "optimizer" (its state:
+// momentum, Adam moments), "rng" (uint8 [world, bytes]: every rank's generator states, so
+// a resume on the same world size continues dropout exactly) and "amp_scaler" (fp16 loss
+// scale, finite-step count, skipped steps). Meta: the position (global step, epoch, samples consumed in that
+// epoch), world size, batch, seed, model, dataset shape and classes, versions, and the
+// resolved config, readable by `lockstep inspect` without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "core/config/config.hpp"
+#include "core/model/registry.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace lockstep {
+
+struct TrainPosition {
+  int64_t step = 0;                    // optimizer steps completed
+  int64_t epoch = 0;                   // 0-based epoch the next step belongs to
+  int64_t samples_done_in_epoch = 0;   // global samples of that epoch already consumed
+};
+
+struct CheckpointMeta {
+  TrainPosition pos;
+  int world_size = 1;
+  int64_t batch_size = 0;
+  uint64_t seed = 0;
+  std::string model;
+  int64_t model_width = 0;
+  int model_depth = 18;
+  std::string optimizer;     // sgd | adam | adamw; empty in older checkpoints
+  uint64_t param_shapes = 0; // fnv1a64 of "name:[shape];..." of the parameters; 0 in older ones
+  std::string epoch_stats;   // JSON of the epoch's WindowStats so far (epoch_stats.hpp); may be empty
+  std::string dataset;
+  std::vector<int64_t> sample_shape;
+  int64_t num_classes = 0;
+  std::string lockstep_version, torch_version;
+  std::string config_ini;
+  double val_acc = -1.0;  // of the last evaluation before the checkpoint, -1 when none
+  double val_f1 = -1.0;
+  std::string best_metric;  // set in best.ckpt: the metric and its value
+  double best_value = 0.0;
+};
+
+// What a checkpoint carries besides model and optimizer.
+struct ExtraState {
+  torch::Tensor rng;                 // uint8 [world, bytes]; undefined when absent
+  std::vector<double> amp_scaler;    // empty when absent
+};
+
+// JSON with every field typed (64-bit integers as integers); strings that are not valid
+// UTF-8 (paths inside the config text are bytes) are written with U+FFFD in their place.
+std::string meta_to_json(const CheckpointMeta& m);
+// Every field validated; a missing or malformed one is an error naming PATH and the field.
+CheckpointMeta meta_from_json(const std::string& json, const std::string& path);
+
+// "name:[shape];..." of every parameter: what a checkpoint's weights must match.
+std::string param_shapes_text(Net& model);
+// Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):
+// another model family, width, depth, optimizer or parameter shapes. One line, naming PATH.
+std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, Net& model, const std::string& path);
+
+std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra = {});
+// Loads model (and OPT when given); fills EXTRA when given (fields absent in older files
+// stay empty).
+void load_state(const std::string& payload, Net& model, torch::optim::Optimizer* opt, const std::string& path,
+                ExtraState* extra = nullptr);
+
+// This process's generator states (CPU, and DEVICE's when it is a GPU) as bytes, and back.
+std::vector<uint8_t> rng_state_bytes(torch::Device device);
+void set_rng_state_bytes(const std::vector<uint8_t>& bytes, torch::Device device);
+
+std::string lockstep_version();
+std::string torch_version();
+
+}  // namespace lockstep

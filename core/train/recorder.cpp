@@ -1,0 +1,185 @@
+// recorder: see recorder.hpp.
+#include "core/train/recorder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "core/train/checkpoint_writer.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "io/records/checkpoint_store.hpp"
+#include "io/util/file_util.hpp"
+#include "io/records/metrics_log.hpp"
+#include "io/records/run_dir.hpp"
+#include "io/records/tb_writer.hpp"
+
+namespace lockstep {
+namespace {
+
+class NullRecorder final : public Recorder {
+ public:
+  void start(int64_t) override {}
+  void row(const io::Json&) override {}
+  void write_checkpoint(int64_t, std::string, std::string, int) override {}
+  void write_best(std::string, std::string) override {}
+  void wait_checkpoints() override {}
+  void mark_resumable(int64_t) override {}
+  bool progress_due() const override { return false; }
+  void progress(const Progress&) override {}
+};
+
+// The TensorBoard scalars of a metrics row.
+std::vector<std::pair<std::string, double>> scalars_of(const io::Json& row) {
+  std::vector<std::pair<std::string, double>> out;
+  const std::string kind = row.value("kind", "");
+  const auto add = [&](const char* key, const char* tag) {
+    if (row.contains(key) && row[key].is_number()) out.emplace_back(tag, row[key].get<double>());
+  };
+  if (kind == "train") {
+    add("train_loss", "train/loss");
+    add("train_acc", "train/acc");
+    add("lr", "train/lr");
+    add("samples_per_s", "train/samples_per_s");
+  } else if (kind == "epoch") {
+    add("train_loss", "epoch/train_loss");
+    add("samples_per_s", "epoch/samples_per_s");
+    add("data_wait_s", "time/data_wait_s");
+    add("forward_s", "time/forward_s");
+    add("backward_s", "time/backward_s");
+    add("exposed_comm_s", "time/exposed_comm_s");
+    add("optimizer_s", "time/optimizer_s");
+  }
+  if (kind != "end") {
+    add("val_loss", "val/loss");
+    add("val_acc", "val/acc");
+    add("val_f1", "val/macro_f1");
+    add("test_loss", "test/loss");
+    add("test_acc", "test/acc");
+    add("test_f1", "test/macro_f1");
+  }
+  return out;
+}
+
+class Rank0Recorder final : public Recorder {
+ public:
+  Rank0Recorder(const Config& cfg, const MpiRuntime& mpi, std::unique_ptr<io::RunDir> dir)
+      : cfg_(cfg), mpi_(mpi), dir_(std::move(dir)), bar_(log::interactive()) {}
+
+  ~Rank0Recorder() override {
+    writer_.reset();  // waits for a write in flight before the directory lock is released
+    log::set_file("");
+  }
+
+  void start(int64_t start_step) override {
+    for (const std::string& t : dir_->removed_temps()) log::info0("removed " + t + " (left by a killed writer)");
+    io::remove_file(cfg_.run_dir + "/resumable");
+    io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
+    io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
+    LOCKSTEP_REQUIRE(log::set_file(cfg_.run_dir + "/train.log"),
+                     "cannot append to " + cfg_.run_dir + "/train.log (a symbolic link, or not writable)");
+    int64_t dropped = 0;
+    metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped);
+    if (dropped > 0)
+      log::info0("metrics.jsonl: dropped " + std::to_string(dropped) + " row(s) past step " +
+                 std::to_string(start_step) + " (written after the last checkpoint by an earlier run; this run writes them again)");
+    if (cfg_.tensorboard) {
+      tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());
+      if (start_step > 0) tb_->session_start(start_step + 1);
+    }
+    writer_ = std::make_unique<CheckpointWriter>();
+  }
+
+  void row(const io::Json& row) override {
+    dir_->check();
+    metrics_->write(io::dump_json(row));
+    if (!tb_) return;
+    const auto s = scalars_of(row);
+    if (!s.empty()) tb_->scalars(row.value("step", int64_t{0}), s);
+  }
+
+  void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) override {
+    const auto t0 = Clock::now();
+    const std::string ckpt = checkpoint_dir(cfg_);
+    writer_->submit([this, ckpt, step, keep_last, t0, meta = std::move(meta), payload = std::move(payload)] {
+      dir_->check();
+      const std::string path = io::write_checkpoint(ckpt, step, meta, payload);
+      written_.push_back(path);  // the writer thread's own list: checksummed by this process
+      for (const std::string& gone : io::prune_checkpoints(ckpt, keep_last, written_))
+        written_.erase(std::remove(written_.begin(), written_.end(), gone), written_.end());
+      log::info0("checkpoint " + path + " (" + fmt::format("{:.1f}", static_cast<double>(payload.size()) / 1e6) + " MB, " +
+                 fmt::format("{:.2f}", seconds_since(t0)) + " s, written in the background)");
+    });
+  }
+
+  void write_best(std::string meta, std::string payload) override {
+    const std::string path = checkpoint_dir(cfg_) + "/best.ckpt";
+    writer_->submit([this, path, meta = std::move(meta), payload = std::move(payload)] {
+      dir_->check();
+      io::write_checkpoint_file(path, meta, payload);
+    });
+  }
+
+  void wait_checkpoints() override {
+    if (writer_) writer_->wait();
+  }
+
+  void mark_resumable(int64_t step) override {
+    dir_->check();
+    io::write_file_atomic(cfg_.run_dir + "/resumable", "step " + std::to_string(step) + "\n");
+  }
+
+  bool progress_due() const override { return bar_ && seconds_since(last_bar_) >= 0.2; }
+
+  void progress(const Progress& p) override {
+    if (!bar_) return;
+    last_bar_ = Clock::now();
+    log::progress0(progress_line(p));
+  }
+
+ private:
+  const Config& cfg_;
+  const MpiRuntime& mpi_;
+  std::unique_ptr<io::RunDir> dir_;
+  std::unique_ptr<io::MetricsLog> metrics_;
+  std::unique_ptr<io::TbWriter> tb_;
+  std::vector<std::string> written_;
+  bool bar_;
+  Clock::time_point last_bar_{};
+  std::unique_ptr<CheckpointWriter> writer_;  // last: destroyed (joined) first
+};
+
+}  // namespace
+
+std::string checkpoint_dir(const Config& cfg) { return cfg.run_dir + "/checkpoints"; }
+
+std::unique_ptr<Recorder> open_recorder(const Config& cfg, const MpiRuntime& mpi) {
+  std::unique_ptr<io::RunDir> dir;
+  std::string problem;
+  bool busy = false;
+  if (mpi.rank() == 0) {
+    try {
+      dir = std::make_unique<io::RunDir>(cfg.run_dir);
+    } catch (const io::RunDirBusy& e) {
+      problem = e.what();
+      busy = true;
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  problem = mpi.broadcast_string(problem + (busy ? "B" : "E"), 0);
+  const char how = problem.back();
+  problem.pop_back();
+  if (!problem.empty()) {
+    if (how == 'B') throw UsageError(problem);
+    throw Error(problem);
+  }
+  if (mpi.rank() != 0) return std::make_unique<NullRecorder>();
+  return std::make_unique<Rank0Recorder>(cfg, mpi, std::move(dir));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,53 @@
+// recorder: everything only rank 0 does with a run's outputs, behind one interface, so
+// the training loop never asks which rank it is on.
+//
+// Rank0Recorder owns the run directory (io/run_dir: one job per directory, a replaced
+// directory noticed, killed writers' temp files removed), config.ini and command.txt,
+// train.log, metrics.jsonl (rows past the start step dropped: io/records/metrics_log), the
+// TensorBoard events, the background checkpoint writer and the terminal progress bar.
+// NullRecorder, on every other rank, does nothing.
+//
+// open_recorder is collective: rank 0 takes the directory's lock and every rank learns
+// whether it got it, so a busy directory fails alike everywhere, before anything is
+// written or read from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/config/config.hpp"
+#include "core/base/progress.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep {
+
+class MpiRuntime;
+
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  // The run starts at START_STEP (0, or the step of the checkpoint it resumes): opens
+  // the run's files. Rows a crashed run wrote past START_STEP are dropped.
+  virtual void start(int64_t start_step) = 0;
+  // One metrics.jsonl row (it carries "kind" and "step") and its TensorBoard scalars.
+  virtual void row(const io::Json& row) = 0;
+  // Checkpoints go to disk on a background thread, in order (checkpoint_writer.hpp):
+  // temp file, fsync, rename; then the step checkpoints are pruned to KEEP_LAST valid
+  // ones. A write error surfaces at the next call or at wait_checkpoints().
+  virtual void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) = 0;
+  virtual void write_best(std::string meta, std::string payload) = 0;
+  virtual void wait_checkpoints() = 0;
+  // RUN_DIR/resumable: this run stopped at a durable checkpoint of STEP and --resume auto
+  // continues it (the Slurm templates requeue on it, whatever exit code srun reports).
+  // Removed by start().
+  virtual void mark_resumable(int64_t step) = 0;
+  virtual bool progress_due() const = 0;
+  virtual void progress(const Progress& p) = 0;
+};
+
+std::unique_ptr<Recorder> open_recorder(const Config& cfg, const MpiRuntime& mpi);
+
+std::string checkpoint_dir(const Config& cfg);
+
+}  // namespace lockstep

@@ -1,0 +1,173 @@
+// session: see session.hpp.
+#include "core/train/session.hpp"
+
+#include <fmt/format.h>
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/tensor_sync.hpp"
+#include "core/model/sync_bn.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/dist/preflight.hpp"
+#include "core/data/reader_options.hpp"
+#include "core/train/checkpoint_state.hpp"
+#include "io/loader/shard_plan.hpp"
+
+namespace lockstep {
+namespace {
+
+// The reader of an optional split: null (and a line saying so) when it is off or absent.
+std::unique_ptr<io::RankReader> optional_split(const Session& s, const std::string& split, const char* role,
+                                               const io::ReaderOptions& ropt) {
+  if (split == "none") return nullptr;
+  if (!s.manifest.has_split(split)) {
+    log::info0(fmt::format("no '{}' split in {}: {}", split, s.cfg.data_dir, role) +
+               (std::string(role) == "validation"
+                    ? " is skipped (lockstep shard makes one with --val-fraction; --data.val-split test validates "
+                      "on the test split, which then also selects best.ckpt)"
+                    : " is skipped"));
+    return nullptr;
+  }
+  return std::make_unique<io::RankReader>(s.cfg.data_dir, s.manifest, split, s.mpi.rank(), s.mpi.size(), ropt);
+}
+
+// BatchNorm layers lockstep cannot synchronise (a TorchScript module's own) next to the
+// ones it can: --model.sync-bn must not claim what it does not do.
+int foreign_batchnorms(Net& model, int synced) {
+  int running_means = 0;
+  for (const auto& b : model.named_buffers()) {
+    const std::string& name = b.key();
+    if (name.size() >= 12 && name.compare(name.size() - 12, 12, "running_mean") == 0) ++running_means;
+  }
+  return running_means - synced;
+}
+
+}  // namespace
+
+Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
+  if (cfg.progress != ProgressMode::kAuto) log::force_progress_bar(cfg.progress == ProgressMode::kBar);
+  torch::set_num_threads(cfg.threads);
+  // 1. data
+  manifest = io::read_manifest(cfg.data_dir);
+  if (!manifest.spec.labeled)
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels; lockstep trains classifiers");
+  classes = manifest.spec.num_classes;
+  global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
+  const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
+  steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
+                                        cfg.remainder == Remainder::kWrap);
+  planned_steps = cfg.max_steps > 0 ? std::min<int64_t>(cfg.max_steps, cfg.epochs * steps_per_epoch)
+                                    : cfg.epochs * steps_per_epoch;
+  const io::ReaderOptions ropt = reader_options(cfg);
+  train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), ropt);
+  augment = AugmentOptions{cfg.random_crop, cfg.hflip};
+  val = optional_split(*this, cfg.val_split, "validation", ropt);
+  test = optional_split(*this, cfg.test_split, "the final test evaluation", ropt);
+  if (val && cfg.val_split == cfg.test_split)
+    log::info0("warning: validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
+              "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");
+
+  // 2. model, preflight, placement
+  torch::manual_seed(cfg.seed);
+  model = make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth}, manifest.spec);
+  preflight_check(mpi, {{"resolved config", cfg.resolved_ini},
+                        {"model parameters", param_shapes_text(*model)},
+                        {"dataset manifest", io::manifest_to_json(manifest)},
+                        {"lockstep version", lockstep_version()},
+                        {"LibTorch version", torch_version()}});
+  place = place_run(cfg, mpi);
+  if (cfg.amp != Amp::kNone && !place.device.is_cuda())
+    log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
+  model->to(place.device);
+  broadcast_tensors(model->state_tensors(), *place.comm);
+  if (cfg.sync_bn) {
+    sync_bn_layers = set_sync_bn(*model, place.comm.get());
+    const int foreign = foreign_batchnorms(*model, sync_bn_layers);
+    if (foreign > 0)
+      throw UsageError("--model.sync-bn: model '" + cfg.model + "' has " + std::to_string(foreign) +
+                       " BatchNorm layer(s) lockstep cannot synchronise (a TorchScript module's own); "
+                       "drop --model.sync-bn or use a built-in model");
+    if (sync_bn_layers == 0)
+      log::info0("note: --model.sync-bn: model '" + cfg.model + "' has no BatchNorm layers: nothing to synchronise");
+  }
+
+  // 3. optimisation
+  const double lr = scaled_lr(cfg.lr, cfg.lr_scaling, mpi.size());
+  opt = make_optimizer(model->parameters(), OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov,
+                                                             cfg.weight_decay, cfg.beta1, cfg.beta2, 1e-8});
+  reducer = std::make_unique<GradReducer>(model->parameters(), *place.comm, cfg.bucket_mb, place.overlap);
+  maker = std::make_unique<BatchMaker>(manifest.spec, place.device);
+  const std::vector<int64_t> histogram = split.histogram(classes);
+  const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
+  if (!weights.empty())
+    log::info0("class weights (" + cfg.class_weights + "):\n" +
+               class_weight_table(weights, histogram, manifest.spec.class_names));
+  loss = std::make_unique<Loss>(weights, cfg.label_smoothing, place.device);
+  scaler = LossScaler(cfg.amp == Amp::kFp16);
+  const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
+  schedule = LrSchedule{cfg.schedule, lr, warmup, planned_steps, cfg.min_lr_fraction,
+                        std::max<int64_t>(1, std::llround(cfg.step_epochs * static_cast<double>(steps_per_epoch))),
+                        cfg.step_gamma};
+}
+
+Session::~Session() = default;  // the communicator's destructor aborts if close() was not reached
+
+void Session::close() {
+  reducer.reset();  // its hooks reference the parameters and the communicator
+  if (place.comm) place.comm->destroy();
+}
+
+int64_t Session::parameter_count() const {
+  int64_t params = 0;
+  for (const auto& p : model->parameters()) params += p.numel();
+  return params;
+}
+
+std::string Session::describe() const {
+  const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
+  const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
+  const auto split_text = [&](const io::RankReader* reader, const std::string& name, const char* when) {
+    return reader ? fmt::format("'{}' ({} samples{})", name, manifest.split(name, cfg.data_dir).count(), when)
+                  : std::string("none");
+  };
+  std::string sched = to_string(cfg.schedule);
+  if (cfg.schedule == Schedule::kStep) sched += fmt::format(" x{:g} every {} steps", cfg.step_gamma, schedule.step_size);
+  if (schedule.warmup_steps > 0) sched += fmt::format(", warmup {} steps", schedule.warmup_steps);
+  std::string extras;
+  if (cfg.weight_decay > 0) extras += fmt::format(", weight decay {:g}", cfg.weight_decay);
+  if (cfg.clip_norm > 0) extras += fmt::format(", clip norm {:g}", cfg.clip_norm);
+  if (cfg.label_smoothing > 0) extras += fmt::format(", label smoothing {:g}", cfg.label_smoothing);
+  return fmt::format(
+      "lockstep {} (torch {}): {} rank(s) on {} host(s), backend {}, device {}, {} thread(s)/rank{}\n"
+      "data {} ({}): {} train samples in {} shard(s), reader {}; validation on {}, test on {}; model {} ({} parameters{}, "
+      "{} gradient bucket(s), reduced {})\n"
+      "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
+      "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
+      lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(), cfg.threads,
+      cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
+      cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(), train->streaming() ? "stream" : "memory",
+      split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
+      parameter_count(), sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "",
+      reducer->buckets().size(), place.overlap ? "during backward" : "after backward",  //
+      cfg.batch_size, mpi.size(), cfg.grad_accum, global_batch, steps_per_epoch, to_string(cfg.remainder),  //
+      to_string(cfg.optimizer), cfg.nesterov ? " (nesterov)" : "", cfg.lr, to_string(cfg.lr_scaling), mpi.size(),
+      schedule.base, sched, extras);
+}
+
+void sync_buffers(Session& s) {
+  const std::vector<at::Tensor> buffers = s.model->buffers();
+  if (buffers.empty()) return;
+  if (s.cfg.sync_buffers)
+    average_tensors(buffers, *s.place.comm);
+  else
+    broadcast_tensors(buffers, *s.place.comm);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,75 @@
+// session: the parts of a training run, built once, in this order (every rank;
+// collectives in the same order everywhere):
+// 1. data: the manifest, steps per epoch (shard_plan), this rank's readers of the train,
+//    validation and test splits (the last two optional: "none" or absent);
+// 2. the model with seed-identical weights; every rank checks it runs the same job
+//    (preflight: config, parameter shapes, manifest, versions); placement (device and
+//    communicator); parameters and buffers broadcast from rank 0 anyway (a rank with
+//    other defaults must not drift silently); sync-BN;
+// 3. optimizer (with the world-size LR scaling rule), gradient reducer, batch maker,
+//    loss, LR schedule, AMP loss scaler.
+// The parts are not reassigned after construction: the trainer, checkpointer and
+// evaluator use them through their own interfaces. close() ends the communicator on the
+// normal path; the destructor (an error unwinding) aborts it instead.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/optim/amp.hpp"
+#include "core/data/augment.hpp"
+#include "core/data/batch_maker.hpp"
+#include "core/config/config.hpp"
+#include "core/dist/grad_reducer.hpp"
+#include "core/optim/loss.hpp"
+#include "core/optim/lr_schedule.hpp"
+#include "core/model/registry.hpp"
+#include "core/dist/placement.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/dataset/shard_format.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace lockstep {
+
+class MpiRuntime;
+
+struct Session {
+  Session(const Config& cfg, const MpiRuntime& mpi);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  void close();  // collective: the communicator's normal end
+
+  const Config& cfg;
+  const MpiRuntime& mpi;
+  io::Manifest manifest;
+  int64_t classes = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t global_batch = 0;  // samples per optimizer step, all ranks
+  int64_t planned_steps = 0;  // the step the run ends at (epochs, or --max-steps when sooner)
+  std::unique_ptr<io::RankReader> train, val, test;  // val/test: null when off or absent
+  AugmentOptions augment;
+  Placement place;
+  std::shared_ptr<Net> model;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<GradReducer> reducer;
+  std::unique_ptr<BatchMaker> maker;
+  std::unique_ptr<Loss> loss;
+  LossScaler scaler{false};
+  LrSchedule schedule;
+  int sync_bn_layers = 0;
+
+  int64_t parameter_count() const;
+  std::string describe() const;  // the start lines rank 0 logs
+};
+
+// Collective: before an evaluation or a checkpoint every rank takes rank 0's BatchNorm
+// running statistics (what DDP's broadcast_buffers does every step) or, with
+// --dist.sync-buffers, their average: evaluation then computes the function the
+// checkpoint holds, on every rank.
+void sync_buffers(Session& s);
+
+}  // namespace lockstep

@@ -1,0 +1,424 @@
+// trainer: see trainer.hpp.
+#include "core/train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <thread>
+
+#include "core/train/checkpointer.hpp"
+#include "core/train/device_memory.hpp"
+#include "core/train/epoch_stats.hpp"
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/train/recorder.hpp"
+#include "core/train/session.hpp"
+#include "core/train/step_timer.hpp"
+#include "core/dist/stop_signal.hpp"
+#include "core/model/torch_errors.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/loader/sample_order.hpp"
+
+namespace lockstep {
+namespace {
+
+using Row = io::Json;
+
+void add_eval(Row& row, const char* prefix, const EvalResult& ev) {
+  if (ev.count == 0) return;
+  const std::string p = prefix;
+  row[p + "_loss"] = ev.loss;
+  row[p + "_acc"] = ev.accuracy;
+  row[p + "_f1"] = ev.macro_f1;
+}
+
+void add_times(Row& row, const Times& t) {
+  row["seconds"] = t.seconds;
+  row["data_wait_s"] = t.data_wait;
+  row["forward_s"] = t.forward;
+  row["backward_s"] = t.backward;
+  row["exposed_comm_s"] = t.exposed_comm;
+  row["optimizer_s"] = t.optimizer;
+}
+
+// A number for a row: JSON has no NaN (null says "not measured").
+io::Json number(double v) { return std::isfinite(v) ? io::Json(v) : io::Json(nullptr); }
+
+class Trainer {
+ public:
+  Trainer(Session& s, Recorder& rec, Checkpointer& ck, RunProgress& p)
+      : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), p_(p), timer_(s.place.device),
+        window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16) {}
+
+  int run() {
+    if (p_.pos.epoch >= cfg_.epochs || (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps)) {
+      log::info0("nothing to do: the run is complete at step " + std::to_string(p_.pos.step));
+      return kExitOk;
+    }
+    stop_signal::install();
+    run_start_ = Clock::now();
+    window_.restart(p_.pos.step + 1);
+    bool stop = false;
+    while (p_.pos.epoch < cfg_.epochs && !stop) {
+      const int64_t epoch = p_.pos.epoch;
+      const int64_t first = p_.pos.samples_done_in_epoch / s_.global_batch;
+      // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
+      io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch), cfg_.batch_size,
+                             s_.steps_per_epoch * cfg_.grad_accum, first * cfg_.grad_accum, cfg_.prefetch);
+      s_.model->train();
+      for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
+        const auto t0 = Clock::now();
+        inject_fault();
+        train_step(loader, step, epoch);
+        window_.add_times(Times{seconds_since(t0)});
+        if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
+        ++p_.pos.step;
+        p_.pos.samples_done_in_epoch = (step + 1) * s_.global_batch;
+        draw_progress(epoch, step + 1);
+        if (p_.pos.step % cfg_.log_every == 0) log_row(epoch, step + 1);
+        if (cfg_.eval_every > 0 && p_.pos.step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
+          evaluate_now(epoch);
+          s_.model->train();
+        }
+        if (cfg_.ckpt_every > 0 && p_.pos.step % cfg_.ckpt_every == 0) checkpoint_now();
+        if (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps) {
+          stop = true;
+          break;
+        }
+        // Every rank learns at the same step boundary whether any rank was signalled.
+        double signalled = stop_signal::pending();
+        s_.mpi.allreduce_max(&signalled, 1);
+        if (signalled > 0) return stop_on_signal(static_cast<int>(signalled));
+      }
+      end_epoch(epoch, stop);
+    }
+    finish_run();
+    rec_.wait_checkpoints();
+    return kExitOk;
+  }
+
+ private:
+  AllreduceSum sum() const {
+    return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); };
+  }
+
+  // --debug.fault: what the no-hang tests make one rank do at one step.
+  void inject_fault() {
+    if (cfg_.fault == Fault::kNone || s_.mpi.rank() != cfg_.fault_rank || p_.pos.step != cfg_.fault_step) return;
+    log::warn(fmt::format("injecting fault '{}' at step {} (--debug.fault)", to_string(cfg_.fault), p_.pos.step));
+    if (cfg_.fault == Fault::kThrow) throw Error(fmt::format("injected failure at step {} (--debug.fault throw)", p_.pos.step));
+    if (cfg_.fault == Fault::kKill) std::raise(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
+  }
+
+  // One optimizer step of ACCUM micro-batches.
+  void train_step(io::EpochLoader& loader, int64_t step, int64_t epoch) {
+    const int64_t batch = cfg_.batch_size, accum = cfg_.grad_accum;
+    p_.lr = s_.schedule.at(p_.pos.step);
+    set_lr(*s_.opt, p_.lr);
+    s_.opt->zero_grad();
+    timer_.begin_step();
+    torch::Tensor step_loss, step_correct;
+    for (int64_t a = 0; a < accum; ++a) {
+      const int64_t micro = step * accum + a;
+      const io::Batch* b = loader.next();
+      LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
+      torch::Tensor x = s_.maker->inputs(b->samples.data(), batch);
+      if (s_.augment.enabled())
+        x = augment_images(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                                      static_cast<uint64_t>(s_.mpi.rank())));
+      const torch::Tensor y = s_.maker->labels(b->labels.data(), batch);
+      timer_.mark(Phase::kData);
+      torch::Tensor loss, logits;
+      {
+        AutocastGuard autocast(cfg_.amp, s_.place.device);
+        logits = s_.model->forward(x);
+        loss = (*s_.loss)(logits, y);
+      }
+      timer_.mark(Phase::kForward);
+      s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
+      s_.scaler.scale(accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
+      timer_.mark(Phase::kBackward);
+      const torch::Tensor correct = logits.detach().argmax(1).eq(y).sum();
+      step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
+      step_correct = step_correct.defined() ? step_correct + correct : correct;
+    }
+    s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
+    if (s_.scaler.unscale_and_update(s_.model->parameters())) {
+      if (cfg_.clip_norm > 0) {
+        const torch::Tensor over =
+            (clip_grad_norm(s_.model->parameters(), cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
+        clipped_ = clipped_.defined() ? clipped_ + over : over;  // read at log steps only
+      }
+      s_.opt->step();
+    }
+    timer_.mark(Phase::kOptimizer);
+    window_.add_step(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct);
+  }
+
+  void draw_progress(int64_t epoch, int64_t step_in_epoch) {
+    if (!rec_.progress_due()) return;
+    const auto [loss, acc] = window_.local_means(cfg_.batch_size * cfg_.grad_accum);
+    Progress pr;
+    pr.epoch = epoch + 1;
+    pr.epochs = cfg_.epochs;
+    pr.step = step_in_epoch;
+    pr.steps = s_.steps_per_epoch;
+    pr.loss = loss;
+    pr.accuracy = acc;
+    const double secs = p_.epoch.times.seconds;
+    pr.samples_per_s = secs > 0 ? p_.epoch.samples / secs : 0.0;
+    pr.eta_s = pr.samples_per_s > 0
+                   ? static_cast<double>((s_.planned_steps - p_.pos.step) * s_.global_batch) / pr.samples_per_s
+                   : -1.0;
+    rec_.progress(pr);
+  }
+
+  // Collective: closes the log window into the epoch's and the run's statistics.
+  WindowStats close_window() {
+    Times phases;
+    timer_.collect(&phases);
+    window_.add_times(phases);
+    const WindowStats w = window_.close(sum(), p_.lr, p_.pos.step + 1);
+    p_.epoch += w;
+    run_ += w;
+    return w;
+  }
+
+  Row base_row(const char* kind, int64_t epoch) const {
+    Row row;
+    row["kind"] = kind;
+    row["epoch"] = epoch + 1;
+    row["step"] = p_.pos.step;
+    return row;
+  }
+
+  void add_run_state(Row& row) {
+    row["lr"] = p_.lr;
+    if (s_.scaler.enabled()) {
+      row["loss_scale"] = s_.scaler.current_scale();
+      row["skipped_steps"] = s_.scaler.skipped();
+    }
+    if (cfg_.clip_norm > 0) row["clipped_steps"] = clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0};
+  }
+
+  void log_row(int64_t epoch, int64_t step_in_epoch) {
+    const WindowStats w = close_window();
+    const double sps = w.times.samples_per_s(w.steps, s_.global_batch);
+    const std::string scale = s_.scaler.enabled() ? fmt::format(" loss-scale {:g} skipped {}", s_.scaler.current_scale(),
+                                                                s_.scaler.skipped())
+                                                  : "";
+    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.4g} {:.0f} samples/s{}; {}{}", epoch + 1,
+                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), w.acc(), p_.lr, sps, scale,
+                           w.times.summary(w.steps), timer_.on_device() ? " (device time)" : ""));
+    Row row = base_row("train", epoch);
+    row["train_loss"] = number(w.loss());
+    row["train_acc"] = number(w.acc());
+    row["samples_per_s"] = sps;
+    add_times(row, w.times);
+    add_run_state(row);
+    rec_.row(row);
+  }
+
+  // Collective. Validation on the val split (nothing when there is none).
+  EvalResult validate() {
+    if (!s_.val) return EvalResult{};
+    sync_buffers(s_);
+    p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+    return p_.last_eval;
+  }
+
+  void report_eval(const char* what, const std::string& split, const EvalResult& ev, bool detail,
+                   const std::string& note = "") {
+    if (ev.count == 0) return;
+    log::info0(fmt::format("{} at step {} on '{}' ({} samples{}): loss {:.4f} accuracy {:.4f} macro-F1 {:.4f}", what,
+                           p_.pos.step, split, ev.count, note, ev.loss, ev.accuracy, ev.macro_f1));
+    if (!detail) return;
+    log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, s_.manifest.spec.class_names));
+    log::info0("confusion matrix (rows: true class, columns: predicted):\n" + confusion_table(ev.confusion, s_.classes));
+  }
+
+  // Collective (GPU runs only): peak device memory of every rank since the last call.
+  void report_device_memory() {
+    if (!s_.place.device.is_cuda()) return;
+    std::vector<double> peak(static_cast<size_t>(s_.mpi.size()), 0.0);
+    peak[static_cast<size_t>(s_.mpi.rank())] = static_cast<double>(peak_device_bytes(s_.place.device));
+    reset_peak_device_bytes(s_.place.device);
+    s_.mpi.allreduce_sum(peak.data(), static_cast<int>(peak.size()));
+    std::string line = "peak GPU memory per rank:";
+    for (size_t i = 0; i < peak.size(); ++i) line += fmt::format(" r{} {:.2f} GiB", i, peak[i] / (1 << 30));
+    log::info0(line);
+  }
+
+  // --train.eval-every: an evaluation, its row and best.ckpt, mid-epoch.
+  void evaluate_now(int64_t epoch) {
+    const EvalResult ev = validate();
+    if (ev.count == 0) return;
+    report_eval("validation", cfg_.val_split, ev, /*detail=*/false);
+    Row row = base_row("eval", epoch);
+    add_eval(row, "val", ev);
+    add_run_state(row);
+    rec_.row(row);
+    ck_.update_best(p_);
+  }
+
+  // Collective. A mid-epoch checkpoint: the open window is checked (no weights a NaN
+  // step made are saved) and counted in the stored epoch statistics, but stays open.
+  void checkpoint_now() {
+    RunProgress at = p_;
+    at.epoch += window_.peek(sum(), p_.lr);
+    sync_buffers(s_);
+    ck_.save(at);
+  }
+
+  // Collective: checkpoint, make it durable, let every rank know, exit 3.
+  int stop_on_signal(int sig) {
+    log::info0(fmt::format("signal {} received: checkpointing at step {} and exiting with code {} (resumable: "
+                           "--resume auto continues here)",
+                           sig, p_.pos.step, static_cast<int>(kExitResumable)));
+    close_window();
+    sync_buffers(s_);
+    ck_.save(p_);
+    rec_.wait_checkpoints();  // rank 0: the checkpoint is on disk (or this throws)
+    rec_.mark_resumable(p_.pos.step);
+    s_.mpi.barrier();  // no rank exits before rank 0's checkpoint is durable
+    stop_signal::mark_durable();
+    return kExitResumable;
+  }
+
+  void end_epoch(int64_t epoch, bool stopped) {
+    close_window();
+    const WindowStats e = p_.epoch;
+    const double sps = e.times.samples_per_s(e.steps, s_.global_batch);
+    const EvalResult ev = validate();
+    const bool last = stopped || epoch + 1 >= cfg_.epochs;
+    report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
+    report_device_memory();
+    end_epoch_stats_ = e;
+    if (!stopped) {
+      log::info0(fmt::format("epoch {}/{} done: loss {:.4f} acc {:.4f}{} {:.0f} samples/s {:.1f} s; {}", epoch + 1,
+                             cfg_.epochs, e.loss(), e.acc(), val_text(ev), sps, e.times.seconds, e.times.summary(e.steps)));
+      Row row = base_row("epoch", epoch);
+      row["train_loss"] = number(e.loss());
+      row["train_acc"] = number(e.acc());
+      add_eval(row, "val", ev);
+      row["samples_per_s"] = sps;
+      add_times(row, e.times);
+      add_run_state(row);
+      rec_.row(row);
+      ++p_.pos.epoch;
+      p_.pos.samples_done_in_epoch = 0;
+      p_.epoch = WindowStats{};
+    }
+    ck_.update_best(p_);
+    ck_.save(p_);
+    last_epoch_ = epoch;
+  }
+
+  static std::string val_text(const EvalResult& ev) {
+    if (ev.count == 0) return "";
+    return fmt::format(" val_loss {:.4f} val_acc {:.4f} val_f1 {:.4f}", ev.loss, ev.accuracy, ev.macro_f1);
+  }
+
+  // The test split, once, with the weights validation chose; then the end row.
+  void finish_run() {
+    const EvalResult val = p_.last_eval;
+    EvalResult test;
+    std::string chosen;
+    int64_t weights_step = p_.pos.step;
+    if (s_.test) {
+      const int64_t best = ck_.restore_best();
+      if (best >= 0) {
+        weights_step = best;
+        chosen = fmt::format("the best {} checkpoint, step {}", to_string(cfg_.best_metric), best);
+      } else {
+        chosen = std::string("the last weights, step ") + std::to_string(p_.pos.step) +
+                 (s_.val ? "" : "; no validation split to choose others");
+      }
+      test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+      report_eval("test", cfg_.test_split, test, /*detail=*/true, ", " + chosen);
+      Row row = base_row("test", last_epoch_);
+      row["split"] = cfg_.test_split;
+      row["weights_step"] = weights_step;
+      row["selected_by"] = best_selected() ? to_string(cfg_.best_metric) : "last";
+      add_eval(row, "test", test);
+      rec_.row(row);
+    }
+    const double total_sps = run_.times.samples_per_s(run_.steps, s_.global_batch);
+    const std::string tested =
+        test.count > 0 ? fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen) : "";
+    const std::string skipped =
+        s_.scaler.enabled() ? fmt::format(", {} step(s) skipped by the fp16 loss scaler", s_.scaler.skipped()) : "";
+    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", p_.pos.step,
+                           val.count > 0 ? val_text(val) : " no validation split", tested, total_sps,
+                           seconds_since(run_start_), skipped, run_.times.summary(run_.steps)));
+    Row row = base_row("end", last_epoch_);
+    row["train_loss"] = number(end_epoch_stats_.loss());
+    row["train_acc"] = number(end_epoch_stats_.acc());
+    add_eval(row, "val", val);
+    add_eval(row, "test", test);
+    row["samples_per_s"] = total_sps;
+    Times wall = run_.times;
+    wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
+    add_times(row, wall);
+    add_run_state(row);
+    row["world_size"] = s_.mpi.size();
+    row["global_batch"] = s_.global_batch;
+    row["params"] = s_.parameter_count();
+    row["first_step_unix_ms"] = static_cast<int64_t>(first_step_unix_ * 1000);
+    rec_.row(row);
+  }
+
+  bool best_selected() const { return ck_.best_step() >= 0; }
+
+  Session& s_;
+  const Config& cfg_;
+  Recorder& rec_;
+  Checkpointer& ck_;
+  RunProgress& p_;
+  StepTimer timer_;
+  LogWindow window_;
+  WindowStats run_;               // this process's steps, for the end row's throughput
+  WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
+  int64_t last_epoch_ = 0;
+  torch::Tensor clipped_;         // device counter of steps whose norm was clipped
+  double first_step_unix_ = 0;    // wall clock when this process finished its first step
+  Clock::time_point run_start_;
+};
+
+int train_impl(const Config& cfg, const MpiRuntime& mpi) {
+  Session session(cfg, mpi);
+  std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
+  Checkpointer checkpointer(session, *recorder);
+  RunProgress progress;
+  const std::string resume = checkpointer.agree_resume_path();
+  // Dropout differs per rank; a fresh start (or a resume on another world size) seeds it
+  // from (seed, rank, step). A resume on the same world size restores the saved states.
+  torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
+  if (!resume.empty()) checkpointer.resume(resume, &progress);
+  recorder->start(progress.pos.step);
+  const std::string start = session.describe();
+  for (size_t at = 0; at < start.size();) {  // one timestamped line each
+    const size_t nl = std::min(start.find('\n', at), start.size());
+    log::info0(start.substr(at, nl - at));
+    at = nl + 1;
+  }
+  Trainer trainer(session, *recorder, checkpointer, progress);
+  const int code = trainer.run();
+  session.close();
+  return code;
+}
+
+}  // namespace
+
+int run_training(const Config& cfg, const MpiRuntime& mpi) {
+  return with_torch_errors([&] { return train_impl(cfg, mpi); });
+}
+
+}  // namespace lockstep

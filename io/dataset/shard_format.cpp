@@ -1,0 +1,250 @@
+// shard_format: see shard_format.hpp.
+#include "io/dataset/shard_format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+#include "core/base/error.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep::io {
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat32: return "float32";
+  }
+  return "?";
+}
+
+DType dtype_from_name(const std::string& name) {
+  if (name == "uint8") return DType::kUInt8;
+  if (name == "int16") return DType::kInt16;
+  if (name == "float16") return DType::kFloat16;
+  if (name == "float32") return DType::kFloat32;
+  throw Error("unknown sample dtype '" + name + "' (uint8, int16, float16, float32)");
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kUInt8: return 1;
+    case DType::kInt16:
+    case DType::kFloat16: return 2;
+    case DType::kFloat32: return 4;
+  }
+  return 0;
+}
+
+int64_t DatasetSpec::sample_elems() const {
+  return std::accumulate(sample_shape.begin(), sample_shape.end(), int64_t{1},
+                         [](int64_t a, int64_t b) { return a * b; });
+}
+
+int64_t SplitEntry::count() const {
+  int64_t n = 0;
+  for (const auto& s : shards) n += s.count;
+  return n;
+}
+
+std::vector<int64_t> SplitEntry::histogram(int64_t classes) const {
+  std::vector<int64_t> h(static_cast<size_t>(std::max<int64_t>(classes, 0)), 0);
+  for (const auto& s : shards)
+    for (size_t c = 0; c < s.histogram.size() && c < h.size(); ++c) h[c] += s.histogram[c];
+  return h;
+}
+
+bool Manifest::has_split(const std::string& name) const {
+  for (const auto& [n, s] : splits)
+    if (n == name) return true;
+  return false;
+}
+
+const SplitEntry& Manifest::split(const std::string& name, const std::string& dir) const {
+  for (const auto& [n, s] : splits)
+    if (n == name) return s;
+  throw Error(dir + "/" + kManifestName + ": no split '" + name + "'");
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      int e = -1;
+      uint32_t m = mant;
+      do {
+        ++e;
+        m <<= 1;
+      } while ((m & 0x400u) == 0);
+      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
+                      const std::string& where) {
+  for (int64_t i = 0; spec.labeled && i < n; ++i)
+    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec.num_classes,
+                     where + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(first + i) +
+                         " is outside [0, " + std::to_string(spec.num_classes) + ")");
+  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
+  const int64_t elems = n * spec.sample_elems();
+  for (int64_t i = 0; i < elems; ++i) {
+    const float v = spec.dtype == DType::kFloat32 ? static_cast<const float*>(samples)[i]
+                                                  : half_to_float(static_cast<const uint16_t*>(samples)[i]);
+    LOCKSTEP_REQUIRE(std::isfinite(v), where + ": sample " + std::to_string(first + i / spec.sample_elems()) +
+                                           " contains NaN or Inf");
+  }
+}
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string shard_file_name(const std::string& split, int index, int count) {
+  return fmt::format("{}-{:05d}-of-{:05d}.h5", split, index, count);
+}
+
+std::string crc_hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+std::string manifest_to_json(const Manifest& m) {
+  Json splits = Json::object();
+  for (const auto& [name, split] : m.splits) {
+    Json shards = Json::array();
+    for (const auto& s : split.shards)
+      shards.push_back({{"file", s.file}, {"count", s.count}, {"histogram", s.histogram}, {"crc32", crc_hex(s.crc32)}});
+    splits[name] = {{"count", split.count()}, {"shards", shards}};
+  }
+  const Json root = {{"lockstep_format", kShardFormatVersion},
+                     {"name", m.spec.name},
+                     {"source", m.source},
+                     {"source_fingerprint", m.source_fingerprint},
+                     {"dataset_id", m.dataset_id},
+                     {"sample_shape", m.spec.sample_shape},
+                     {"dtype", dtype_name(m.spec.dtype)},
+                     {"labeled", m.spec.labeled},
+                     {"num_classes", m.spec.num_classes},
+                     {"class_names", m.spec.class_names},
+                     {"mean", m.spec.mean},
+                     {"std", m.spec.std},
+                     {"splits", splits}};
+  return dump_json(root) + "\n";
+}
+
+namespace {
+
+void check_spec(const DatasetSpec& spec, const std::string& path) {
+  LOCKSTEP_REQUIRE(!spec.sample_shape.empty() && spec.sample_shape.size() <= 8,
+                   path + ": sample_shape must have 1 to 8 dimensions");
+  int64_t elems = 1;
+  for (const int64_t d : spec.sample_shape) {
+    LOCKSTEP_REQUIRE(d > 0 && d <= (int64_t{1} << 31) && elems <= (int64_t{1} << 40) / d,
+                     path + ": sample_shape " + shape_text(spec.sample_shape) + " is not a valid sample size");
+    elems *= d;
+  }
+  LOCKSTEP_REQUIRE(!spec.labeled || (spec.num_classes > 0 && spec.num_classes <= kMaxClasses),
+                   fmt::format("{}: num_classes {} is outside [1, {}]", path, spec.num_classes, kMaxClasses));
+  const size_t channels = static_cast<size_t>(spec.sample_shape[0]);
+  LOCKSTEP_REQUIRE(spec.mean.size() == channels && spec.std.size() == channels,
+                   fmt::format("{}: mean/std have {}/{} entries for {} channels", path, spec.mean.size(),
+                               spec.std.size(), channels));
+  for (size_t c = 0; c < channels; ++c)
+    LOCKSTEP_REQUIRE(std::isfinite(spec.mean[c]) && std::isfinite(spec.std[c]) && spec.std[c] > 0,
+                     fmt::format("{}: channel {} has mean {} / std {} (std must be finite and positive)", path, c,
+                                 spec.mean[c], spec.std[c]));
+  LOCKSTEP_REQUIRE(spec.class_names.empty() || static_cast<int64_t>(spec.class_names.size()) == spec.num_classes,
+                   fmt::format("{}: class_names has {} names for {} classes", path, spec.class_names.size(),
+                               spec.num_classes));
+}
+
+ShardEntry shard_from_json(const Json& sh, const DatasetSpec& spec, const std::string& path) {
+  LOCKSTEP_REQUIRE(sh.is_object(), path + ": a shard entry is not an object");
+  ShardEntry e;
+  e.file = json_get<std::string>(sh, "file", path);
+  LOCKSTEP_REQUIRE(is_plain_file_name(e.file),
+                   path + ": shard file '" + e.file + "' is not a plain file name in the dataset directory");
+  e.count = json_get<int64_t>(sh, "count", path);
+  LOCKSTEP_REQUIRE(e.count > 0, fmt::format("{}: shard {} has count {}", path, e.file, e.count));
+  e.histogram = json_get<std::vector<int64_t>>(sh, "histogram", path);
+  for (const int64_t h : e.histogram)
+    LOCKSTEP_REQUIRE(h >= 0, path + ": shard " + e.file + " has a negative histogram entry");
+  const std::string crc = json_get<std::string>(sh, "crc32", path);
+  LOCKSTEP_REQUIRE(crc.size() == 8 && crc.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos,
+                   path + ": shard " + e.file + " has crc32 '" + crc + "', expected 8 hex digits");
+  e.crc32 = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
+  const int64_t hsum = std::accumulate(e.histogram.begin(), e.histogram.end(), int64_t{0});
+  LOCKSTEP_REQUIRE(spec.labeled ? static_cast<int64_t>(e.histogram.size()) == spec.num_classes && hsum == e.count
+                                : e.histogram.empty(),
+                   path + ": shard " + e.file + " histogram does not match its count");
+  return e;
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestName;
+  LOCKSTEP_REQUIRE(path_exists(dir), "dataset directory " + dir + " does not exist");
+  LOCKSTEP_REQUIRE(path_exists(path), path + ": no manifest (make shards with `lockstep shard`)");
+  const Json t = parse_json(read_text_file(path), path);
+  LOCKSTEP_REQUIRE(t.is_object(), path + ": not a JSON object");
+  const int version = json_get<int>(t, "lockstep_format", path);
+  LOCKSTEP_REQUIRE(version == kShardFormatVersion, fmt::format("{}: format version {}, this lockstep reads {}", path,
+                                                               version, kShardFormatVersion));
+  Manifest m;
+  m.spec.name = json_get_or<std::string>(t, "name", "", path);
+  m.source = json_get_or<std::string>(t, "source", "", path);
+  m.source_fingerprint = json_get_or<std::string>(t, "source_fingerprint", "", path);
+  m.dataset_id = json_get_or<std::string>(t, "dataset_id", "", path);
+  m.spec.sample_shape = json_get<std::vector<int64_t>>(t, "sample_shape", path);
+  m.spec.dtype = dtype_from_name(json_get<std::string>(t, "dtype", path));
+  m.spec.labeled = json_get_or<bool>(t, "labeled", true, path);
+  m.spec.num_classes = json_get<int64_t>(t, "num_classes", path);
+  m.spec.class_names = json_get<std::vector<std::string>>(t, "class_names", path);
+  m.spec.mean = json_get<std::vector<double>>(t, "mean", path);
+  m.spec.std = json_get<std::vector<double>>(t, "std", path);
+  check_spec(m.spec, path);
+  const auto splits = t.find("splits");
+  LOCKSTEP_REQUIRE(splits != t.end() && splits->is_object() && !splits->empty(), path + ": no splits");
+  for (const auto& [name, s] : splits->items()) {
+    SplitEntry split;
+    const auto shards = s.find("shards");
+    LOCKSTEP_REQUIRE(s.is_object() && shards != s.end() && shards->is_array() && !shards->empty(),
+                     path + ": split '" + name + "' has no shards");
+    for (const auto& sh : *shards) split.shards.push_back(shard_from_json(sh, m.spec, path));
+    const int64_t declared = json_get_or<int64_t>(s, "count", split.count(), path);
+    LOCKSTEP_REQUIRE(declared == split.count(), fmt::format("{}: split '{}' says {} samples, its shards hold {}", path,
+                                                            name, declared, split.count()));
+    m.splits.emplace_back(name, std::move(split));
+  }
+  return m;
+}
+
+void write_manifest(const std::string& dir, const Manifest& m) {
+  write_file_atomic(dir + "/" + kManifestName, manifest_to_json(m));
+}
+
+}  // namespace lockstep::io

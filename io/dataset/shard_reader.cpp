@@ -1,0 +1,225 @@
+// shard_reader: see shard_reader.hpp.
+#include "io/dataset/shard_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <cstdio>
+#include <vector>
+
+#include "io/util/file_util.hpp"
+#include "io/dataset/shard_writer.hpp"
+
+namespace lockstep::io {
+namespace {
+
+H5Handle open_shard(const std::string& path) {
+  h5_quiet();
+  LOCKSTEP_REQUIRE(path_exists(path), path + ": shard file is missing");
+  const htri_t is_h5 = H5Fis_hdf5(path.c_str());
+  LOCKSTEP_REQUIRE(is_h5 > 0, path + ": not an HDF5 file (truncated or wrong file?)");
+  H5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  LOCKSTEP_REQUIRE(f.valid(), path + ": cannot open as HDF5 (truncated or corrupt file?): " + h5_last_error());
+  return f;
+}
+
+H5Handle open_dataset(hid_t file, const char* name, const std::string& path) {
+  LOCKSTEP_REQUIRE(H5Lexists(file, name, H5P_DEFAULT) > 0,
+                   path + ": no dataset '/" + name + "' (not a lockstep shard?)");
+  H5Handle d(H5Dopen2(file, name, H5P_DEFAULT));
+  LOCKSTEP_REQUIRE(d.valid(), path + ": cannot open dataset '/" + name + "': " + h5_last_error());
+  return d;
+}
+
+std::vector<hsize_t> dims_of(hid_t dataset) {
+  H5Handle space(H5_CHECK(H5Dget_space(dataset)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  return dims;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) { return shape_text(s); }
+
+// Whether DATASET's stored type is exactly MEMORY_TYPE's kind (class, size, sign), so a
+// read converts nothing.
+bool same_type(hid_t dataset, hid_t memory_type) {
+  H5Handle t(H5_CHECK(H5Dget_type(dataset)));
+  if (H5Tget_class(t.get()) != H5Tget_class(memory_type) || H5Tget_size(t.get()) != H5Tget_size(memory_type))
+    return false;
+  return H5Tget_class(t.get()) != H5T_INTEGER || H5Tget_sign(t.get()) == H5Tget_sign(memory_type);
+}
+
+std::string type_text(hid_t dataset) {
+  H5Handle t(H5_CHECK(H5Dget_type(dataset)));
+  const H5T_class_t cls = H5Tget_class(t.get());
+  const std::string bits = std::to_string(8 * H5Tget_size(t.get()));
+  if (cls == H5T_FLOAT) return "float" + bits;
+  if (cls == H5T_INTEGER) return (H5Tget_sign(t.get()) == H5T_SGN_NONE ? "uint" : "int") + bits;
+  return "a non-numeric type";
+}
+
+bool has_fletcher32(hid_t dataset) {
+  H5Handle dcpl(H5_CHECK(H5Dget_create_plist(dataset)));
+  const int n = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0;
+    size_t nelem = 0;
+    if (H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelem, nullptr, 0, nullptr, nullptr) ==
+        H5Z_FILTER_FLETCHER32)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const ShardEntry* entry,
+                     const std::string& dataset_id)
+    : path_(path), spec_(spec) {
+  const int64_t expected_count = entry ? entry->count : -1;
+  file_ = open_shard(path);
+  samples_ = open_dataset(file_.get(), kSamplesDataset, path);
+  const auto sdims = dims_of(samples_.get());
+  std::vector<int64_t> shape(sdims.begin() + (sdims.empty() ? 0 : 1), sdims.end());
+  LOCKSTEP_REQUIRE(!sdims.empty() && shape == spec.sample_shape,
+                   path + ": sample shape " + shape_str(shape) + " differs from the dataset's " +
+                       shape_str(spec.sample_shape));
+  count_ = static_cast<int64_t>(sdims[0]);
+  if (spec.labeled) {
+    labels_ = open_dataset(file_.get(), kLabelsDataset, path);
+    const auto ldims = dims_of(labels_.get());
+    LOCKSTEP_REQUIRE(ldims.size() == 1 && static_cast<int64_t>(ldims[0]) == count_,
+                     path + ": " + std::to_string(count_) + " samples but labels of another length");
+  }
+  LOCKSTEP_REQUIRE(count_ > 0, path + ": empty shard");
+  LOCKSTEP_REQUIRE(expected_count < 0 || expected_count == count_,
+                   path + ": holds " + std::to_string(count_) + " samples, manifest says " +
+                       std::to_string(expected_count));
+  const std::string dtype = h5_has_attr(file_.get(), "dtype") ? h5_read_attr_str(file_.get(), "dtype") : "(none)";
+  LOCKSTEP_REQUIRE(dtype == dtype_name(spec.dtype),
+                   path + ": sample dtype " + dtype + " differs from the dataset's " + dtype_name(spec.dtype));
+  LOCKSTEP_REQUIRE(same_type(samples_.get(), h5_type_of(spec.dtype)),
+                   path + ": /samples is stored as " + type_text(samples_.get()) + ", the manifest says " +
+                       dtype_name(spec.dtype) + " (refusing to convert: values would be clamped)");
+  LOCKSTEP_REQUIRE(!spec.labeled || same_type(labels_.get(), H5T_NATIVE_INT64),
+                   path + ": /labels is stored as " + (spec.labeled ? type_text(labels_.get()) : "") +
+                       ", expected int64");
+  if (!dataset_id.empty()) {
+    const std::string id = h5_has_attr(file_.get(), "dataset_id") ? h5_read_attr_str(file_.get(), "dataset_id") : "";
+    LOCKSTEP_REQUIRE(id == dataset_id, path + ": shard of another import (dataset_id '" + id + "', the manifest's is '" +
+                                           dataset_id + "'): the file was replaced after `lockstep shard`");
+  }
+  chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get()));
+  if (!chunk_checksums_ && entry) {
+    const uint32_t crc = crc32_of_file(path);
+    char want[16], got[16];
+    std::snprintf(want, sizeof want, "%08x", entry->crc32);
+    std::snprintf(got, sizeof got, "%08x", crc);
+    LOCKSTEP_REQUIRE(crc == entry->crc32, path + ": checksum mismatch (manifest crc32 " + want + ", file " + got +
+                                              "): the shard changed after `lockstep shard`");
+  }
+}
+
+void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) const {
+  LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count_,
+                   path_ + ": read of [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+                       ") is outside the shard's " + std::to_string(count_) + " samples");
+  if (n == 0) return;
+  h5_quiet();  // may be the loader's thread
+  std::lock_guard<std::mutex> lock(h5_mutex());
+  const RowSelection rows = select_rows(samples_.get(), begin, n);
+  const auto what = [&](const char* dataset) {
+    return path_ + ": cannot read " + dataset + " " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) +
+           (chunk_checksums_ ? " (a chunk fails its checksum, or the file is truncated: the shard changed after "
+                               "`lockstep shard`; lockstep inspect DIR --verify checks every shard): "
+                             : " (truncated or corrupt file?): ") +
+           h5_last_error();
+  };
+  if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
+    throw Error(what("samples"));
+  if (!spec_.labeled) {
+    std::fill(labels, labels + n, int64_t{-1});
+  } else {
+    const RowSelection lrows = select_rows(labels_.get(), begin, n);
+    if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels) < 0)
+      throw Error(what("labels"));
+  }
+  validate_samples(spec_, samples, labels, n, begin, path_);
+}
+
+ShardHeader read_shard_header(const std::string& path) {
+  H5Handle f = open_shard(path);
+  ShardHeader h;
+  const hid_t id = f.get();
+  h.spec.name = h5_read_attr_str(id, "name");
+  h.split = h5_read_attr_str(id, "split");
+  h.index = h5_read_attr_i64(id, "shard_index").at(0);
+  h.count_of = h5_read_attr_i64(id, "shard_count").at(0);
+  h.spec.sample_shape = h5_read_attr_i64(id, "sample_shape");
+  h.spec.dtype = dtype_from_name(h5_read_attr_str(id, "dtype"));
+  h.spec.num_classes = h5_read_attr_i64(id, "num_classes").at(0);
+  h.spec.labeled = !h5_has_attr(id, "labeled") || h5_read_attr_i64(id, "labeled").at(0) != 0;
+  const std::string names = h5_read_attr_str(id, "class_names");
+  for (size_t pos = 0; !names.empty() && pos <= names.size();) {
+    const size_t nl = names.find('\n', pos);
+    h.spec.class_names.push_back(names.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  if (h5_has_attr(id, "dataset_id")) h.dataset_id = h5_read_attr_str(id, "dataset_id");
+  h.spec.mean = h5_read_attr_f64(id, "mean");
+  h.spec.std = h5_read_attr_f64(id, "std");
+  H5Handle d = open_dataset(id, kSamplesDataset, path);
+  h.samples = static_cast<int64_t>(dims_of(d.get()).at(0));
+  H5Handle dcpl(H5_CHECK(H5Dget_create_plist(d.get())));
+  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(h.spec.sample_shape.size() + 1);
+    H5_CHECK(H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
+    h.chunk.assign(chunk.begin(), chunk.end());
+  }
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    size_t nelem = 0;
+    char name[64] = {0};
+    const H5Z_filter_t id_f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelem, nullptr,
+                                             sizeof name, name, nullptr);
+    (void)id_f;
+    h.filters += (h.filters.empty() ? "" : "+") + std::string(name);
+  }
+  if (h.filters.empty()) h.filters = "none";
+  return h;
+}
+
+std::vector<std::string> verify_dataset(const std::string& dir) {
+  const Manifest m = read_manifest(dir);
+  std::vector<std::string> lines;
+  for (const auto& [split, entry] : m.splits) {
+    for (const auto& s : entry.shards) {
+      const std::string path = dir + "/" + s.file;
+      LOCKSTEP_REQUIRE(path_exists(path), path + ": shard file is missing");
+      const uint32_t crc = crc32_of_file(path);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%08x", s.crc32);
+      char got[16];
+      std::snprintf(got, sizeof got, "%08x", crc);
+      LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
+      ShardFile f(path, m.spec, &s, m.dataset_id);
+      std::vector<unsigned char> samples(m.spec.sample_bytes() * 1024);
+      std::vector<int64_t> labels(1024), hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
+      for (int64_t i = 0; i < f.count(); i += 1024) {
+        const int64_t k = std::min<int64_t>(1024, f.count() - i);
+        f.read(i, k, samples.data(), labels.data());
+        for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(labels[j])];
+      }
+      LOCKSTEP_REQUIRE(hist == s.histogram, path + ": class histogram differs from the manifest");
+      std::snprintf(buf, sizeof buf, "ok  %-28s %8lld samples  crc32 %08x", s.file.c_str(),
+                    static_cast<long long>(s.count), s.crc32);
+      lines.emplace_back(buf);
+    }
+  }
+  return lines;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,65 @@
+// shard_reader: opens one shard file, checks it against the dataset's manifest, and reads
+// sample ranges from it.
+//
+// Every check names the file: missing file, not HDF5, missing datasets, shape/dtype that
+// differ from the manifest (the dtype attribute and the HDF5 type of /samples and
+// /labels: HDF5 would otherwise convert, i.e. clamp, silently), a count that differs from
+// the manifest, a shard of another import (dataset_id), labels outside [0, classes),
+// NaN/Inf in float samples.
+//
+// Integrity (bytes changed after `lockstep shard` are never trained on):
+// - shards with per-chunk Fletcher-32 checksums (every shard lockstep writes): HDF5
+//   verifies each chunk it reads; a mismatch is an error naming the file and samples;
+// - older shards without them: the whole file's CRC-32 is checked against the manifest
+//   once, when the file is opened (one extra read per run, not per epoch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "io/util/h5.hpp"
+#include "io/dataset/shard_format.hpp"
+
+namespace lockstep::io {
+
+class ShardFile {
+ public:
+  // Opens PATH and checks it against SPEC and, when ENTRY is given, against the
+  // manifest's entry (count; CRC-32 for shards without chunk checksums) and DATASET_ID.
+  ShardFile(const std::string& path, const DatasetSpec& spec, const ShardEntry* entry = nullptr,
+            const std::string& dataset_id = "");
+  ShardFile(const ShardFile&) = delete;
+  ShardFile& operator=(const ShardFile&) = delete;
+  ShardFile(ShardFile&&) noexcept = default;
+  ShardFile& operator=(ShardFile&&) noexcept = default;
+
+  int64_t count() const { return count_; }
+  const std::string& path() const { return path_; }
+  bool chunk_checksums() const { return chunk_checksums_; }
+  // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and LABELS (N).
+  void read(int64_t begin, int64_t n, void* samples, int64_t* labels) const;
+
+ private:
+  std::string path_;
+  DatasetSpec spec_;
+  int64_t count_ = 0;
+  bool chunk_checksums_ = false;
+  H5Handle file_, samples_, labels_;
+};
+
+// The attributes of a shard file, for `lockstep inspect FILE.h5` (no manifest needed).
+struct ShardHeader {
+  DatasetSpec spec;
+  std::string split;
+  int64_t index = 0, count_of = 0, samples = 0;
+  std::vector<int64_t> chunk;
+  std::string filters;
+  std::string dataset_id;
+};
+ShardHeader read_shard_header(const std::string& path);
+
+// Checks every shard of every split in DIR against the manifest: existence, CRC-32,
+// attributes, counts, labels. Returns one line per shard; throws on the first problem.
+std::vector<std::string> verify_dataset(const std::string& dir);
+
+}  // namespace lockstep::io

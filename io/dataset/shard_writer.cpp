@@ -1,0 +1,158 @@
+// shard_writer: see shard_writer.hpp.
+#include "io/dataset/shard_writer.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "io/util/file_util.hpp"
+
+namespace lockstep::io {
+
+hid_t h5_type_of(DType t) {
+  switch (t) {
+    case DType::kUInt8: return H5T_NATIVE_UINT8;
+    case DType::kInt16: return H5T_NATIVE_INT16;
+    case DType::kFloat16: return H5T_NATIVE_UINT16;  // stored as raw IEEE half bits
+    case DType::kFloat32: return H5T_NATIVE_FLOAT;
+  }
+  return H5T_NATIVE_UINT8;
+}
+
+
+ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int index, int count,
+                         const DatasetSpec& spec, int64_t n_samples, const WriteOptions& opt)
+    : spec_(spec), total_(n_samples), histogram_(static_cast<size_t>(spec.num_classes), 0) {
+  h5_quiet();
+  file_name_ = shard_file_name(split, index, count);
+  final_path_ = dir + "/" + file_name_;
+  tmp_path_ = temp_name_for(final_path_);
+  LOCKSTEP_REQUIRE(n_samples > 0, final_path_ + ": refusing to write an empty shard");
+  LOCKSTEP_REQUIRE(opt.compression >= 0 && opt.compression <= 9,
+                   "compression level must be 0..9, got " + std::to_string(opt.compression));
+  file_ = H5Handle(H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file_.valid()) throw Error("cannot create shard " + tmp_path_ + ": " + h5_last_error());
+
+  const hid_t f = file_.get();
+  h5_write_attr_i64(f, "lockstep_format", {kShardFormatVersion});
+  if (!opt.dataset_id.empty()) h5_write_attr_str(f, "dataset_id", opt.dataset_id);
+  h5_write_attr_str(f, "name", spec.name);
+  h5_write_attr_str(f, "split", split);
+  h5_write_attr_i64(f, "shard_index", {index});
+  h5_write_attr_i64(f, "shard_count", {count});
+  h5_write_attr_i64(f, "sample_shape", spec.sample_shape);
+  h5_write_attr_str(f, "dtype", dtype_name(spec.dtype));
+  h5_write_attr_i64(f, "num_classes", {spec.num_classes});
+  h5_write_attr_i64(f, "labeled", {spec.labeled ? 1 : 0});
+  std::string names;
+  for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
+  h5_write_attr_str(f, "class_names", names);
+
+  std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
+  for (const int64_t d : spec.sample_shape) dims.push_back(static_cast<hsize_t>(d));
+  int64_t chunk = opt.chunk_samples;
+  if (chunk <= 0) chunk = std::max<int64_t>(1, (1 << 20) / static_cast<int64_t>(spec.sample_bytes()));
+  chunk = std::min(chunk, n_samples);
+  std::vector<hsize_t> chunk_dims = dims;
+  chunk_dims[0] = static_cast<hsize_t>(chunk);
+
+  H5Handle dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk_dims.size()), chunk_dims.data()));
+  if (opt.compression > 0) {
+    H5_CHECK(H5Pset_shuffle(dcpl.get()));
+    H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.compression)));
+  }
+  if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(dcpl.get()));
+  H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
+                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
+
+  if (!spec.labeled) return;
+  const hsize_t ldims = dims[0], lchunk = chunk_dims[0];
+  H5Handle lcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_chunk(lcpl.get(), 1, &lchunk));
+  if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(lcpl.get()));
+  H5Handle lspace(H5_CHECK(H5Screate_simple(1, &ldims, nullptr)));
+  labels_ = H5Handle(H5_CHECK(H5Dcreate2(f, kLabelsDataset, H5T_STD_I64LE, lspace.get(),
+                                         H5P_DEFAULT, lcpl.get(), H5P_DEFAULT)));
+}
+
+ShardWriter::~ShardWriter() {
+  if (committed_) return;
+  samples_.reset();
+  labels_.reset();
+  file_.reset();
+  remove_file(tmp_path_);
+}
+
+void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) {
+  LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
+  validate_samples(spec_, samples, labels, n, written_, final_path_);
+  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(labels[i])];
+
+  const RowSelection rows = select_rows(samples_.get(), written_, n);
+  H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples));
+  if (spec_.labeled) {
+    const RowSelection lrows = select_rows(labels_.get(), written_, n);
+    H5_CHECK(H5Dwrite(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels));
+  }
+  written_ += n;
+}
+
+void ShardWriter::set_stats(const std::vector<double>& mean, const std::vector<double>& std) {
+  spec_.mean = mean;
+  spec_.std = std;
+}
+
+ShardEntry ShardWriter::finish() {
+  LOCKSTEP_REQUIRE(written_ == total_, final_path_ + ": " + std::to_string(written_) + " of " +
+                                           std::to_string(total_) + " samples written");
+  h5_write_attr_f64(file_.get(), "mean", spec_.mean);
+  h5_write_attr_f64(file_.get(), "std", spec_.std);
+  samples_.reset();
+  labels_.reset();
+  H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+  file_.reset();
+  ShardEntry e;
+  e.file = file_name_;
+  e.count = total_;
+  e.histogram = histogram_;
+  e.crc32 = crc32_of_file(tmp_path_);
+  fsync_path(tmp_path_);
+  finished_ = true;
+  return e;
+}
+
+void ShardWriter::commit() {
+  LOCKSTEP_REQUIRE(finished_, final_path_ + ": commit before finish");
+  if (std::rename(tmp_path_.c_str(), final_path_.c_str()) != 0)
+    throw Error("cannot rename " + tmp_path_ + " to " + final_path_ + ": " + std::strerror(errno));
+  committed_ = true;
+}
+
+SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
+                       const void* samples, const int64_t* labels, int64_t n, int shards,
+                       const WriteOptions& opt) {
+  LOCKSTEP_REQUIRE(shards >= 1, "shard count must be at least 1");
+  LOCKSTEP_REQUIRE(n >= shards, "split '" + split + "' has " + std::to_string(n) +
+                                    " samples, fewer than " + std::to_string(shards) + " shards");
+  SplitEntry out;
+  const auto* bytes = static_cast<const unsigned char*>(samples);
+  for (int s = 0; s < shards; ++s) {
+    const int64_t begin = n * s / shards, end = n * (s + 1) / shards;
+    ShardWriter w(dir, split, s, shards, spec, end - begin, opt);
+    // Append in slices so the float check and hyperslab writes stay cache-sized.
+    const int64_t slice = 4096;
+    for (int64_t i = begin; i < end; i += slice) {
+      const int64_t k = std::min(slice, end - i);
+      w.append(bytes + static_cast<size_t>(i) * spec.sample_bytes(), labels + i, k);
+    }
+    out.shards.push_back(w.finish());
+    w.commit();
+  }
+  fsync_path(dir);
+  return out;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,197 @@
+// csv_import: see csv_import.hpp.
+#include "io/import/csv_import.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/base/error.hpp"
+
+namespace lockstep::io {
+namespace {
+
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> columns;  // names, or "column N"
+  int64_t rows = 0;
+  int64_t features = 0;
+  std::vector<float> values;         // rows x features
+  std::vector<std::string> labels;   // raw label text per row
+};
+
+std::vector<std::string> split_line(const std::string& line, char delim) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = line.find(delim, start);
+    std::string f = line.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+    const auto b = f.find_first_not_of(" \t\r"), e = f.find_last_not_of(" \t\r");
+    out.push_back(b == std::string::npos ? "" : f.substr(b, e - b + 1));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+bool parse_float(const std::string& s, float* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const float v = std::strtof(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE) return false;
+  *out = v;
+  return true;
+}
+
+bool is_class_id(const std::string& s) {
+  return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
+  std::ifstream in(path);
+  LOCKSTEP_REQUIRE(in.good(), "cannot read CSV file " + path);
+  CsvTable t;
+  t.path = path;
+  std::string line;
+  int64_t lineno = 0, label_col = -1, width = -1;
+  bool first = true;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto fields = split_line(line, opt.delimiter);
+    if (first) {
+      first = false;
+      width = static_cast<int64_t>(fields.size());
+      float dummy;
+      const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
+        return parse_float(f, &dummy);
+      });
+      const bool header = opt.header == "yes" || (opt.header == "auto" && !numeric);
+      for (int64_t i = 0; i < width; ++i)
+        t.columns.push_back(header ? fields[static_cast<size_t>(i)] : "column " + std::to_string(i));
+      if (opt.label_column == "none") {
+        label_col = -1;  // unlabeled: every column is a feature
+      } else if (opt.label_column.empty()) {
+        label_col = width - 1;
+      } else if (is_class_id(opt.label_column)) {
+        label_col = std::stoll(opt.label_column);
+      } else {
+        const auto it = std::find(t.columns.begin(), t.columns.end(), opt.label_column);
+        LOCKSTEP_REQUIRE(header && it != t.columns.end(),
+                         path + ": no column named '" + opt.label_column + "'" + (header ? "" : " (the file has no header)"));
+        label_col = it - t.columns.begin();
+      }
+      LOCKSTEP_REQUIRE(label_col == -1 || (label_col >= 0 && label_col < width),
+                       path + ": label column " + opt.label_column + " is outside its " + std::to_string(width) + " columns");
+      LOCKSTEP_REQUIRE(width >= (label_col < 0 ? 1 : 2), path + ": needs at least one feature column");
+      t.features = label_col < 0 ? width : width - 1;
+      if (header) continue;
+    }
+    LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
+                     path + ":" + std::to_string(lineno) + ": " + std::to_string(fields.size()) +
+                         " fields, expected " + std::to_string(width));
+    for (int64_t i = 0; i < width; ++i) {
+      const std::string& f = fields[static_cast<size_t>(i)];
+      if (i == label_col) {
+        LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty label");
+        t.labels.push_back(f);
+        continue;
+      }
+      float v = 0;
+      LOCKSTEP_REQUIRE(parse_float(f, &v) && std::isfinite(v),
+                       path + ":" + std::to_string(lineno) + ": column '" + t.columns[static_cast<size_t>(i)] +
+                           "' value '" + f + "' is not a finite number");
+      t.values.push_back(v);
+    }
+    ++t.rows;
+  }
+  LOCKSTEP_REQUIRE(t.rows > 0, path + ": no data rows");
+  return t;
+}
+
+std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int64_t>& ids, int64_t classes,
+                                        const CsvOptions& opt) {
+  DatasetSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.num_classes = classes;
+  spec.labeled = opt.label_column != "none";
+  std::vector<float> samples;
+  std::vector<int64_t> labels;
+  const int64_t f = t.features;
+  if (opt.window <= 0) {
+    spec.sample_shape = {f};
+    samples = t.values;
+    labels = ids;
+  } else {
+    const int64_t w = opt.window, s = opt.stride > 0 ? opt.stride : opt.window;
+    LOCKSTEP_REQUIRE(t.rows >= w, t.path + ": " + std::to_string(t.rows) + " rows, fewer than one window of " +
+                                      std::to_string(w));
+    spec.sample_shape = {f, w};
+    std::vector<int64_t> counts(static_cast<size_t>(classes));
+    for (int64_t start = 0; start + w <= t.rows; start += s) {
+      for (int64_t c = 0; c < f; ++c)
+        for (int64_t k = 0; k < w; ++k) samples.push_back(t.values[static_cast<size_t>((start + k) * f + c)]);
+      if (!spec.labeled) {
+        labels.push_back(0);
+        continue;
+      }
+      std::fill(counts.begin(), counts.end(), 0);
+      for (int64_t k = 0; k < w; ++k) ++counts[static_cast<size_t>(ids[static_cast<size_t>(start + k)])];
+      labels.push_back(std::max_element(counts.begin(), counts.end()) - counts.begin());
+    }
+  }
+  std::vector<unsigned char> bytes(samples.size() * sizeof(float));
+  std::memcpy(bytes.data(), samples.data(), bytes.size());
+  return std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(labels));
+}
+
+}  // namespace
+
+std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::string>>& split_files,
+                                 const CsvOptions& opt, std::vector<std::string>* class_names) {
+  LOCKSTEP_REQUIRE(opt.header == "auto" || opt.header == "yes" || opt.header == "no",
+                   "--header must be auto, yes or no");
+  LOCKSTEP_REQUIRE(opt.window >= 0 && opt.stride >= 0, "--window and --stride must be >= 0");
+  std::vector<CsvTable> tables;
+  for (const auto& [split, path] : split_files) tables.push_back(parse_csv(path, opt));
+  for (const auto& t : tables)
+    LOCKSTEP_REQUIRE(t.features == tables[0].features, t.path + ": " + std::to_string(t.features) +
+                                                           " feature columns, " + tables[0].path + " has " +
+                                                           std::to_string(tables[0].features));
+  bool numeric = true;
+  std::set<std::string> texts;
+  for (const auto& t : tables)
+    for (const auto& l : t.labels) {
+      numeric = numeric && is_class_id(l);
+      texts.insert(l);
+    }
+  std::map<std::string, int64_t> id_of;
+  int64_t classes = 0;
+  if (numeric) {
+    for (const auto& l : texts) {
+      LOCKSTEP_REQUIRE(std::stoll(l) < kMaxClasses, split_files[0].second + ": class id " + l + " is not below " +
+                                                        std::to_string(kMaxClasses) + " (class ids count 0..K-1)");
+      classes = std::max<int64_t>(classes, std::stoll(l) + 1);
+    }
+  } else {
+    for (const auto& l : texts) {
+      id_of[l] = classes++;
+      class_names->push_back(l);
+    }
+  }
+  std::vector<InputSplit> out;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::vector<int64_t> ids;
+    for (const auto& l : tables[i].labels) ids.push_back(numeric ? static_cast<int64_t>(std::stoll(l)) : id_of[l]);
+    if (opt.label_column == "none") ids.assign(static_cast<size_t>(tables[i].rows), 0);
+    out.push_back({split_files[i].first, to_source(tables[i], ids, classes, opt), i == 0});
+  }
+  return out;
+}
+
+}  // namespace lockstep::io

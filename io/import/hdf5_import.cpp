@@ -1,0 +1,89 @@
+// hdf5_import: see hdf5_import.hpp.
+#include "io/import/hdf5_import.hpp"
+
+#include "io/util/file_util.hpp"
+#include "io/util/h5.hpp"
+#include "io/dataset/shard_writer.hpp"
+
+namespace lockstep::io {
+namespace {
+
+class Hdf5Source final : public SampleSource {
+ public:
+  Hdf5Source(const std::string& path, const std::string& samples, const std::string& labels) : path_(path) {
+    h5_quiet();
+    LOCKSTEP_REQUIRE(path_exists(path), "hdf5 input " + path + " does not exist");
+    LOCKSTEP_REQUIRE(H5Fis_hdf5(path.c_str()) > 0, path + ": not an HDF5 file");
+    file_ = H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    LOCKSTEP_REQUIRE(file_.valid(), path + ": cannot open: " + h5_last_error());
+    spec_.labeled = labels != "none";
+    for (const std::string& name : {samples, labels})
+      LOCKSTEP_REQUIRE(name == "none" || H5Lexists(file_.get(), name.c_str(), H5P_DEFAULT) > 0,
+                       path + ": no dataset '" + name + "' (set --samples-dataset / --labels-dataset)");
+    samples_ = H5Handle(H5_CHECK(H5Dopen2(file_.get(), samples.c_str(), H5P_DEFAULT)));
+
+    H5Handle space(H5_CHECK(H5Dget_space(samples_.get())));
+    const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+    LOCKSTEP_REQUIRE(rank >= 1, path + ": dataset '" + samples + "' is a scalar");
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+    count_ = static_cast<int64_t>(dims[0]);
+    spec_.sample_shape.assign(dims.begin() + 1, dims.end());
+    if (spec_.sample_shape.empty()) spec_.sample_shape = {1};
+
+    H5Handle type(H5_CHECK(H5Dget_type(samples_.get())));
+    const H5T_class_t cls = H5Tget_class(type.get());
+    const size_t size = H5Tget_size(type.get());
+    if (cls == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+      spec_.dtype = DType::kUInt8;
+    } else if (cls == H5T_INTEGER && size == 2 && H5Tget_sign(type.get()) == H5T_SGN_2) {
+      spec_.dtype = DType::kInt16;
+    } else if (cls == H5T_FLOAT) {
+      spec_.dtype = DType::kFloat32;  // HDF5 converts half/double on read
+    } else {
+      throw Error(path + ": dataset '" + samples + "' has a sample type lockstep does not store "
+                  "(uint8, int16 or any float)");
+    }
+
+    LOCKSTEP_REQUIRE(count_ > 0, path + ": dataset '" + samples + "' is empty");
+    labels_.assign(static_cast<size_t>(count_), 0);
+    if (!spec_.labeled) return;
+    H5Handle lset(H5_CHECK(H5Dopen2(file_.get(), labels.c_str(), H5P_DEFAULT)));
+    H5Handle lspace(H5_CHECK(H5Dget_space(lset.get())));
+    LOCKSTEP_REQUIRE(H5Sget_simple_extent_ndims(lspace.get()) == 1 &&
+                         H5Sget_simple_extent_npoints(lspace.get()) == count_,
+                     path + ": dataset '" + labels + "' is not one label per sample (" + std::to_string(count_) + ")");
+    H5Handle ltype(H5_CHECK(H5Dget_type(lset.get())));
+    LOCKSTEP_REQUIRE(H5Tget_class(ltype.get()) == H5T_INTEGER, path + ": labels '" + labels + "' are not integers");
+    H5_CHECK(H5Dread(lset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
+    for (const int64_t l : labels_) spec_.num_classes = std::max(spec_.num_classes, l + 1);
+  }
+
+  const DatasetSpec& spec() const override { return spec_; }
+  int64_t count() const override { return count_; }
+  const std::vector<int64_t>& labels() const override { return labels_; }
+  std::string name() const override { return path_; }
+
+  void read(int64_t begin, int64_t n, void* out) override {
+    const RowSelection rows = select_rows(samples_.get(), begin, n);  // follows the file's own rank
+    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, out) < 0)
+      throw Error(path_ + ": cannot read samples " + std::to_string(begin) + ".." + std::to_string(begin + n) +
+                  ": " + h5_last_error());
+  }
+
+ private:
+  std::string path_;
+  DatasetSpec spec_;
+  int64_t count_ = 0;
+  std::vector<int64_t> labels_;
+  H5Handle file_, samples_;
+};
+
+}  // namespace
+
+std::unique_ptr<SampleSource> open_hdf5_source(const std::string& path, const std::string& samples_dataset,
+                                               const std::string& labels_dataset) {
+  return std::make_unique<Hdf5Source>(path, samples_dataset, labels_dataset);
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,77 @@
+// import_plan: see import_plan.hpp.
+#include "io/import/import_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/base/error.hpp"
+#include "io/loader/sample_order.hpp"
+
+namespace lockstep::io {
+
+int64_t SplitAssignment::count() const {
+  int64_t n = 0;
+  for (const auto& s : shards) n += static_cast<int64_t>(s.size());
+  return n;
+}
+
+namespace {
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+SplitAssignment deal(const std::string& split, const std::vector<int64_t>& order, int shards) {
+  LOCKSTEP_REQUIRE(!order.empty(), "split '" + split + "' would be empty");
+  SplitAssignment a;
+  a.split = split;
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t s = std::min<int64_t>(shards, n);
+  for (int64_t k = 0; k < s; ++k) {
+    std::vector<int64_t> part(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
+    std::sort(part.begin(), part.end());
+    a.shards.push_back(std::move(part));
+  }
+  return a;
+}
+
+}  // namespace
+
+std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int64_t num_classes,
+                                         const std::string& split, const PlanOptions& options) {
+  LOCKSTEP_REQUIRE(options.shards >= 1, "--shards must be at least 1");
+  LOCKSTEP_REQUIRE(options.val_fraction >= 0.0 && options.val_fraction < 1.0,
+                   "--val-fraction must be in [0, 1)");
+  const int64_t n = static_cast<int64_t>(labels.size());
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  if (options.shuffle) {
+    order = epoch_permutation(n, options.seed, /*epoch=*/-1, static_cast<int>(name_hash(split) & 0x7fffffff));
+  } else {
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  if (options.limit > 0 && options.limit < n) order.resize(static_cast<size_t>(options.limit));
+
+  if (options.val_fraction <= 0.0) return {deal(split, order, options.shards)};
+
+  std::vector<int64_t> per_class(static_cast<size_t>(num_classes), 0);
+  for (const int64_t i : order) ++per_class[static_cast<size_t>(labels[static_cast<size_t>(i)])];
+  std::vector<int64_t> quota(per_class.size());
+  for (size_t c = 0; c < per_class.size(); ++c)
+    quota[c] = std::llround(options.val_fraction * static_cast<double>(per_class[c]));
+  std::vector<int64_t> train, val;
+  for (const int64_t i : order) {
+    int64_t& q = quota[static_cast<size_t>(labels[static_cast<size_t>(i)])];
+    if (q > 0) {
+      val.push_back(i);
+      --q;
+    } else {
+      train.push_back(i);
+    }
+  }
+  return {deal(split, train, options.shards), deal("val", val, options.shards)};
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,72 @@
+// import_spec: see import_spec.hpp.
+#include "io/import/import_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "core/base/error.hpp"
+#include "io/import/hdf5_import.hpp"
+#include "io/import/idx_import.hpp"
+
+namespace lockstep::io {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+std::pair<std::string, std::string> kind_and_path(const std::string& spec, const char* option) {
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5"))
+    throw UsageError(fmt::format("--{} must be idx:DIR, csv:FILE or hdf5:FILE, got '{}'", option, spec));
+  return {kind, spec.substr(colon + 1)};
+}
+
+}  // namespace
+
+OpenedImport open_import(ImportSpec& spec) {
+  ImportOptions& opt = spec.options;
+  const auto [kind, path] = kind_and_path(spec.input, "input");
+  opt.class_names = split_commas(spec.class_names);
+  std::vector<std::string> files;
+  OpenedImport out;
+  if (kind == "idx") {
+    if (!spec.test_input.empty())
+      throw UsageError("--test-input is for csv/hdf5; idx takes t10k-* from the same directory");
+    out.inputs = open_idx(path, &files);
+  } else {
+    std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
+    if (!spec.test_input.empty()) {
+      const auto [tkind, tpath] = kind_and_path(spec.test_input, "test-input");
+      if (tkind != kind) throw UsageError("--test-input must be of the same kind as --input (" + kind + ")");
+      split_files.emplace_back("test", tpath);
+    }
+    for (const auto& [split, file] : split_files) files.push_back(file);
+    if (kind == "csv") {
+      std::vector<std::string> names;
+      out.inputs = open_csv(split_files, spec.csv, &names);
+      if (opt.class_names.empty()) opt.class_names = names;
+    } else {
+      for (const auto& [split, file] : split_files)
+        out.inputs.push_back(
+            {split, open_hdf5_source(file, spec.samples_dataset, spec.labels_dataset), split == "train"});
+    }
+  }
+  opt.input_files = files;
+  if (kind == "idx") opt.input_files.push_back(path);
+  const CsvOptions& csv = spec.csv;
+  out.fingerprint = fmt::format(
+      "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
+      "|csv={},{},{},{},{}|h5={},{}",
+      kind, file_fingerprint(files), opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
+      opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
+      csv.header, csv.delimiter, csv.window, csv.stride, spec.samples_dataset, spec.labels_dataset);
+  return out;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,35 @@
+// import_spec: what `lockstep shard` is told, turned into the importer's inputs.
+//
+// INPUT (and TEST_INPUT) is KIND:PATH: idx:DIR (MNIST-family IDX; t10k-* becomes 'test'),
+// csv:FILE or hdf5:FILE (the 'train' split; --test-input the 'test' one). open_import
+// opens every source, fills OPTIONS (class names, the files it reads) and describes the
+// inputs and every option as the fingerprint that lets a second identical run skip the
+// work (importer.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/import/csv_import.hpp"
+#include "io/import/importer.hpp"
+
+namespace lockstep::io {
+
+struct ImportSpec {
+  std::string input, test_input;  // KIND:PATH
+  std::string class_names;        // comma-separated; empty: from the input
+  std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
+  CsvOptions csv;
+  ImportOptions options;
+};
+
+struct OpenedImport {
+  std::vector<InputSplit> inputs;
+  std::string fingerprint;
+};
+
+// Throws UsageError for a malformed KIND:PATH or mismatched kinds, Error for unreadable
+// inputs (naming the file).
+OpenedImport open_import(ImportSpec& spec);
+
+}  // namespace lockstep::io

@@ -1,0 +1,331 @@
+// importer: see importer.hpp.
+#include "io/import/importer.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "core/base/error.hpp"
+#include "io/util/file_util.hpp"
+
+namespace lockstep::io {
+namespace {
+
+// A ShardWriter with a staging buffer, so the pass appends in large slices.
+struct BufferedWriter {
+  std::unique_ptr<ShardWriter> writer;
+  std::string split;
+  bool train_stats = false;  // its samples feed the dataset statistics
+  std::vector<unsigned char> samples;
+  std::vector<int64_t> labels;
+  size_t flush_at = 0;
+  void flush() {
+    if (labels.empty()) return;
+    writer->append(samples.data(), labels.data(), static_cast<int64_t>(labels.size()));
+    samples.clear();
+    labels.clear();
+  }
+};
+
+class Progress {
+ public:
+  Progress(bool on, std::string what, int64_t total) : on_(on), what_(std::move(what)), total_(total) {}
+  void update(int64_t done) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "\r[shard] %-6s %10lld/%lld samples %5.1f%% %8.0f samples/s", what_.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total_),
+                 total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0,
+                 secs > 0 ? static_cast<double>(done) / secs : 0.0);
+    if (done >= total_) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool on_;
+  std::string what_;
+  int64_t total_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
+
+// FNV-1a 64 of the fingerprint text: the manifest stores a short ASCII token, whatever
+// bytes the paths in it are made of.
+std::string fingerprint_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string new_dataset_id() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                     static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "train-00003-of-00016.h5": a file name a lockstep import writes.
+bool is_shard_name(const std::string& f) {
+  const size_t n = f.size();
+  // NAME "-" 5 digits "-of-" 5 digits ".h5"
+  return n > 18 && f.compare(n - 3, 3, ".h5") == 0 && f.compare(n - 12, 4, "-of-") == 0 && f[n - 18] == '-' &&
+         f.find_first_not_of("0123456789", n - 17) == n - 12 && f.find_first_not_of("0123456789", n - 8) == n - 3;
+}
+
+bool is_temp_name(const std::string& f) {
+  const auto pos = f.rfind(".tmp.");
+  return pos != std::string::npos && pos > 0 && pos + 5 < f.size() &&
+         f.find_first_not_of("0123456789", pos + 5) == std::string::npos;
+}
+
+// Step 4 of the protocol: what the import may overwrite. Throws UsageError.
+void check_output(const ImportOptions& opt, const std::string& source) {
+  const std::string& out = opt.output_dir;
+  const std::string hint = " (choose another --output, or pass --force)";
+  for (const std::string& in : opt.input_files) {
+    const bool inside = path_is_inside(in, out);
+    if (inside && (is_shard_name(base_name(canonical_path(in))) || base_name(canonical_path(in)) == kManifestName))
+      throw UsageError("--input " + in + " lies in --output " + out +
+                       " and this import would overwrite or delete it: write the shards to another directory");
+    if (!opt.force && (inside || (is_directory(in) && path_is_inside(out, in))))
+      throw UsageError("--output " + out + " and the input " + in + " overlap" + hint);
+  }
+  if (opt.force || !is_directory(out)) return;
+  if (path_exists(out + "/" + kManifestName)) {
+    std::string other;
+    try {
+      const Manifest m = read_manifest(out);
+      if (m.source != source) other = "dataset '" + m.spec.name + "' made from " + m.source;
+    } catch (const Error& e) {
+      other = "an unreadable manifest (" + std::string(e.what()) + ")";
+    }
+    if (!other.empty())
+      throw UsageError(out + " holds " + other + "; `lockstep shard` does not replace another dataset" + hint);
+  }
+  std::vector<std::string> foreign;
+  for (const std::string& f : list_dir(out))
+    if (f != kManifestName && !is_shard_name(f) && !is_temp_name(f)) foreign.push_back(f);
+  if (!foreign.empty()) {
+    std::string names;
+    for (size_t i = 0; i < foreign.size() && i < 3; ++i) names += (i ? ", " : "") + foreign[i];
+    if (foreign.size() > 3) names += ", ...";
+    throw UsageError(out + " is not empty and holds files that are not a lockstep dataset (" + names + ")" + hint);
+  }
+}
+
+bool up_to_date(const std::string& dir, const std::string& fp) {
+  if (!path_exists(dir + "/" + kManifestName)) return false;
+  try {
+    const Manifest m = read_manifest(dir);
+    if (m.source_fingerprint != fp) return false;
+    for (const auto& [name, split] : m.splits)
+      for (const auto& s : split.shards)
+        if (!path_exists(dir + "/" + s.file)) return false;
+    return true;
+  } catch (const Error&) {
+    return false;  // unreadable manifest: redo the import
+  }
+}
+
+void check_labels(const SampleSource& src, int64_t classes) {
+  if (!src.spec().labeled) return;
+  const auto& labels = src.labels();
+  for (size_t i = 0; i < labels.size(); ++i)
+    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < classes,
+                     src.name() + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                         " is outside [0, " + std::to_string(classes) + ")");
+}
+
+// Writes one input split (and its validation split) in one pass over its source, under
+// temp names; the finished writers go to DONE, to be committed with the whole import.
+std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, DatasetSpec& spec, bool first,
+                                                            const ImportOptions& opt, const WriteOptions& wopt,
+                                                            std::vector<std::unique_ptr<ShardWriter>>* done) {
+  PlanOptions plan = opt.plan;
+  if (!in.with_val) plan.val_fraction = 0.0;
+  const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan);
+
+  std::vector<BufferedWriter> writers;
+  // Per source sample: the index of the writer it goes to, -1 when it is not imported.
+  std::vector<int32_t> writer_of(static_cast<size_t>(in.source->count()), -1);
+  const size_t sb = spec.sample_bytes();
+  for (const auto& a : assignments) {
+    const int count = static_cast<int>(a.shards.size());
+    for (int k = 0; k < count; ++k) {
+      BufferedWriter w;
+      w.writer = std::make_unique<ShardWriter>(opt.output_dir, a.split, k, count, spec,
+                                               static_cast<int64_t>(a.shards[k].size()), wopt);
+      w.split = a.split;
+      w.train_stats = first && a.split == in.split;
+      w.flush_at = std::max<size_t>(1, (1u << 20) / sb);
+      for (const int64_t i : a.shards[k]) writer_of[static_cast<size_t>(i)] = static_cast<int32_t>(writers.size());
+      writers.push_back(std::move(w));
+    }
+  }
+
+  ChannelStats stats(spec);
+  const int64_t n = in.source->count();
+  const int64_t block = std::max<int64_t>(1, (16 << 20) / static_cast<int64_t>(sb));
+  std::vector<unsigned char> buf(static_cast<size_t>(block) * sb);
+  const auto& labels = in.source->labels();
+  Progress progress(opt.progress, in.split, n);
+  for (int64_t b = 0; b < n; b += block) {
+    const int64_t k = std::min(block, n - b);
+    in.source->read(b, k, buf.data());
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t w = writer_of[static_cast<size_t>(b + j)];
+      if (w < 0) continue;
+      BufferedWriter& bw = writers[static_cast<size_t>(w)];
+      const unsigned char* sample = buf.data() + static_cast<size_t>(j) * sb;
+      bw.samples.insert(bw.samples.end(), sample, sample + sb);
+      bw.labels.push_back(labels[static_cast<size_t>(b + j)]);
+      if (bw.train_stats) stats.add(sample, 1);
+      if (bw.labels.size() >= bw.flush_at) bw.flush();
+    }
+    progress.update(b + k);
+  }
+  if (first) stats.finish(&spec.mean, &spec.std);
+
+  std::vector<std::pair<std::string, SplitEntry>> out;
+  for (auto& w : writers) {
+    w.flush();
+    w.writer->set_stats(spec.mean, spec.std);
+    if (out.empty() || out.back().first != w.split) out.emplace_back(w.split, SplitEntry{});
+    out.back().second.shards.push_back(w.writer->finish());
+    done->push_back(std::move(w.writer));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string file_fingerprint(const std::vector<std::string>& paths) {
+  std::string fp;
+  for (const std::string& f : paths) {
+    struct stat st {};
+    ::stat(f.c_str(), &st);
+    fp += "|" + f + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+  }
+  return fp;
+}
+
+ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
+                        const std::string& fingerprint) {
+  ImportResult result;
+  const std::string fp_hash = fingerprint_hash(fingerprint);
+  if (!opt.force && up_to_date(opt.output_dir, fp_hash)) {
+    result.manifest = read_manifest(opt.output_dir);
+    result.skipped = true;
+    return result;
+  }
+  LOCKSTEP_REQUIRE(!inputs.empty(), "nothing to import");
+  Manifest& m = result.manifest;
+  m.source = source;
+  m.source_fingerprint = fp_hash;
+  m.dataset_id = new_dataset_id();
+  DatasetSpec& spec = m.spec;
+  spec = inputs[0].source->spec();
+  spec.name = opt.name;
+  LOCKSTEP_REQUIRE(spec.labeled || opt.class_names.empty(), "--class-names given for unlabeled data");
+  if (!opt.class_names.empty()) {
+    LOCKSTEP_REQUIRE(spec.class_names.empty() || spec.class_names.size() == opt.class_names.size(),
+                     "--class-names gives " + std::to_string(opt.class_names.size()) + " names for " +
+                         std::to_string(spec.class_names.size()) + " classes in the input");
+    spec.class_names = opt.class_names;
+    spec.num_classes = std::max<int64_t>(spec.num_classes, static_cast<int64_t>(opt.class_names.size()));
+  }
+  for (const auto& in : inputs) {
+    const DatasetSpec& s = in.source->spec();
+    LOCKSTEP_REQUIRE(s.sample_shape == spec.sample_shape && s.dtype == spec.dtype && s.labeled == spec.labeled,
+                     in.source->name() + ": samples differ in shape or dtype from " + inputs[0].source->name());
+    spec.num_classes = std::max(spec.num_classes, s.num_classes);
+  }
+  if (!opt.class_names.empty())
+    LOCKSTEP_REQUIRE(static_cast<int64_t>(opt.class_names.size()) == spec.num_classes,
+                     "--class-names gives " + std::to_string(opt.class_names.size()) + " names, the labels need " +
+                         std::to_string(spec.num_classes));
+  for (const auto& in : inputs) check_labels(*in.source, spec.num_classes);
+
+  check_output(opt, source);
+  make_dirs(opt.output_dir);
+  LOCKSTEP_REQUIRE(::access(opt.output_dir.c_str(), W_OK) == 0, "output directory " + opt.output_dir + " is not writable");
+  remove_temp_files(opt.output_dir);
+  WriteOptions wopt = opt.write;
+  wopt.dataset_id = m.dataset_id;
+  std::vector<std::unique_ptr<ShardWriter>> done;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (auto& split : write_input(inputs[i], spec, i == 0, opt, wopt, &done)) m.splits.push_back(std::move(split));
+  // Commit: every shard is complete and synced under its temp name.
+  remove_file(opt.output_dir + "/" + kManifestName);
+  for (auto& w : done) w->commit();
+  fsync_path(opt.output_dir);
+  write_manifest(opt.output_dir, m);
+
+  for (const std::string& f : list_dir(opt.output_dir)) {
+    if (f.size() < 3 || f.compare(f.size() - 3, 3, ".h5") != 0) continue;
+    bool listed = false, ours = false;
+    for (const auto& [name, split] : m.splits) {
+      ours = ours || f.compare(0, name.size() + 1, name + "-") == 0;
+      for (const auto& s : split.shards) listed = listed || s.file == f;
+    }
+    if (ours && !listed && is_shard_name(f)) remove_file(opt.output_dir + "/" + f);
+  }
+  return result;
+}
+
+ChannelStats::ChannelStats(const DatasetSpec& spec)
+    : spec_(spec),
+      channels_(spec.sample_shape.empty() ? 1 : spec.sample_shape[0]),
+      per_channel_(spec.sample_elems() / std::max<int64_t>(1, channels_)),
+      sum_(static_cast<size_t>(channels_), 0.0),
+      sq_(sum_) {}
+
+void ChannelStats::add(const void* samples, int64_t n) {
+  auto value = [&](int64_t idx) -> double {
+    switch (spec_.dtype) {
+      case DType::kUInt8: return static_cast<const uint8_t*>(samples)[idx];
+      case DType::kInt16: return static_cast<const int16_t*>(samples)[idx];
+      case DType::kFloat32: return static_cast<const float*>(samples)[idx];
+      case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(samples)[idx]);
+    }
+    return 0.0;
+  };
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels_; ++c) {
+      const int64_t base = s * spec_.sample_elems() + c * per_channel_;
+      double sum = 0.0, sq = 0.0;
+      for (int64_t i = 0; i < per_channel_; ++i) {
+        const double v = value(base + i);
+        sum += v;
+        sq += v * v;
+      }
+      sum_[static_cast<size_t>(c)] += sum;
+      sq_[static_cast<size_t>(c)] += sq;
+    }
+  samples_ += n;
+}
+
+void ChannelStats::finish(std::vector<double>* mean, std::vector<double>* std) const {
+  mean->assign(static_cast<size_t>(channels_), 0.0);
+  std->assign(static_cast<size_t>(channels_), 1.0);
+  const double count = static_cast<double>(samples_ * per_channel_);
+  if (count <= 0) return;
+  for (size_t c = 0; c < sum_.size(); ++c) {
+    (*mean)[c] = sum_[c] / count;
+    const double var = sq_[c] / count - (*mean)[c] * (*mean)[c];
+    (*std)[c] = var > 1e-12 ? std::sqrt(var) : 1.0;  // constant channel: no division by zero
+  }
+}
+
+}  // namespace lockstep::io

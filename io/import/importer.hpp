@@ -1,0 +1,76 @@
+// importer: the pipeline every `lockstep shard` input goes through.
+//
+// 1. If DIR's manifest carries the same source fingerprint, nothing is done.
+// 2. Each input split is planned (import_plan: shuffle, limit, stratified validation,
+//    shards) and written in ONE sequential pass over its source: samples are routed to
+//    their shard's buffer and appended in ~1 MiB slices, so a multi-GB source is never
+//    held in memory.
+// 3. Per-channel mean/std are accumulated over the first split's training samples
+//    during its pass and stored in every shard of every split (written at finish()).
+// 4. Nothing the import did not make is destroyed: it refuses (without --force) an output
+//    directory that holds another dataset (a manifest of another source) or files that
+//    are not lockstep shards, and an input inside the output directory; an input file the
+//    import would overwrite is refused even with --force.
+// 5. Shards are written under temp names and committed only when every shard of every
+//    split is finished: then the old manifest is removed, the shards renamed into place,
+//    the new manifest written last, and shard files of these splits that it does not
+//    list removed. A failed import leaves the previous dataset as it was (and no temp
+//    files: the writers remove theirs; leftovers of a killed import are removed first).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/import/import_plan.hpp"
+#include "io/import/sample_source.hpp"
+#include "io/dataset/shard_format.hpp"
+#include "io/dataset/shard_writer.hpp"
+
+namespace lockstep::io {
+
+struct InputSplit {
+  std::string split;                     // "train", "test"
+  std::unique_ptr<SampleSource> source;  // owned
+  bool with_val = false;                 // carve --val-fraction out of this split
+};
+
+struct ImportOptions {
+  std::string output_dir;
+  std::string name = "dataset";
+  std::vector<std::string> class_names;  // empty: the sources' names, else 0..K-1
+  PlanOptions plan;
+  WriteOptions write;
+  bool force = false;
+  std::vector<std::string> input_files;  // the files (or IDX directory) read, for the overwrite checks
+  bool progress = false;  // a progress line on stderr (set when stderr is a TTY)
+};
+
+struct ImportResult {
+  Manifest manifest;
+  bool skipped = false;
+};
+
+// FINGERPRINT describes the inputs (files, sizes, mtimes) and every option; the manifest
+// stores its hash. SOURCE names the input ("idx:DIR") in the manifest.
+ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
+                        const std::string& fingerprint);
+
+// "PATH:size:mtime" for each path, for fingerprints.
+std::string file_fingerprint(const std::vector<std::string>& paths);
+
+// Running per-channel mean/std (channel = first sample dimension), any sample dtype.
+class ChannelStats {
+ public:
+  explicit ChannelStats(const DatasetSpec& spec);
+  void add(const void* samples, int64_t n);
+  void finish(std::vector<double>* mean, std::vector<double>* std) const;
+
+ private:
+  DatasetSpec spec_;
+  int64_t channels_, per_channel_;
+  std::vector<double> sum_, sq_;
+  int64_t samples_ = 0;
+};
+
+}  // namespace lockstep::io

@@ -1,0 +1,44 @@
+// sample_source: what an importer reads from. Every source knows its shape, dtype, class
+// count and all its labels up front (labels are small), and reads sample ranges in source
+// order, so the import pipeline can stream a file larger than memory in one pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/dataset/shard_format.hpp"
+
+namespace lockstep::io {
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual const DatasetSpec& spec() const = 0;  // shape, dtype, num_classes; no statistics
+  virtual int64_t count() const = 0;
+  // Class ids; an unlabeled source (spec().labeled false) returns zeros, used only to plan.
+  virtual const std::vector<int64_t>& labels() const = 0;
+  // Reads samples [BEGIN, BEGIN+N) into OUT (N * spec().sample_bytes()).
+  virtual void read(int64_t begin, int64_t n, void* out) = 0;
+  virtual std::string name() const = 0;  // the file or directory, for messages
+};
+
+// A source already in memory (IDX, CSV).
+class MemorySource final : public SampleSource {
+ public:
+  MemorySource(std::string name, DatasetSpec spec, std::vector<unsigned char> samples,
+               std::vector<int64_t> labels);
+  const DatasetSpec& spec() const override { return spec_; }
+  int64_t count() const override { return static_cast<int64_t>(labels_.size()); }
+  const std::vector<int64_t>& labels() const override { return labels_; }
+  void read(int64_t begin, int64_t n, void* out) override;
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  DatasetSpec spec_;
+  std::vector<unsigned char> samples_;
+  std::vector<int64_t> labels_;
+};
+
+}  // namespace lockstep::io

@@ -1,0 +1,86 @@
+// epoch_loader: see epoch_loader.hpp.
+#include "io/loader/epoch_loader.hpp"
+
+#include <chrono>
+
+#include "core/base/error.hpp"
+
+namespace lockstep::io {
+
+EpochLoader::EpochLoader(const RankReader& reader, EpochOrder order, int64_t batch, int64_t steps,
+                         int64_t first_step, int prefetch, bool partial_last)
+    : reader_(reader), order_(std::move(order)), batch_(batch), steps_(steps), first_step_(first_step),
+      partial_last_(partial_last), pool_(static_cast<size_t>(std::max(1, prefetch) + 1)) {
+  LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
+  for (Batch& b : pool_) {
+    b.samples.resize(static_cast<size_t>(batch) * reader.spec().sample_bytes());
+    b.labels.resize(static_cast<size_t>(batch));
+    free_.push_back(&b);
+  }
+  thread_ = std::thread(&EpochLoader::run, this);
+}
+
+EpochLoader::~EpochLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void EpochLoader::run() {
+  StreamCache cache;
+  const int64_t total = static_cast<int64_t>(order_.ids.size());
+  try {
+    for (int64_t step = first_step_; step < steps_; ++step) {
+      Batch* b = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !free_.empty(); });
+        if (stop_) return;
+        b = free_.front();
+        free_.pop_front();
+      }
+      const int64_t pos = step * batch_;
+      b->step = step;
+      b->size = partial_last_ ? std::min(batch_, total - pos) : batch_;
+      reader_.fill(order_, pos, b->size, b->samples.data(), b->labels.data(), cache);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.push_back(b);
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+const Batch* EpochLoader::next() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (lent_) {
+    free_.push_back(lent_);
+    lent_ = nullptr;
+    cv_.notify_all();
+  }
+  cv_.wait(lock, [&] { return !ready_.empty() || done_; });
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (ready_.empty()) {
+    if (error_) std::rethrow_exception(error_);
+    return nullptr;
+  }
+  lent_ = ready_.front();
+  ready_.pop_front();
+  ++handed_;
+  return lent_;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,65 @@
+// rank_reader: a rank's share of one split, readable in two modes behind one interface.
+//
+// memory: the whole share is loaded at open (fast random access, costs RAM);
+// stream:  shards stay on disk, samples are read in blocks (epoch_order.hpp).
+// auto picks memory when the share fits --data.memory-budget-mb, else stream.
+// fill() copies the samples at visiting positions [pos, pos+n) of an EpochOrder; positions
+// past the end wrap around (the "wrap" remainder rule). A StreamCache carries the loaded
+// shuffle window between calls; it belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/loader/epoch_order.hpp"
+#include "io/loader/sample_store.hpp"
+#include "io/dataset/shard_format.hpp"
+#include "io/dataset/shard_reader.hpp"
+
+namespace lockstep::io {
+
+enum class ReadMode { kAuto, kMemory, kStream };
+
+struct ReaderOptions {
+  ReadMode mode = ReadMode::kAuto;  // auto: memory when the share fits the budget
+  int64_t memory_budget_mb = 4096;  // per rank
+  int64_t block_samples = 0;        // stream: samples per read; 0: about 4 MiB (bench/io.sh)
+  int64_t shuffle_blocks = 16;      // stream: blocks per shuffle window
+};
+
+struct StreamCache {
+  int64_t group = -1;
+  std::vector<unsigned char> samples;  // the group's blocks, concatenated
+  std::vector<int64_t> labels;
+};
+
+class RankReader {
+ public:
+  RankReader(const std::string& dir, const Manifest& m, const std::string& split, int rank, int world,
+             const ReaderOptions& opt);
+  RankReader(const RankReader&) = delete;
+  RankReader& operator=(const RankReader&) = delete;
+
+  int64_t size() const { return size_; }
+  bool streaming() const { return !store_.has_value(); }
+  const DatasetSpec& spec() const { return spec_; }
+  EpochOrder order(bool shuffle, uint64_t seed, int64_t epoch) const;
+  void fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* labels,
+            StreamCache& cache) const;
+
+ private:
+  void load_group(const EpochOrder& order, int64_t g, StreamCache& cache) const;
+
+  DatasetSpec spec_;
+  int rank_ = 0;
+  int64_t size_ = 0;
+  std::vector<SampleRange> ranges_;
+  std::optional<SampleStore> store_;
+  std::vector<std::unique_ptr<ShardFile>> files_;  // stream mode, by shard index
+  int64_t block_ = 1, group_ = 1;
+};
+
+}  // namespace lockstep::io

@@ -1,0 +1,38 @@
+// sample_store: a rank's share of one split, held in memory, and batch assembly from it.
+//
+// load_rank_samples opens the rank's shards (shard_plan), checks each against the
+// manifest and reads its ranges. This is rank_reader's memory mode; its stream mode reads
+// the shards block by block instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/dataset/shard_format.hpp"
+
+namespace lockstep::io {
+
+class SampleStore {
+ public:
+  SampleStore(DatasetSpec spec, std::vector<unsigned char> samples, std::vector<int64_t> labels);
+  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
+  const DatasetSpec& spec() const { return spec_; }
+  // Copies samples IDX[0..n) into OUT_SAMPLES (n * sample_bytes) and OUT_LABELS (n).
+  void gather(const int64_t* idx, int64_t n, void* out_samples, int64_t* out_labels) const;
+  const unsigned char* raw_samples() const { return samples_.data(); }
+  const int64_t* raw_labels() const { return labels_.data(); }
+
+ private:
+  DatasetSpec spec_;
+  std::vector<unsigned char> samples_;
+  std::vector<int64_t> labels_;
+};
+
+// This rank's share of SPLIT of the dataset in DIR (manifest M).
+SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const std::string& split,
+                              int rank, int world);
+
+std::vector<int64_t> shard_counts(const SplitEntry& split);
+
+}  // namespace lockstep::io

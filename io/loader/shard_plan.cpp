@@ -1,0 +1,59 @@
+// shard_plan: see shard_plan.hpp.
+#include "io/loader/shard_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/base/error.hpp"
+
+namespace lockstep::io {
+
+std::vector<SampleRange> plan_rank_ranges(const std::vector<int64_t>& shard_counts, int rank,
+                                          int world) {
+  LOCKSTEP_REQUIRE(world >= 1 && rank >= 0 && rank < world, "bad rank/world for the shard plan");
+  const int shards = static_cast<int>(shard_counts.size());
+  std::vector<SampleRange> out;
+  if (shards >= world) {
+    for (int s = rank; s < shards; s += world) out.push_back({s, 0, shard_counts[s]});
+    return out;
+  }
+  int64_t total = 0;
+  for (const int64_t c : shard_counts) total += c;
+  const int64_t lo = total * rank / world, hi = total * (rank + 1) / world;
+  int64_t offset = 0;  // global index of the current shard's first sample
+  for (int s = 0; s < shards; ++s) {
+    const int64_t b = std::max(lo, offset), e = std::min(hi, offset + shard_counts[s]);
+    if (b < e) out.push_back({s, b - offset, e - offset});
+    offset += shard_counts[s];
+  }
+  return out;
+}
+
+int64_t rank_sample_count(const std::vector<int64_t>& shard_counts, int rank, int world) {
+  int64_t n = 0;
+  for (const auto& r : plan_rank_ranges(shard_counts, rank, world)) n += r.size();
+  return n;
+}
+
+int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap) {
+  LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
+  int64_t steps = -1;
+  for (int r = 0; r < world; ++r) {
+    const int64_t n = rank_sample_count(shard_counts, r, world);
+    if (wrap) {
+      LOCKSTEP_REQUIRE(n > 0, "rank " + std::to_string(r) + " of " + std::to_string(world) +
+                                  " gets no samples (more ranks than samples)");
+      steps = std::max(steps, (n + batch - 1) / batch);
+      continue;
+    }
+    LOCKSTEP_REQUIRE(n >= batch, "rank " + std::to_string(r) + " of " + std::to_string(world) +
+                                     " gets " + std::to_string(n) + " samples, fewer than one batch of " +
+                                     std::to_string(batch) + " (more ranks than data? use fewer ranks, "
+                                     "a smaller batch or more shards)");
+    const int64_t s = n / batch;
+    steps = steps < 0 ? s : std::min(steps, s);
+  }
+  return steps;
+}
+
+}  // namespace lockstep::io

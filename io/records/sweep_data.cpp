@@ -1,0 +1,81 @@
+// sweep_data: see sweep_data.hpp.
+#include "io/records/sweep_data.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/base/error.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep::io {
+namespace {
+
+SweepRun read_run(const std::string& dir, int ranks) {
+  SweepRun run;
+  run.ranks = ranks;
+  const std::string path = dir + "/metrics.jsonl";
+  std::ifstream in(path);
+  LOCKSTEP_REQUIRE(in.good(), path + ": missing (did the run start?)");
+  std::vector<double> sps;
+  double seconds = 0, exposed = 0;
+  bool first = true, ended = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const Json row = parse_json(line, path);
+    const std::string kind = json_get_or<std::string>(row, "kind", "", path);
+    if (kind == "end") {
+      ended = true;
+      run.global_batch = json_get_or<int64_t>(row, "global_batch", 0, path);
+      run.params = json_get_or<int64_t>(row, "params", 0, path);
+    }
+    if (kind != "train") continue;
+    if (first) {  // the first window holds warm-up (allocation, first-touch, caches)
+      first = false;
+      continue;
+    }
+    sps.push_back(json_get<double>(row, "samples_per_s", path));
+    seconds += json_get<double>(row, "seconds", path);
+    exposed += json_get_or<double>(row, "exposed_comm_s", 0.0, path);
+  }
+  LOCKSTEP_REQUIRE(ended && run.global_batch > 0, path + ": the run did not finish (no end row)");
+  LOCKSTEP_REQUIRE(!sps.empty(), path + ": fewer than 2 train rows (lower --train.log-every or run more steps)");
+  std::sort(sps.begin(), sps.end());
+  run.samples_per_s = sps[sps.size() / 2];
+  run.step_seconds = static_cast<double>(run.global_batch) / run.samples_per_s;
+  run.exposed_share = seconds > 0 ? exposed / seconds : 0.0;
+  const std::string doctor = dir + "/doctor.json";
+  if (path_exists(doctor)) {
+    const Json t = parse_json(read_text_file(doctor), doctor);
+    run.hosts = json_get_or<int>(t, "hosts", 0, doctor);
+    run.small_bytes = json_get_or<double>(t, "small_bytes", 0, doctor);
+    run.small_seconds = json_get_or<double>(t, "small_seconds", 0, doctor);
+    run.big_bytes = json_get_or<double>(t, "big_bytes", 0, doctor);
+    run.big_seconds = json_get_or<double>(t, "big_seconds", 0, doctor);
+  }
+  return run;
+}
+
+}  // namespace
+
+Sweep read_sweep(const std::string& dir) {
+  LOCKSTEP_REQUIRE(is_directory(dir), dir + ": not a directory");
+  Sweep s;
+  const std::string info = dir + "/sweep.txt";
+  if (path_exists(info)) {
+    std::ifstream in(info);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("mode=", 0) == 0) s.mode = line.substr(5);
+  }
+  for (const std::string& name : list_dir(dir)) {
+    if (name.rfind("ranks-", 0) != 0 || !is_directory(dir + "/" + name)) continue;
+    const std::string digits = name.substr(6);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    s.runs.push_back(read_run(dir + "/" + name, std::stoi(digits)));
+  }
+  LOCKSTEP_REQUIRE(!s.runs.empty(), dir + ": no ranks-N run directories (made by slurm/scaling_sweep.sh)");
+  std::sort(s.runs.begin(), s.runs.end(), [](const SweepRun& a, const SweepRun& b) { return a.ranks < b.ranks; });
+  return s;
+}
+
+}  // namespace lockstep::io

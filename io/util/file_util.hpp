@@ -1,0 +1,61 @@
+// file_util: the POSIX file operations lockstep's durability rests on.
+//
+// write_file_atomic: 1. create PATH.tmp.PID exclusively (O_EXCL | O_NOFOLLOW: a planted
+// file or link of that name is removed, never written through), 2. write and fsync it,
+// 3. rename over PATH (rename replaces a link at PATH, it does not follow it), 4. fsync
+// the directory. A crash at any point leaves either the old PATH or the new one, never a
+// torn file under the final name; a killed writer leaves PATH.tmp.PID, which
+// remove_temp_files cleans up once the directory's owner holds its lock.
+//
+// Paths are bytes: nothing here assumes UTF-8. Directory and path queries use
+// std::filesystem (error codes, never its exceptions); what durability or safety rests on —
+// the atomic write, fsync, O_NOFOLLOW/O_EXCL opens — uses POSIX calls directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep::io {
+
+bool path_exists(const std::string& path);
+bool is_directory(const std::string& path);
+void make_dirs(const std::string& path);  // mkdir -p; throws naming PATH
+std::string read_text_file(const std::string& path);
+std::vector<char> read_binary_file(const std::string& path);
+void write_file_atomic(const std::string& path, const std::string& data);
+void fsync_path(const std::string& path);     // a file or a directory
+std::string temp_name_for(const std::string& path);  // PATH.tmp.PID
+std::vector<std::string> list_dir(const std::string& dir);  // names, sorted
+void remove_file(const std::string& path);  // no error if missing
+uint32_t crc32_of_file(const std::string& path);
+int64_t file_size(const std::string& path);
+std::string parent_dir(const std::string& path);
+std::string base_name(const std::string& path);
+bool is_symlink(const std::string& path);   // lstat: PATH itself is a symbolic link
+// Canonical absolute path (realpath); PATH itself when it does not exist yet.
+std::string canonical_path(const std::string& path);
+// Whether PATH is DIR or lies inside it (both canonicalised).
+bool path_is_inside(const std::string& path, const std::string& dir);
+
+// Opens PATH for appending (created 0664 if missing) without following a link at PATH;
+// returns the descriptor. Throws naming PATH ("... is a symbolic link").
+int open_append_nofollow(const std::string& path);
+// Writes all of DATA to FD (one write(2) where the kernel allows: O_APPEND rows stay
+// whole lines); WHAT names the file in errors.
+void write_all(int fd, const std::string& data, const std::string& what);
+
+// Removes DIR's leftover "NAME.tmp.PID" files (of killed writers); returns their names.
+std::vector<std::string> remove_temp_files(const std::string& dir);
+
+// Device and inode of a path (stat): a directory deleted and recreated under the same
+// name has another identity.
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0;
+  bool operator==(const FileIdentity& o) const { return dev == o.dev && ino == o.ino; }
+  bool operator!=(const FileIdentity& o) const { return !(*this == o); }
+};
+// False when PATH does not exist.
+bool file_identity(const std::string& path, FileIdentity* out);
+
+}  // namespace lockstep::io

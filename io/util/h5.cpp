@@ -1,0 +1,129 @@
+// h5: see h5.hpp.
+#include "io/util/h5.hpp"
+
+namespace lockstep::io {
+
+void H5Handle::reset() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+  id_ = H5I_INVALID_HID;
+}
+
+std::mutex& h5_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+void h5_quiet() {
+  // HDF5's error-stack settings are per thread: each thread silences its own once.
+  thread_local const bool once = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+namespace {
+herr_t innermost(unsigned n, const H5E_error2_t* err, void* out) {
+  if (n == 0 && err->desc) *static_cast<std::string*>(out) = err->desc;
+  return 0;
+}
+}  // namespace
+
+std::string h5_last_error() {
+  std::string msg;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &msg);
+  return msg.empty() ? "unknown HDF5 error" : msg;
+}
+
+[[noreturn]] void h5_fail(const std::string& what, const char* file, int line) {
+  throw_at("HDF5 call " + what + " failed: " + h5_last_error(), file, line);
+}
+
+RowSelection select_rows(hid_t dataset, int64_t begin, int64_t n) {
+  RowSelection s;
+  s.file = H5Handle(H5_CHECK(H5Dget_space(dataset)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(s.file.get()));
+  std::vector<hsize_t> count(static_cast<size_t>(rank)), start(static_cast<size_t>(rank), 0);
+  H5_CHECK(H5Sget_simple_extent_dims(s.file.get(), count.data(), nullptr));
+  start[0] = static_cast<hsize_t>(begin);
+  count[0] = static_cast<hsize_t>(n);
+  H5_CHECK(H5Sselect_hyperslab(s.file.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  s.memory = H5Handle(H5_CHECK(H5Screate_simple(rank, count.data(), nullptr)));
+  return s;
+}
+
+bool h5_has_attr(hid_t obj, const char* name) { return H5Aexists(obj, name) > 0; }
+
+namespace {
+
+void write_attr(hid_t obj, const char* name, hid_t type, const void* data, hsize_t n) {
+  if (h5_has_attr(obj, name)) H5_CHECK(H5Adelete(obj, name));
+  H5Handle space(H5_CHECK(H5Screate_simple(1, &n, nullptr)));
+  H5Handle attr(H5_CHECK(H5Acreate2(obj, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Awrite(attr.get(), type, data));
+}
+
+template <typename T>
+std::vector<T> read_attr(hid_t obj, const char* name, hid_t mem_type) {
+  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), std::string("missing attribute '") + name + "'");
+  H5Handle attr(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
+  H5Handle space(H5_CHECK(H5Aget_space(attr.get())));
+  const hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
+  std::vector<T> out(static_cast<size_t>(n));
+  if (n > 0) H5_CHECK(H5Aread(attr.get(), mem_type, out.data()));
+  return out;
+}
+
+}  // namespace
+
+void h5_write_attr_i64(hid_t obj, const char* name, const std::vector<int64_t>& v) {
+  write_attr(obj, name, H5T_NATIVE_INT64, v.data(), v.size());
+}
+
+void h5_write_attr_f64(hid_t obj, const char* name, const std::vector<double>& v) {
+  write_attr(obj, name, H5T_NATIVE_DOUBLE, v.data(), v.size());
+}
+
+void h5_write_attr_str(hid_t obj, const char* name, const std::string& s) {
+  if (h5_has_attr(obj, name)) H5_CHECK(H5Adelete(obj, name));
+  H5Handle type(H5_CHECK(H5Tcopy(H5T_C_S1)));
+  H5_CHECK(H5Tset_size(type.get(), s.empty() ? 1 : s.size()));
+  H5Handle space(H5_CHECK(H5Screate(H5S_SCALAR)));
+  H5Handle attr(
+      H5_CHECK(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  const std::string data = s.empty() ? std::string(1, '\0') : s;
+  H5_CHECK(H5Awrite(attr.get(), type.get(), data.data()));
+}
+
+std::vector<int64_t> h5_read_attr_i64(hid_t obj, const char* name) {
+  return read_attr<int64_t>(obj, name, H5T_NATIVE_INT64);
+}
+
+std::vector<double> h5_read_attr_f64(hid_t obj, const char* name) {
+  return read_attr<double>(obj, name, H5T_NATIVE_DOUBLE);
+}
+
+std::string h5_read_attr_str(hid_t obj, const char* name) {
+  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), std::string("missing attribute '") + name + "'");
+  H5Handle attr(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
+  H5Handle type(H5_CHECK(H5Aget_type(attr.get())));
+  LOCKSTEP_REQUIRE(H5Tget_class(type.get()) == H5T_STRING && !H5Tis_variable_str(type.get()),
+                   std::string("attribute '") + name + "' is not a fixed-length string");
+  const size_t size = H5Tget_size(type.get());
+  std::string out(size, '\0');
+  H5_CHECK(H5Aread(attr.get(), type.get(), out.data()));
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,16 @@
+// json_io: see json_io.hpp.
+#include "io/util/json_io.hpp"
+
+namespace lockstep::io {
+
+Json parse_json(const std::string& text, const std::string& what) {
+  try {
+    return Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(what + ": not valid JSON (byte " + std::to_string(e.byte) + ": " + e.what() + ")");
+  }
+}
+
+std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+}  // namespace lockstep::io

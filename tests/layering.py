@@ -1,0 +1,81 @@
+"""The one-way layering of lockstep's sources, checked on every #include "...".
+
+    base <- io <- config <- dist <- {model, optim, data} <- eval <- train <- tools <- app
+
+A file may include its own folder and the folders below it, never above or beside it (the
+three middle folders do not include each other). io's folders have their own order:
+util <- dataset <- {loader, import}; util <- records. app may use everything; nothing
+includes app. Also: app/ stays thin (no file over APP_MAX_LINES lines), and no source file
+grows past FILE_MAX_LINES (STYLE rule 15: aim under ~400).
+
+usage: layering.py REPO_ROOT       exit 0 when every rule holds, 1 with one line per breach
+"""
+import os
+import re
+import sys
+
+# layer -> the layers it may include (besides itself)
+CORE = ["core/base", "io", "core/config", "core/dist", "core/model", "core/optim", "core/data",
+        "core/eval", "core/train", "core/tools", "app"]
+ALLOWED = {
+    "core/base": set(),
+    "io/util": {"core/base"},
+    "io/dataset": {"core/base", "io/util"},
+    "io/loader": {"core/base", "io/util", "io/dataset"},
+    "io/import": {"core/base", "io/util", "io/dataset", "io/loader"},
+    "io/records": {"core/base", "io/util"},
+    "core/config": {"core/base"},
+    "core/dist": {"core/base", "core/config"},
+    "core/model": {"core/base", "core/config", "core/dist", "io/util", "io/dataset"},
+    "core/optim": {"core/base", "core/config", "core/dist"},
+    "core/data": {"core/base", "core/config", "core/dist", "io/util", "io/dataset", "io/loader"},
+    "core/eval": {"core/base", "core/config", "core/dist", "core/model", "core/data", "io/util", "io/dataset",
+                  "io/loader"},
+    "core/train": {"core/base", "core/config", "core/dist", "core/model", "core/optim", "core/data", "core/eval",
+                   "io/util", "io/dataset", "io/loader", "io/records"},
+    "core/tools": {"core/base", "core/config", "core/dist", "core/model", "core/optim", "core/data", "core/eval",
+                   "core/train", "io/util", "io/dataset", "io/loader", "io/records", "io/import"},
+    "app": {"core/base", "core/config", "core/dist", "core/model", "core/optim", "core/data", "core/eval",
+            "core/train", "core/tools", "io/util", "io/dataset", "io/loader", "io/records", "io/import"},
+}
+APP_MAX_LINES = 200  # options.cpp, the one table of every option, is allowed more
+FILE_MAX_LINES = 450
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def folder_of(path):
+    parts = path.split("/")
+    return "/".join(parts[:2]) if parts[0] in ("core", "io") else parts[0]
+
+
+def main(root):
+    problems = []
+    for top in ("core", "io", "app"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith((".hpp", ".cpp", ".in")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, f), root)
+                me = folder_of(path)
+                if me not in ALLOWED:
+                    problems.append(f"{path}: folder {me} is not in the layering (tests/layering.py)")
+                    continue
+                lines = open(os.path.join(root, path), encoding="utf-8").read().split("\n")
+                for n, line in enumerate(lines, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    target = folder_of(m.group(1))
+                    if target != me and target not in ALLOWED[me]:
+                        problems.append(f"{path}:{n}: includes {m.group(1)} ({target} is not below {me})")
+                limit = APP_MAX_LINES if me == "app" and f != "options.cpp" else FILE_MAX_LINES
+                if len(lines) > limit:
+                    problems.append(f"{path}: {len(lines)} lines (limit {limit} for {me})")
+    for p in problems:
+        print(p)
+    print(f"layering: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))

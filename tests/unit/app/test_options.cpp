@@ -1,0 +1,155 @@
+// Option parsing: aliases, INI + command line precedence, one-line errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "app/options.hpp"
+
+using namespace lockstep;
+using namespace lockstep::app;
+
+TEST(Options, AliasesExpandToSectionKeys) {
+  const auto out = expand_aliases({"--lr", "0.1", "--epochs=3", "--train.seed", "5", "x"});
+  EXPECT_EQ(out, (std::vector<std::string>{"--train.lr", "0.1", "--train.epochs=3", "--train.seed", "5", "x"}));
+}
+
+TEST(Options, CommandLineWinsOverConfigFile) {
+  const std::string path = ::testing::TempDir() + "/job.ini";
+  std::ofstream(path) << "[data]\npath = /data/x\n[train]\nlr = 0.2\nepochs = 4\n";
+  Config cfg;
+  const auto r = parse_train({"--config", path, "--lr", "0.01"}, &cfg);
+  ASSERT_EQ(r.status, ParseStatus::kRun) << r.message;
+  EXPECT_EQ(cfg.data_dir, "/data/x");
+  EXPECT_DOUBLE_EQ(cfg.lr, 0.01);
+  EXPECT_EQ(cfg.epochs, 4);
+  EXPECT_NE(cfg.resolved_ini.find("[train]"), std::string::npos);
+  EXPECT_NE(cfg.resolved_ini.find("lr = 0.01"), std::string::npos);
+  EXPECT_NE(cfg.command_line.find("--lr 0.01"), std::string::npos);
+}
+
+TEST(Options, ResolvedConfigIsItselfAValidConfig) {
+  Config first;
+  ASSERT_EQ(parse_train({"--data", "/d", "--epochs", "7", "--batch-size", "16"}, &first).status, ParseStatus::kRun);
+  const std::string path = ::testing::TempDir() + "/resolved.ini";
+  std::ofstream(path) << first.resolved_ini;
+  Config second;
+  ASSERT_EQ(parse_train({"--config", path}, &second).status, ParseStatus::kRun);
+  EXPECT_EQ(second.epochs, 7);
+  EXPECT_EQ(second.batch_size, 16);
+  EXPECT_EQ(second.resolved_ini, first.resolved_ini);
+}
+
+TEST(Options, ErrorsAreOneLine) {
+  const std::vector<std::vector<std::string>> bad{
+      {"--data", "/d", "--no-such-option", "1"},
+      {"--data", "/d", "--epochs", "many"},
+      {"--epochs", "2"},  // missing --data
+      {"--data", "/d", "--batch-size", "0"},
+      {"--data", "/d", "--backend", "gloo"},
+      {"--config", "/nonexistent/job.ini", "--data", "/d"}};
+  for (const auto& args : bad) {
+    Config cfg;
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << args[2];
+    EXPECT_FALSE(r.message.empty());
+    EXPECT_EQ(r.message.find('\n'), std::string::npos) << r.message;
+  }
+}
+
+TEST(Options, UnknownKeyInConfigFileNamesTheFile) {
+  const std::string path = ::testing::TempDir() + "/typo.ini";
+  std::ofstream(path) << "[train]\nlearning_rate = 0.1\n";
+  Config cfg;
+  const auto r = parse_train({"--config", path, "--data", "/d"}, &cfg);
+  ASSERT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find(path), std::string::npos) << r.message;
+}
+
+TEST(Options, HelpExitsOk) {
+  Config cfg;
+  const auto r = parse_train({"--help"}, &cfg);
+  EXPECT_EQ(r.status, ParseStatus::kExitOk);
+  EXPECT_NE(r.message.find("train.lr"), std::string::npos);
+}
+
+TEST(Options, EvaluateNeedsCheckpoint) {
+  Config cfg;
+  EXPECT_EQ(parse_evaluate({"--data", "/d"}, &cfg).status, ParseStatus::kError);
+  ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c.ckpt", "--split", "train"}, &cfg).status,
+            ParseStatus::kRun);
+  EXPECT_EQ(cfg.checkpoint, "c.ckpt");
+  EXPECT_EQ(cfg.eval_split, "train");
+}
+
+TEST(Options, LaterOptionsOverrideEarlierOnesAndFlagsNeedNoValue) {
+  Config cfg;
+  ASSERT_EQ(parse_train({"--data", "/d", "--lr", "0.1", "--train.lr=0.3", "--sync-bn", "--lr", "0.2",
+                         "--optimizer", "adamw", "--amp", "bf16", "--class-weights", "auto"},
+                        &cfg)
+                .status,
+            ParseStatus::kRun);
+  EXPECT_DOUBLE_EQ(cfg.lr, 0.2);
+  EXPECT_TRUE(cfg.sync_bn);
+  EXPECT_EQ(cfg.optimizer, OptimizerKind::kAdamW);
+  EXPECT_EQ(cfg.amp, Amp::kBf16);
+  EXPECT_EQ(cfg.class_weights, "auto");
+  EXPECT_EQ(cfg.command_line.find("lr 0.1") != std::string::npos, true);  // the command as typed
+}
+
+TEST(Options, TrainerChoicesAreChecked) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--optimizer", "lamb"}, {"--amp", "fp8"}, {"--lr-scaling", "cubic"},
+        {"--best-metric", "val_auc"}, {"--label-smoothing", "1"}, {"--clip-norm", "-1"}, {"--schedule", "poly"},
+        {"--train.step-gamma", "0"}, {"--train.progress", "fancy"}}) {
+    Config cfg;
+    std::vector<std::string> args{"--data", "/d"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << bad[0];
+    EXPECT_NE(r.message.find(bad[0].substr(2)), std::string::npos) << r.message;
+  }
+}
+
+TEST(Options, NaNAndInfinityAreRefusedForEveryNumber) {
+  for (const char* value : {"nan", "inf", "-nan"}) {
+    Config cfg;
+    const auto r = parse_train({"--data", "/d", "--lr", value}, &cfg);  // NaN passed "lr <= 0"
+    EXPECT_EQ(r.status, ParseStatus::kError) << value;
+    EXPECT_NE(r.message.find("--train.lr must be a finite number"), std::string::npos) << r.message;
+  }
+  Config cfg;
+  EXPECT_EQ(parse_train({"--data", "/d", "--train.momentum", "nan"}, &cfg).status, ParseStatus::kError);
+}
+
+TEST(Options, AConfigPathThatIsADirectoryIsAnError) {
+  Config cfg;
+  const auto r = parse_train({"--config", "/tmp"}, &cfg);  // before: read as an empty file
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("--config /tmp is a directory"), std::string::npos) << r.message;
+}
+
+TEST(Options, ValidationIsHonestByDefault) {
+  Config cfg;
+  ASSERT_EQ(parse_train({"--data", "/d"}, &cfg).status, ParseStatus::kRun);
+  EXPECT_EQ(cfg.val_split, "val");
+  EXPECT_EQ(cfg.test_split, "test");
+  Config ev;
+  ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c"}, &ev).status, ParseStatus::kRun);
+  EXPECT_EQ(ev.eval_split, "test");
+}
+
+TEST(Options, ClosedChoicesAreTypedOnceAndListTheirNames) {
+  Config cfg;
+  ASSERT_EQ(parse_train({"--data", "/d", "--backend", "nccl", "--amp", "bf16", "--data.mode", "stream"}, &cfg).status,
+            ParseStatus::kRun);
+  EXPECT_EQ(cfg.backend, Backend::kNccl);
+  EXPECT_EQ(cfg.amp, Amp::kBf16);
+  EXPECT_EQ(cfg.data_mode, DataMode::kStream);
+  // The resolved config names them as the user writes them (a valid --config file).
+  EXPECT_NE(cfg.resolved_ini.find("backend = nccl"), std::string::npos) << cfg.resolved_ini;
+  EXPECT_NE(cfg.resolved_ini.find("overlap = auto"), std::string::npos) << cfg.resolved_ini;
+  Config bad;
+  const auto r = parse_train({"--data", "/d", "--dist.backend", "gloo"}, &bad);
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("--dist.backend must be auto, mpi or nccl, not 'gloo'"), std::string::npos) << r.message;
+}

@@ -1,0 +1,13 @@
+// core/dist/nccl_bootstrap: the GPU placement rule (one rank per GPU), decided from the
+// ranks' GPU identities — pure, so it is tested without a GPU.
+#include <gtest/gtest.h>
+
+#include "core/dist/nccl_bootstrap.hpp"
+
+using namespace lockstep;
+
+TEST(GpuPlacement, TwoRanksOnOneGpuAreNamed) {
+  EXPECT_EQ(shared_gpu_problem({"n1", "n1", "n2"}, {"0000:1b:00.0", "0000:1c:00.0", "0000:1b:00.0"}, {0, 1, 0}), "");
+  const std::string p = shared_gpu_problem({"n1", "n1"}, {"0000:1b:00.0", "0000:1b:00.0"}, {0, 0});
+  EXPECT_NE(p.find("ranks 0 and 1 share GPU 0 (PCI 0000:1b:00.0) on host n1"), std::string::npos) << p;
+}

@@ -1,0 +1,315 @@
+// Data safety (issue 11): nothing lockstep did not create is destroyed, no changed byte is
+// trained on, no file is written through a planted link, a header's size claim is
+// checked before allocating, and metrics/run directories survive crashes. Each test
+// failed before its fix.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "io/records/checkpoint_store.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/h5.hpp"
+#include "io/import/idx_import.hpp"
+#include "io/import/importer.hpp"
+#include "io/records/metrics_log.hpp"
+#include "io/records/run_dir.hpp"
+#include "io/import/sample_source.hpp"
+#include "io/loader/sample_store.hpp"
+#include "io/dataset/shard_reader.hpp"
+#include "io/dataset/shard_writer.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+using namespace lockstep::io;
+using namespace lockstep::testing;
+
+namespace {
+
+std::vector<InputSplit> tiny_input(int64_t n) {
+  DatasetSpec spec = tiny_spec();
+  std::vector<unsigned char> samples;
+  std::vector<int64_t> labels;
+  tiny_data(spec, n, &samples, &labels);
+  std::vector<InputSplit> in;
+  in.push_back({"train", std::make_unique<MemorySource>("tiny", spec, std::move(samples), std::move(labels)), true});
+  return in;
+}
+
+ImportOptions import_opts(const std::string& out, bool force = false) {
+  ImportOptions opt;
+  opt.output_dir = out;
+  opt.force = force;
+  opt.plan.shards = 2;
+  return opt;
+}
+
+void flip_byte(const std::string& path, int64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  const char c = static_cast<char>(f.get());
+  f.seekp(offset);
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+// Byte offset of the first chunk of /samples in a shard.
+int64_t first_chunk_offset(const std::string& path) {
+  h5_quiet();
+  H5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  H5Handle d(H5Dopen2(f.get(), "samples", H5P_DEFAULT));
+  hsize_t offset[4] = {0, 0, 0, 0};
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  unsigned mask = 0;
+  EXPECT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
+  return static_cast<int64_t>(addr);
+}
+
+}  // namespace
+
+TEST(Manifest, NamesThatLeaveTheDatasetDirectoryAreRefused) {
+  const std::string dir = fresh_dir("escape");
+  write_tiny_dataset(dir, 12, 1);
+  std::string text = read_text_file(dir + "/manifest.json");
+  const std::string good = "train-00000-of-00001.h5";
+  std::string bad = text;
+  bad.replace(bad.find(good), good.size(), "../../etc/passwd");
+  std::ofstream(dir + "/manifest.json") << bad;
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "shard file '../../etc/passwd' is not a plain file name");
+}
+
+TEST(Manifest, MalformedFieldsAreNamedNotBareConversions) {
+  const std::string dir = fresh_dir("fields");
+  write_tiny_dataset(dir, 12, 1);
+  const std::string text = read_text_file(dir + "/manifest.json");
+  const auto edit = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto pos = t.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    t.replace(pos, from.size(), to);
+    std::ofstream(dir + "/manifest.json") << t;
+  };
+  edit("\"crc32\":\"", "\"crc32\":\"zz");  // was a bare std::stoul exception
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "expected 8 hex digits");
+  edit("\"sample_shape\":[1,4,4]", "\"sample_shape\":[1,\"four\",4]");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "key 'sample_shape' holds a malformed value [1,\"four\",4]");
+  edit("\"sample_shape\":[1,4,4]", "\"sample_shape\":[1,4,-4]");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "is not a valid sample size");
+  edit("\"num_classes\":3", "\"num_classes\":4000000000");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "num_classes 4000000000 is outside");
+  edit("\"std\":[2.0]", "\"std\":[0.0]");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "std must be finite and positive");
+  edit("\"mean\":[10.0]", "\"mean\":[10.0,11.0]");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "mean/std have 2/1 entries for 1 channels");
+}
+
+TEST(ShardIntegrity, AChangedDataByteIsCaughtByTheChunkChecksum) {
+  const std::string dir = fresh_dir("flip");
+  const Manifest m = write_tiny_dataset(dir, 40, 1);
+  const std::string shard = dir + "/train-00000-of-00001.h5";
+  ShardFile before(shard, m.spec, &m.split("train", dir).shards[0], m.dataset_id);
+  EXPECT_TRUE(before.chunk_checksums());
+  flip_byte(shard, first_chunk_offset(shard) + 7);
+  // uint8 samples have no NaN check: before Fletcher-32 this byte trained silently.
+  EXPECT_ERROR_CONTAINS(load_rank_samples(dir, m, "train", 0, 1), "fails its checksum");
+}
+
+TEST(ShardIntegrity, ShardsWithoutChunkChecksumsAreVerifiedOnceAtOpen) {
+  const std::string dir = fresh_dir("legacy");
+  Manifest m;
+  m.spec = tiny_spec();
+  std::vector<unsigned char> samples;
+  std::vector<int64_t> labels;
+  tiny_data(m.spec, 40, &samples, &labels);
+  WriteOptions legacy;
+  legacy.chunk_checksums = false;  // what lockstep 0.1 wrote
+  m.splits.emplace_back("train", write_split(dir, "train", m.spec, samples.data(), labels.data(), 40, 1, legacy));
+  write_manifest(dir, m);
+  const std::string shard = dir + "/train-00000-of-00001.h5";
+  EXPECT_NO_THROW(load_rank_samples(dir, m, "train", 0, 1));
+  flip_byte(shard, first_chunk_offset(shard) + 7);
+  EXPECT_ERROR_CONTAINS(load_rank_samples(dir, m, "train", 0, 1), "checksum mismatch (manifest crc32");
+}
+
+TEST(ShardIntegrity, AShardOfAnotherImportIsRefused) {
+  const std::string a = fresh_dir("a"), b = fresh_dir("b");
+  run_import(tiny_input(40), import_opts(a), "tiny", "fp");
+  run_import(tiny_input(40), import_opts(b), "tiny", "fp");
+  const Manifest ma = read_manifest(a);
+  EXPECT_FALSE(ma.dataset_id.empty());
+  // Same name, same count, valid file: only the import id tells them apart.
+  ASSERT_EQ(::rename((b + "/train-00000-of-00002.h5").c_str(), (a + "/train-00000-of-00002.h5").c_str()), 0);
+  EXPECT_ERROR_CONTAINS(load_rank_samples(a, ma, "train", 0, 1), "shard of another import");
+}
+
+TEST(ShardIntegrity, StoredTypeMustMatchTheManifestNotBeConverted) {
+  const std::string dir = fresh_dir("dtype");
+  const Manifest m = write_tiny_dataset(dir, 20, 1);
+  const std::string path = dir + "/train-00000-of-00001.h5";
+  {  // rewrite /samples as float32 while the attribute still says uint8
+    h5_quiet();
+    H5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_GE(H5Ldelete(f.get(), "samples", H5P_DEFAULT), 0);
+    const hsize_t dims[4] = {20, 1, 4, 4};
+    H5Handle space(H5Screate_simple(4, dims, nullptr));
+    H5Handle d(H5Dcreate2(f.get(), "samples", H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    std::vector<float> v(320, 300.0f);  // would clamp to 255 as uint8
+    ASSERT_GE(H5Dwrite(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  }
+  EXPECT_ERROR_CONTAINS(ShardFile(path, m.spec), "/samples is stored as float32, the manifest says uint8");
+}
+
+TEST(ImportSafety, RefusesADirectoryHoldingAnotherDatasetOrOtherFiles) {
+  const std::string out = fresh_dir("other");
+  run_import(tiny_input(40), import_opts(out), "idx:/data/one", "fp1");
+  EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), import_opts(out), "csv:/data/two.csv", "fp2"),
+                        "holds dataset 'dataset' made from idx:/data/one");
+  EXPECT_EQ(read_manifest(out).source, "idx:/data/one");
+  // The same source with other options re-imports its own dataset.
+  EXPECT_NO_THROW(run_import(tiny_input(30), import_opts(out), "idx:/data/one", "fp3"));
+  EXPECT_NO_THROW(run_import(tiny_input(30), import_opts(out, /*force=*/true), "csv:/data/two.csv", "fp4"));
+
+  const std::string home = fresh_dir("home");
+  std::ofstream(home + "/thesis.tex") << "years of work";
+  EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), import_opts(home), "tiny", "fp"),
+                        "holds files that are not a lockstep dataset (thesis.tex)");
+  EXPECT_EQ(read_text_file(home + "/thesis.tex"), "years of work");
+}
+
+TEST(ImportSafety, AnInputTheImportWouldOverwriteIsRefusedEvenWithForce) {
+  const std::string out = fresh_dir("self");
+  run_import(tiny_input(40), import_opts(out), "tiny", "fp");
+  ImportOptions opt = import_opts(out, /*force=*/true);
+  opt.input_files = {out + "/train-00000-of-00002.h5"};
+  EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), opt, "hdf5:" + out + "/train-00000-of-00002.h5", "fp2"),
+                        "this import would overwrite or delete it");
+  ImportOptions inside = import_opts(out);
+  inside.input_files = {out};  // an IDX directory that is the output directory
+  EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), inside, "tiny", "fp3"), "overlap");
+}
+
+TEST(ImportSafety, AFailedReimportLeavesThePreviousDatasetIntact) {
+  const std::string out = fresh_dir("intact");
+  run_import(tiny_input(40), import_opts(out), "tiny", "fp1");
+  const std::string before = read_text_file(out + "/manifest.json");
+  // A source that fails in the middle of the pass (a NaN sample in float data).
+  DatasetSpec spec = tiny_spec();
+  spec.dtype = DType::kFloat32;
+  std::vector<float> values(40 * 16, 1.0f);
+  values[30 * 16] = std::nanf("");
+  std::vector<unsigned char> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  std::vector<int64_t> labels(40, 1);
+  std::vector<InputSplit> in;
+  in.push_back({"train", std::make_unique<MemorySource>("bad", spec, std::move(bytes), std::move(labels)), true});
+  EXPECT_ERROR_CONTAINS(run_import(std::move(in), import_opts(out), "tiny", "fp2"), "contains NaN or Inf");
+  EXPECT_EQ(read_text_file(out + "/manifest.json"), before);
+  EXPECT_NO_THROW(verify_dataset(out));
+  for (const auto& f : list_dir(out)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+}
+
+TEST(ImportSafety, LeftoverTempFilesOfAKilledImportAreRemoved) {
+  const std::string out = fresh_dir("leftover");
+  std::ofstream(out + "/train-00000-of-00002.h5.tmp.4242") << "half a shard";
+  run_import(tiny_input(40), import_opts(out), "tiny", "fp");
+  for (const auto& f : list_dir(out)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+}
+
+TEST(IdxHeader, SizeClaimsAreCheckedBeforeAllocating) {
+  const std::string dir = fresh_dir("idx");
+  const std::string path = dir + "/huge-idx3-ubyte";
+  {
+    std::ofstream f(path, std::ios::binary);
+    const unsigned char header[] = {0, 0, 8, 3, 0x7f, 0xff, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff};
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+    f << "only a few bytes";
+  }
+  // Before: std::bad_alloc or vector::_M_default_append.
+  EXPECT_ERROR_CONTAINS(read_idx(path), "more than 2^40 elements");
+  {
+    std::ofstream f(path, std::ios::binary);
+    const unsigned char header[] = {0, 0, 8, 3, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};  // 2^32 bytes claimed
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+    f << "only a few bytes";
+  }
+  EXPECT_ERROR_CONTAINS(read_idx(path), "truncated IDX data (the header claims 4294967296 bytes, the file holds 16)");
+}
+
+TEST(MetricsLogSafety, AResumedRunDropsRowsPastItsCheckpointAndAPartialLine) {
+  const std::string dir = fresh_dir("metrics");
+  const std::string path = dir + "/metrics.jsonl";
+  std::ofstream(path) << "{\"kind\":\"train\",\"step\":10}\n{\"kind\":\"epoch\",\"step\":20}\n"
+                         "{\"kind\":\"train\",\"step\":30}\n{\"kind\":\"end\",\"step\":40}\n{\"kind\":\"tra";
+  int64_t dropped = 0;
+  {
+    MetricsLog log(path, 20, &dropped);  // resumed from the checkpoint of step 20
+    log.write("{\"kind\":\"train\",\"step\":30}");
+  }
+  EXPECT_EQ(dropped, 3);
+  EXPECT_EQ(read_text_file(path),
+            "{\"kind\":\"train\",\"step\":10}\n{\"kind\":\"epoch\",\"step\":20}\n{\"kind\":\"train\",\"step\":30}\n");
+  EXPECT_EQ(keep_metrics_rows("not json\n{\"step\":1}\n", 5, &dropped), "{\"step\":1}\n");
+  EXPECT_EQ(dropped, 1);
+}
+
+TEST(LinkSafety, FilesAreNotWrittenThroughPlantedLinks) {
+  const std::string dir = fresh_dir("links");
+  const std::string victim = dir + "/victim";
+  std::ofstream(victim) << "precious";
+  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/metrics.jsonl").c_str()), 0);
+  EXPECT_ERROR_CONTAINS(MetricsLog(dir + "/metrics.jsonl", 0), "is a symbolic link");
+  // The temp name write_file_atomic uses, planted as a link: replaced, not followed.
+  ASSERT_EQ(::symlink(victim.c_str(), temp_name_for(dir + "/config.ini").c_str()), 0);
+  write_file_atomic(dir + "/config.ini", "[train]\n");
+  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/train.log").c_str()), 0);
+  EXPECT_ERROR_CONTAINS(open_append_nofollow(dir + "/train.log"), "is a symbolic link");
+  EXPECT_EQ(read_text_file(victim), "precious");
+  EXPECT_EQ(read_text_file(dir + "/config.ini"), "[train]\n");
+}
+
+TEST(RunDirLock, ASecondJobIsRefusedNamingTheHolderAndTheLockDiesWithIt) {
+  const std::string dir = fresh_dir("run") + "/run";
+  {
+    RunDir first(dir);
+    try {
+      RunDir second(dir);
+      ADD_FAILURE() << "a second holder was allowed";
+    } catch (const RunDirBusy& e) {
+      EXPECT_NE(std::string(e.what()).find("is in use by another job (pid " + std::to_string(::getpid())),
+                std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(RunDir again(dir));  // released with its holder: never stuck
+}
+
+TEST(RunDirLock, TempFilesAreCleanedAndAReplacedDirectoryIsNoticed) {
+  const std::string dir = fresh_dir("run") + "/run";
+  make_dirs(dir + "/checkpoints");
+  std::ofstream(dir + "/checkpoints/step-000000010.ckpt.tmp.777") << "torn";
+  std::ofstream(dir + "/keep.me") << "x";
+  RunDir run(dir);
+  EXPECT_EQ(run.removed_temps().size(), 1u);
+  EXPECT_TRUE(path_exists(dir + "/keep.me"));
+  EXPECT_NO_THROW(run.check());
+  ASSERT_EQ(::rename(dir.c_str(), (dir + ".old").c_str()), 0);
+  make_dirs(dir + "/checkpoints");  // someone recreated it under the same name
+  EXPECT_ERROR_CONTAINS(run.check(), "was deleted, moved or replaced");
+}
+
+TEST(CheckpointPrune, NeverDeletesAValidCheckpointWhileKeepingUnreadableOnes) {
+  const std::string dir = fresh_dir("prune");
+  for (const int64_t step : {10, 20, 30, 40}) write_checkpoint(dir, step, "{}", "payload");
+  // The two newest are torn (a disk that filled up, a copy cut short).
+  ASSERT_EQ(::truncate(checkpoint_path(dir, 30).c_str(), 10), 0);
+  ASSERT_EQ(::truncate(checkpoint_path(dir, 40).c_str(), 10), 0);
+  const std::string fresh = write_checkpoint(dir, 50, "{}", "payload");
+  prune_checkpoints(dir, 2, {fresh});
+  // Before: steps 40 and 50 kept (the newest two by name), 10 and 20 deleted: one valid
+  // checkpoint left. Now: 50 and 20 are the two valid ones kept, 30/40 stay (skipped at
+  // resume), 10 goes.
+  std::vector<std::string> names;
+  for (const auto& [step, path] : list_checkpoints(dir)) names.push_back(base_name(path));
+  EXPECT_EQ(names, (std::vector<std::string>{"step-000000020.ckpt", "step-000000030.ckpt", "step-000000040.ckpt",
+                                             "step-000000050.ckpt"}));
+}

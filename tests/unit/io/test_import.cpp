@@ -1,0 +1,261 @@
+// Import pipeline: the plan (pure), CSV and HDF5 sources, validation split, statistics.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "io/import/csv_import.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/h5.hpp"
+#include "io/import/hdf5_import.hpp"
+#include "io/import/import_plan.hpp"
+#include "io/import/importer.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/dataset/shard_reader.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+using namespace lockstep::io;
+using namespace lockstep::testing;
+
+namespace {
+
+std::vector<int64_t> labels_mod(int64_t n, int64_t k) {
+  std::vector<int64_t> l(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) l[static_cast<size_t>(i)] = i % k;
+  return l;
+}
+
+ImportResult import(std::vector<InputSplit> inputs, const std::string& out, PlanOptions plan = {}) {
+  ImportOptions opt;
+  opt.output_dir = out;
+  opt.plan = plan;
+  return run_import(std::move(inputs), opt, "test", "fp-" + out);
+}
+
+// An HDF5 file with samples (N x 2 x 3, TYPE) and int32 labels i % 3.
+std::string make_h5(const std::string& dir, int64_t n, hid_t type, bool with_labels = true) {
+  const std::string path = dir + "/big.h5";
+  h5_quiet();
+  H5Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  const hsize_t dims[3] = {static_cast<hsize_t>(n), 2, 3};
+  H5Handle space(H5Screate_simple(3, dims, nullptr));
+  H5Handle d(H5Dcreate2(f.get(), "x", type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  std::vector<double> values(static_cast<size_t>(n) * 6);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 200);
+  H5Dwrite(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  if (with_labels) {
+    const hsize_t ln = static_cast<hsize_t>(n);
+    H5Handle lspace(H5Screate_simple(1, &ln, nullptr));
+    H5Handle l(H5Dcreate2(f.get(), "y", H5T_STD_I32LE, lspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    std::vector<int32_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>(i % 3);
+    H5Dwrite(l.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data());
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST(ImportPlan, EverySampleOnceAndShardsSorted) {
+  const auto labels = labels_mod(103, 4);
+  PlanOptions opt;
+  opt.shards = 4;
+  opt.seed = 9;
+  const auto plan = plan_import(labels, 4, "train", opt);
+  ASSERT_EQ(plan.size(), 1u);
+  std::set<int64_t> seen;
+  for (const auto& shard : plan[0].shards) {
+    EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+    EXPECT_GE(shard.size(), 25u);
+    for (const int64_t i : shard) EXPECT_TRUE(seen.insert(i).second);
+  }
+  EXPECT_EQ(seen.size(), 103u);
+  EXPECT_EQ(plan_import(labels, 4, "train", opt)[0].shards, plan[0].shards);  // deterministic
+  opt.seed = 10;
+  EXPECT_NE(plan_import(labels, 4, "train", opt)[0].shards, plan[0].shards);
+}
+
+TEST(ImportPlan, StratifiedValidation) {
+  std::vector<int64_t> labels(1000, 0);
+  for (size_t i = 0; i < 100; ++i) labels[i * 10] = 1;  // class 1 is 10% of the data
+  PlanOptions opt;
+  opt.shards = 3;
+  opt.val_fraction = 0.2;
+  const auto plan = plan_import(labels, 2, "train", opt);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[1].split, "val");
+  EXPECT_EQ(plan[1].count(), 200);
+  EXPECT_EQ(plan[0].count(), 800);
+  int64_t val_class1 = 0;
+  for (const auto& s : plan[1].shards)
+    for (const int64_t i : s) val_class1 += labels[static_cast<size_t>(i)];
+  EXPECT_EQ(val_class1, 20);  // 20% of class 1, exactly
+}
+
+TEST(ImportPlan, LimitAndNoShuffle) {
+  PlanOptions opt;
+  opt.shuffle = false;
+  opt.limit = 10;
+  opt.shards = 2;
+  const auto plan = plan_import(labels_mod(50, 2), 2, "train", opt);
+  EXPECT_EQ(plan[0].shards[0], (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(plan[0].shards[1], (std::vector<int64_t>{5, 6, 7, 8, 9}));
+  opt.val_fraction = 1.5;
+  EXPECT_THROW(plan_import(labels_mod(50, 2), 2, "train", opt), Error);
+}
+
+TEST(CsvImport, RowsWithHeaderAndTextLabels) {
+  const std::string dir = fresh_dir("csv");
+  std::ofstream(dir + "/train.csv") << "a,b,activity\n1,2,walk\n3,4,sit\n5,6.5,walk\n\n7,8,stand\n";
+  std::ofstream(dir + "/test.csv") << "a,b,activity\n1,1,sit\n";
+  std::vector<std::string> names;
+  auto inputs = open_csv({{"train", dir + "/train.csv"}, {"test", dir + "/test.csv"}}, CsvOptions{}, &names);
+  EXPECT_EQ(names, (std::vector<std::string>{"sit", "stand", "walk"}));
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].source->spec().sample_shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(inputs[0].source->labels(), (std::vector<int64_t>{2, 0, 2, 1}));
+  EXPECT_EQ(inputs[1].source->labels(), (std::vector<int64_t>{0}));
+  float row[2];
+  inputs[0].source->read(2, 1, row);
+  EXPECT_EQ(row[1], 6.5f);
+}
+
+TEST(CsvImport, LabelColumnByIndexNoHeader) {
+  const std::string dir = fresh_dir("csv");
+  std::ofstream(dir + "/d.csv") << "3,0.5,1\n1,0.25,2\n";
+  CsvOptions opt;
+  opt.label_column = "0";
+  std::vector<std::string> names;
+  auto inputs = open_csv({{"train", dir + "/d.csv"}}, opt, &names);
+  EXPECT_TRUE(names.empty());
+  EXPECT_EQ(inputs[0].source->labels(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(inputs[0].source->spec().num_classes, 4);
+}
+
+TEST(CsvImport, WindowsOverATimeSeries) {
+  const std::string dir = fresh_dir("csv");
+  std::ofstream out(dir + "/ts.csv");
+  out << "x,y,label\n";
+  for (int i = 0; i < 10; ++i) out << i << "," << 100 + i << "," << (i < 6 ? 0 : 1) << "\n";
+  out.close();
+  CsvOptions opt;
+  opt.window = 4;
+  opt.stride = 2;
+  std::vector<std::string> names;
+  auto inputs = open_csv({{"train", dir + "/ts.csv"}}, opt, &names);
+  auto& src = *inputs[0].source;
+  EXPECT_EQ(src.spec().sample_shape, (std::vector<int64_t>{2, 4}));  // [features, window]
+  ASSERT_EQ(src.count(), 4);                                         // starts 0, 2, 4, 6
+  // Window 4..7 has labels 0,0,1,1: a tie goes to the smaller class id; 6..9 is all 1.
+  EXPECT_EQ(src.labels(), (std::vector<int64_t>{0, 0, 0, 1}));
+  float w[8];
+  src.read(1, 1, w);  // rows 2..5: x = 2,3,4,5 then y = 102..105
+  EXPECT_EQ(std::vector<float>(w, w + 8), (std::vector<float>{2, 3, 4, 5, 102, 103, 104, 105}));
+}
+
+TEST(CsvImport, ErrorsNameFileAndLine) {
+  const std::string dir = fresh_dir("csv");
+  std::vector<std::string> names;
+  std::ofstream(dir + "/bad.csv") << "a,b,l\n1,2,0\n1,x,1\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/bad.csv"}}, CsvOptions{}, &names),
+                        "bad.csv:3: column 'b' value 'x' is not a finite number");
+  std::ofstream(dir + "/ragged.csv") << "1,2,0\n1,2\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/ragged.csv"}}, CsvOptions{}, &names), "ragged.csv:2: 2 fields, expected 3");
+  std::ofstream(dir + "/nan.csv") << "1,nan,0\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/nan.csv"}}, CsvOptions{}, &names), "not a finite number");
+  CsvOptions named;
+  named.label_column = "label";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/ragged.csv"}}, named, &names), "no column named 'label'");
+  CsvOptions windowed;
+  windowed.window = 5;
+  std::ofstream(dir + "/short.csv") << "1,0\n2,0\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/short.csv"}}, windowed, &names), "fewer than one window of 5");
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/none.csv"}}, CsvOptions{}, &names), "cannot read CSV file");
+}
+
+TEST(Hdf5Import, ReshardsAFloatFileIntoShardsWithValidation) {
+  const std::string dir = fresh_dir("h5");
+  const std::string path = make_h5(dir, 300, H5T_IEEE_F64LE);
+  auto src = open_hdf5_source(path, "x", "y");
+  EXPECT_EQ(src->spec().dtype, DType::kFloat32);  // doubles become float32
+  EXPECT_EQ(src->spec().sample_shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(src->spec().num_classes, 3);
+  std::vector<InputSplit> inputs;
+  inputs.push_back({"train", std::move(src), true});
+  PlanOptions plan;
+  plan.shards = 4;
+  plan.val_fraction = 0.1;
+  const std::string out = fresh_dir("out");
+  const Manifest m = import(std::move(inputs), out, plan).manifest;
+  EXPECT_EQ(m.split("train", out).count(), 270);
+  EXPECT_EQ(m.split("val", out).count(), 30);
+  EXPECT_EQ(m.split("val", out).shards[0].histogram.size(), 3u);
+  EXPECT_EQ(verify_dataset(out).size(), 8u);
+  // Bytes survive: every train sample read back equals the source value pattern.
+  const RankReader reader(out, m, "train", 0, 1, ReaderOptions{});
+  std::vector<float> samples(270 * 6);
+  std::vector<int64_t> labels(270);
+  StreamCache cache;
+  reader.fill(reader.order(false, 0, 0), 0, 270, samples.data(), labels.data(), cache);
+  for (const float v : samples) EXPECT_TRUE(v >= 0 && v < 200 && v == static_cast<float>(static_cast<int>(v)));
+}
+
+TEST(Hdf5Import, Errors) {
+  const std::string dir = fresh_dir("h5");
+  EXPECT_ERROR_CONTAINS(open_hdf5_source(dir + "/none.h5", "x", "y"), "does not exist");
+  std::ofstream(dir + "/text.h5") << "not hdf5";
+  EXPECT_ERROR_CONTAINS(open_hdf5_source(dir + "/text.h5", "x", "y"), "not an HDF5 file");
+  const std::string path = make_h5(dir, 10, H5T_STD_U8LE, /*with_labels=*/false);
+  EXPECT_ERROR_CONTAINS(open_hdf5_source(path, "x", "y"), "no dataset 'y'");
+  EXPECT_ERROR_CONTAINS(open_hdf5_source(path, "samples", "x"), "no dataset 'samples'");
+  const std::string ints = make_h5(fresh_dir("i32"), 10, H5T_STD_I32LE);
+  EXPECT_ERROR_CONTAINS(open_hdf5_source(ints, "x", "y"), "sample type lockstep does not store");
+}
+
+TEST(Importer, LabelsOutsideClassNamesAndUnwritableOutput) {
+  const std::string dir = fresh_dir("imp");
+  std::ofstream(dir + "/d.csv") << "1,0\n2,1\n3,2\n";
+  std::vector<std::string> names;
+  ImportOptions opt;
+  opt.output_dir = fresh_dir("out");
+  opt.class_names = {"a", "b"};
+  EXPECT_ERROR_CONTAINS(run_import(open_csv({{"train", dir + "/d.csv"}}, CsvOptions{}, &names), opt, "t", "fp"),
+                        "--class-names gives 2 names, the labels need 3");
+  opt.class_names.clear();
+  std::ofstream(dir + "/file") << "x";
+  opt.output_dir = dir + "/file/sub";
+  EXPECT_ERROR_CONTAINS(run_import(open_csv({{"train", dir + "/d.csv"}}, CsvOptions{}, &names), opt, "t", "fp"),
+                        "cannot create directory");
+}
+
+TEST(Unlabeled, Hdf5AndCsvImportWithoutLabels) {
+  const std::string dir = fresh_dir("unlabeled");
+  auto src = open_hdf5_source(make_h5(dir, 40, H5T_STD_U8LE, /*with_labels=*/false), "x", "none");
+  EXPECT_FALSE(src->spec().labeled);
+  std::vector<InputSplit> inputs;
+  inputs.push_back({"train", std::move(src), true});
+  PlanOptions plan;
+  plan.shards = 2;
+  plan.val_fraction = 0.25;  // no labels: a plain random cut
+  const std::string out = fresh_dir("out");
+  const Manifest m = import(std::move(inputs), out, plan).manifest;
+  EXPECT_FALSE(m.spec.labeled);
+  EXPECT_EQ(m.split("val", out).count(), 10);
+  EXPECT_TRUE(m.split("train", out).shards[0].histogram.empty());
+  EXPECT_EQ(verify_dataset(out).size(), 4u);
+  const RankReader reader(out, m, "train", 0, 1, ReaderOptions{});
+  std::vector<unsigned char> samples(30 * 6);
+  std::vector<int64_t> labels(30, 7);
+  StreamCache cache;
+  reader.fill(reader.order(false, 0, 0), 0, 30, samples.data(), labels.data(), cache);
+  for (const int64_t l : labels) EXPECT_EQ(l, -1);
+
+  std::ofstream(dir + "/u.csv") << "1,2,3\n4,5,6\n";
+  CsvOptions opt;
+  opt.label_column = "none";
+  std::vector<std::string> names;
+  auto csv = open_csv({{"train", dir + "/u.csv"}}, opt, &names);
+  EXPECT_FALSE(csv[0].source->spec().labeled);
+  EXPECT_EQ(csv[0].source->spec().sample_shape, (std::vector<int64_t>{3}));
+}

@@ -1,0 +1,47 @@
+// JSON writing (metrics rows, manifest) and reading back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+#include "io/records/metrics_log.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep::io;
+using lockstep::Error;
+
+TEST(Json, ObjectRoundTripsThroughTheParser) {
+  const Json o = {{"s", "a \"quoted\"\nline"}, {"i", int64_t{42}}, {"d", 0.125}, {"b", true},
+                  {"v", std::vector<int64_t>{1, 2}}, {"n", {{"x", 1}}}, {"big", uint64_t{18446744073709551615ull}}};
+  const Json t = parse_json(dump_json(o), "test");
+  EXPECT_EQ(json_get<std::string>(t, "s", "test"), "a \"quoted\"\nline");
+  EXPECT_EQ(json_get<int>(t, "i", "test"), 42);
+  EXPECT_DOUBLE_EQ(json_get<double>(t, "d", "test"), 0.125);
+  EXPECT_EQ(t["n"]["x"], 1);
+  EXPECT_EQ(json_get<uint64_t>(t, "big", "test"), 18446744073709551615ull);  // 64-bit integers stay integers
+  EXPECT_ERROR_CONTAINS(json_get<int>(t, "s", "m.json"), "m.json: key 's' holds a malformed value");
+  EXPECT_ERROR_CONTAINS(json_get<int>(t, "nope", "m.json"), "m.json: missing key 'nope'");
+  EXPECT_ERROR_CONTAINS(parse_json("{oops", "m.json"), "m.json: not valid JSON");
+}
+
+TEST(Json, NonFiniteNumbersBecomeNullAndBytesNeverThrow) {
+  EXPECT_EQ(dump_json(Json{{"x", std::nan("")}}), "{\"x\":null}");
+  EXPECT_EQ(dump_json(Json{{"x", INFINITY}}), "{\"x\":null}");
+  const std::string latin1 = "caf\xe9";  // a path in a run's config is bytes, not UTF-8
+  EXPECT_EQ(dump_json(Json{{"p", latin1}}), "{\"p\":\"caf\xef\xbf\xbd\"}");
+}
+
+TEST(MetricsLog, AppendsOneObjectPerLine) {
+  const std::string dir = lockstep::testing::fresh_dir("metrics");
+  {
+    MetricsLog log(dir + "/m.jsonl", 0);
+    log.write("{\"step\": 1}");
+  }
+  {
+    MetricsLog log(dir + "/m.jsonl", 1);  // a run resumed at step 1 appends
+    log.write("{\"step\": 2}");
+  }
+  EXPECT_EQ(read_text_file(dir + "/m.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n");
+  EXPECT_THROW(MetricsLog(dir + "/no/such/m.jsonl", 0), lockstep::Error);
+}

@@ -1,0 +1,154 @@
+// Reader: epoch orders (pure), memory and streaming modes, the prefetch loader.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "io/loader/epoch_loader.hpp"
+#include "io/loader/epoch_order.hpp"
+#include "io/util/file_util.hpp"
+#include "io/loader/rank_reader.hpp"
+#include "io/loader/shard_plan.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+using namespace lockstep::io;
+using namespace lockstep::testing;
+
+namespace {
+
+ReaderOptions mode(const char* m, int64_t block = 4, int64_t group = 3) {
+  ReaderOptions o;
+  o.mode = std::string(m) == "memory" ? ReadMode::kMemory : std::string(m) == "stream" ? ReadMode::kStream : ReadMode::kAuto;
+  o.block_samples = block;
+  o.shuffle_blocks = group;
+  return o;
+}
+
+// The first pixel of every tiny sample is unique per sample index (i*16*31 % 251 ... ),
+// so compare whole samples against the source data instead.
+std::vector<unsigned char> sample_of(const DatasetSpec& spec, int64_t i) {
+  std::vector<unsigned char> all;
+  std::vector<int64_t> labels;
+  tiny_data(spec, i + 1, &all, &labels);
+  return std::vector<unsigned char>(all.end() - static_cast<std::ptrdiff_t>(spec.sample_bytes()), all.end());
+}
+
+}  // namespace
+
+TEST(EpochOrder, StreamingVisitsEverySampleOnceGroupByGroup) {
+  const std::vector<SampleRange> ranges{{0, 0, 23}, {2, 5, 17}};
+  const auto o = streaming_order(ranges, 4, 3, true, 7, 1, 0);
+  std::vector<int64_t> sorted = o.ids;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(sorted.size(), 35u);
+  for (int64_t i = 0; i < 35; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+  // Every position of group g holds an id from one of group g's blocks.
+  for (size_t g = 0; g < o.groups.size(); ++g)
+    for (int64_t q = o.group_start[g]; q < o.group_start[g + 1]; ++q) {
+      const int64_t id = o.ids[static_cast<size_t>(q)];
+      EXPECT_TRUE(std::any_of(o.groups[g].begin(), o.groups[g].end(),
+                              [&](const Block& b) { return id >= b.local && id < b.local + b.size(); }));
+    }
+  EXPECT_EQ(streaming_order(ranges, 4, 3, true, 7, 1, 0).ids, o.ids);
+  EXPECT_NE(streaming_order(ranges, 4, 3, true, 7, 2, 0).ids, o.ids);
+  const auto natural = streaming_order(ranges, 4, 3, false, 7, 1, 0);
+  for (int64_t i = 0; i < 35; ++i) EXPECT_EQ(natural.ids[static_cast<size_t>(i)], i);
+}
+
+TEST(EpochOrder, BlocksFollowRanges) {
+  const auto blocks = make_blocks({{1, 2, 9}, {3, 0, 2}}, 3);
+  ASSERT_EQ(blocks.size(), 4u);
+  EXPECT_EQ(blocks[2].begin, 8);
+  EXPECT_EQ(blocks[2].end, 9);
+  EXPECT_EQ(blocks[3].shard, 3);
+  EXPECT_EQ(blocks[3].local, 7);
+}
+
+TEST(ShardPlanWrap, StepsCoverTheLargestRank) {
+  EXPECT_EQ(steps_per_epoch({10, 10, 10, 10, 9}, 2, 4, /*wrap=*/true), 8);  // rank 0: 29 samples
+  EXPECT_THROW(steps_per_epoch({3}, 4, 1, true), Error);
+}
+
+TEST(RankReader, BothModesReturnTheRightBytesForEveryId) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 50, 3);
+  for (const char* md : {"memory", "stream"}) {
+    const RankReader reader(dir, m, "train", 0, 1, mode(md));
+    EXPECT_EQ(reader.streaming(), std::string(md) == "stream");
+    const EpochOrder order = reader.order(true, 3, 0);
+    std::vector<unsigned char> samples(50 * 16);
+    std::vector<int64_t> labels(50);
+    StreamCache cache;
+    reader.fill(order, 0, 50, samples.data(), labels.data(), cache);
+    for (int64_t q = 0; q < 50; ++q) {
+      const int64_t id = order.ids[static_cast<size_t>(q)];  // one rank: local id = global index
+      EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3) << md;
+      EXPECT_EQ(std::vector<unsigned char>(samples.begin() + q * 16, samples.begin() + (q + 1) * 16), sample_of(m.spec, id))
+          << md << " position " << q;
+    }
+  }
+}
+
+TEST(RankReader, AutoModeFollowsTheBudget) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 50, 2);
+  ReaderOptions o;
+  EXPECT_FALSE(RankReader(dir, m, "train", 0, 1, o).streaming());
+  o.memory_budget_mb = 0;
+  EXPECT_TRUE(RankReader(dir, m, "train", 0, 1, o).streaming());
+  o.mode = ReadMode::kMemory;  // an explicit mode wins over the budget
+  EXPECT_FALSE(RankReader(dir, m, "train", 0, 1, o).streaming());
+}
+
+TEST(EpochLoader, DeliversEveryStepInOrderAndWraps) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 30, 2);
+  for (const char* md : {"memory", "stream"}) {
+    const RankReader reader(dir, m, "train", 0, 1, mode(md));
+    const EpochOrder order = reader.order(true, 1, 4);
+    // 4 steps of 8 = 32 positions over 30 samples: the last batch wraps to the start.
+    EpochLoader loader(reader, order, 8, 4, 1, 2);
+    std::vector<int64_t> steps;
+    while (const Batch* b = loader.next()) {
+      steps.push_back(b->step);
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t id = order.ids[static_cast<size_t>((b->step * 8 + j) % 30)];
+        EXPECT_EQ(b->labels[static_cast<size_t>(j)], id % 3);
+      }
+    }
+    EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3})) << md;
+    EXPECT_GE(loader.wait_seconds(), 0.0);
+  }
+}
+
+TEST(EpochLoader, PartialLastBatchForEvaluation) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 30, 2);
+  const RankReader reader(dir, m, "train", 0, 1, mode("stream"));
+  EpochLoader loader(reader, reader.order(false, 0, 0), 8, 4, 0, 2, /*partial_last=*/true);
+  int64_t total = 0;
+  while (const Batch* b = loader.next()) total += b->size;
+  EXPECT_EQ(total, 30);
+}
+
+TEST(EpochLoader, ReaderErrorReachesTheTrainingThread) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 40, 2);
+  const RankReader reader(dir, m, "train", 0, 1, mode("stream", 4, 1));
+  // Corrupt a shard after it was opened: the loader thread's read fails mid-epoch.
+  const std::string path = dir + "/train-00001-of-00002.h5";
+  ASSERT_EQ(::truncate(path.c_str(), 2500), 0);
+  EpochLoader loader(reader, reader.order(false, 0, 0), 4, 10, 0, 2);
+  EXPECT_ERROR_CONTAINS(while (loader.next()) {}, "train-00001-of-00002.h5");
+}
+
+TEST(EpochLoader, DestroyedMidEpochStopsCleanly) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 200, 2);
+  const RankReader reader(dir, m, "train", 0, 1, mode("memory"));
+  for (int i = 0; i < 20; ++i) {
+    EpochLoader loader(reader, reader.order(true, 0, i), 2, 100, 0, 3);
+    ASSERT_NE(loader.next(), nullptr);
+  }  // no hang, no crash: each destructor stops a thread with batches still queued
+}

@@ -1,0 +1,77 @@
+// The built-in models: output shapes from the dataset's metadata, and usage errors for
+// data a model cannot take.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/model/registry.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+io::DatasetSpec spec(std::vector<int64_t> shape, int64_t classes) {
+  io::DatasetSpec s;
+  s.name = "t";
+  s.sample_shape = std::move(shape);
+  s.num_classes = classes;
+  return s;
+}
+
+std::vector<int64_t> batch_of(int64_t n, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out{n};
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+int64_t count_params(Net& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
+TEST(Models, EveryBuiltInMapsSamplesToClassLogits) {
+  struct Case {
+    const char* name;
+    std::vector<int64_t> shape;
+  };
+  for (const Case& c : {Case{"cnn", {1, 28, 28}}, Case{"cnn", {3, 32, 32}}, Case{"resnet", {1, 28, 28}},
+                        Case{"resnet", {3, 96, 96}}, Case{"mlp", {561}}, Case{"mlp", {9, 128}},
+                        Case{"cnn1d", {9, 128}}, Case{"cnn1d", {64}}}) {
+    auto m = make_model(ModelOptions{c.name, 0.1, 8, 18}, spec(c.shape, 6));
+    m->train();
+    const auto out = m->forward(torch::randn(batch_of(3, c.shape)));
+    EXPECT_EQ(out.sizes(), (std::vector<int64_t>{3, 6})) << c.name << " " << c.shape.size();
+    out.sum().backward();  // every parameter takes part
+    for (const auto& p : m->named_parameters())
+      EXPECT_TRUE(p.value().grad().defined()) << c.name << " " << p.key();
+  }
+}
+
+TEST(Models, WidthAndDepthScaleTheResNet) {
+  const auto s = spec({3, 32, 32}, 10);
+  auto r18 = make_model(ModelOptions{"resnet", 0.0, 8, 18}, s);
+  auto r34 = make_model(ModelOptions{"resnet", 0.0, 8, 34}, s);
+  auto wide = make_model(ModelOptions{"resnet", 0.0, 16, 18}, s);
+  EXPECT_GT(count_params(*r34), count_params(*r18));
+  EXPECT_GT(count_params(*wide), 3 * count_params(*r18));
+  // ResNet-18 at the standard width 64: 11.2 M parameters with a 10-class head.
+  auto standard = make_model(ModelOptions{"resnet", 0.0, 0, 18}, s);
+  EXPECT_NEAR(static_cast<double>(count_params(*standard)), 11.17e6, 0.05e6);
+}
+
+TEST(Models, DataAModelCannotTakeIsAUsageError) {
+  EXPECT_THROW(make_model(ModelOptions{"resnet", 0.0, 8, 18}, spec({561}, 6)), UsageError);
+  EXPECT_THROW(make_model(ModelOptions{"resnet", 0.0, 8, 50}, spec({3, 32, 32}, 6)), UsageError);
+  EXPECT_THROW(make_model(ModelOptions{"cnn1d", 0.0, 8, 18}, spec({3, 32, 32}, 6)), UsageError);
+  EXPECT_THROW(make_model(ModelOptions{"torchscript:/nonexistent/m.pt", 0.0}, spec({4}, 2)), UsageError);
+  try {
+    make_model(ModelOptions{"vit", 0.0}, spec({4}, 2));
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown model 'vit'"), std::string::npos);
+  }
+}

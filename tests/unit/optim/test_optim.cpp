@@ -1,0 +1,120 @@
+// core/optim: class weights and the loss, optimizers and LR scaling, gradient clipping,
+// the fp16 loss scaler, the step schedule.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/base/error.hpp"
+#include "core/optim/amp.hpp"
+#include "core/optim/loss.hpp"
+#include "core/optim/lr_schedule.hpp"
+#include "core/optim/optimizer.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+TEST(ClassWeights, AutoIsInverseFrequencyNormalisedToOneWhenBalanced) {
+  EXPECT_EQ(class_weights("auto", {10, 10, 10}), (std::vector<double>{1, 1, 1}));
+  const auto w = class_weights("auto", {60, 30, 10, 0});
+  EXPECT_DOUBLE_EQ(w[0], 100.0 / (4 * 60));
+  EXPECT_DOUBLE_EQ(w[2], 100.0 / (4 * 10));
+  EXPECT_DOUBLE_EQ(w[3], 0.0);  // no samples: weight 0
+  EXPECT_TRUE(class_weights("none", {1, 2}).empty());
+  EXPECT_EQ(class_weights("1,2.5", {1, 2}), (std::vector<double>{1, 2.5}));
+  EXPECT_ERROR_CONTAINS(class_weights("1,2", {1, 2, 3}), "2 weights for a dataset of 3 classes");
+  EXPECT_ERROR_CONTAINS(class_weights("1,x", {1, 2}), "'x' is not a non-negative number");
+  EXPECT_ERROR_CONTAINS(class_weights("1,-2", {1, 2}), "'-2'");
+  const std::string table = class_weight_table(w, {60, 30, 10, 0}, {"walk", "sit", "lie", "run"});
+  EXPECT_NE(table.find("0 walk"), std::string::npos);
+  EXPECT_NE(table.find("60.0%"), std::string::npos);
+  EXPECT_NE(table.find("2.500"), std::string::npos);
+}
+
+TEST(Loss, WeightsAndSmoothingFollowTheirDefinitions) {
+  const auto logits = torch::tensor({2.0f, 0.0f, -1.0f, 0.5f, 1.5f, 0.0f}).view({2, 3});
+  const auto y = torch::tensor(std::vector<int64_t>{0, 1});
+  const auto logp = torch::log_softmax(logits, 1);
+  const double plain = Loss({}, 0.0, torch::kCPU)(logits, y).item<double>();
+  EXPECT_NEAR(plain, -(logp[0][0] + logp[1][1]).item<double>() / 2, 1e-6);
+  // Weighted: sum w_y * nll / sum w_y.
+  const double weighted = Loss({1.0, 3.0, 1.0}, 0.0, torch::kCPU)(logits, y).item<double>();
+  EXPECT_NEAR(weighted, -(logp[0][0] + 3 * logp[1][1]).item<double>() / 4, 1e-6);
+  // Smoothing eps: (1 - eps) nll + eps * mean over classes of -log p.
+  const double eps = 0.1;
+  const double smooth = Loss({}, eps, torch::kCPU)(logits, y).item<double>();
+  const double expected = (1 - eps) * plain + eps * (-logp.mean(1)).mean().item<double>();
+  EXPECT_NEAR(smooth, expected, 1e-6);
+}
+
+TEST(Optimizer, KindsLrAndScalingRules) {
+  auto p = torch::ones({3}).requires_grad_(true);
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    auto opt = make_optimizer({p}, OptimizerOptions{kind, 0.1});
+    set_lr(*opt, 0.02);
+    EXPECT_DOUBLE_EQ(opt->param_groups()[0].options().get_lr(), 0.02) << to_string(kind);
+  }
+  OptimizerOptions nesterov{OptimizerKind::kSgd, 0.1, 0.0, true};
+  EXPECT_THROW(make_optimizer({p}, nesterov), UsageError);  // nesterov needs momentum
+  EXPECT_DOUBLE_EQ(scaled_lr(0.1, LrScaling::kNone, 8), 0.1);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.1, LrScaling::kLinear, 8), 0.8);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.1, LrScaling::kSqrt, 4), 0.2);
+}
+
+TEST(Optimizer, NesterovTakesADifferentStepThanPlainMomentum) {
+  auto a = torch::ones({2}).requires_grad_(true), b = torch::ones({2}).requires_grad_(true);
+  auto plain = make_optimizer({a}, OptimizerOptions{OptimizerKind::kSgd, 0.1, 0.9, false});
+  auto nest = make_optimizer({b}, OptimizerOptions{OptimizerKind::kSgd, 0.1, 0.9, true});
+  for (int i = 0; i < 2; ++i)
+    for (auto [t, o] : {std::pair{a, plain.get()}, std::pair{b, nest.get()}}) {
+      o->zero_grad();
+      (t * t).sum().backward();
+      o->step();
+    }
+  EXPECT_FALSE(torch::allclose(a, b));
+}
+
+TEST(ClipGradNorm, ScalesTheGlobalNormDownToTheLimitOnly) {
+  auto a = torch::zeros({2}).requires_grad_(true), b = torch::zeros({1}).requires_grad_(true);
+  a.mutable_grad() = torch::tensor({3.0f, 0.0f});
+  b.mutable_grad() = torch::tensor({4.0f});
+  EXPECT_NEAR(clip_grad_norm({a, b}, 1.0).item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-5);
+  EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-5);
+  clip_grad_norm({a, b}, 10.0);  // under the limit: unchanged
+  EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-5);
+}
+
+TEST(LossScaler, SkipsNonFiniteStepsHalvesAndGrows) {
+  auto p = torch::zeros({2}).requires_grad_(true);
+  LossScaler s(true, 1024.0, /*growth_interval=*/2);
+  EXPECT_DOUBLE_EQ(s.scale(torch::tensor(1.0f)).item<double>(), 1024.0);
+  p.mutable_grad() = torch::tensor({2048.0f, 1024.0f});
+  EXPECT_TRUE(s.unscale_and_update({p}));
+  EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), 2.0f);  // unscaled
+  p.mutable_grad() = torch::tensor({INFINITY, 1.0f});
+  EXPECT_FALSE(s.unscale_and_update({p}));
+  EXPECT_DOUBLE_EQ(s.current_scale(), 512.0);
+  EXPECT_EQ(s.skipped(), 1);
+  for (int i = 0; i < 2; ++i) {
+    p.mutable_grad() = torch::ones({2});
+    EXPECT_TRUE(s.unscale_and_update({p}));
+  }
+  EXPECT_DOUBLE_EQ(s.current_scale(), 1024.0);  // two finite steps in a row: doubled
+  LossScaler restored(true);
+  restored.load_state(s.state());
+  EXPECT_DOUBLE_EQ(restored.current_scale(), 1024.0);
+  EXPECT_EQ(restored.skipped(), 1);
+  LossScaler off(false);
+  p.mutable_grad() = torch::tensor({NAN, 1.0f});
+  EXPECT_TRUE(off.unscale_and_update({p}));  // bf16/none: no scaling, no skipping
+}
+
+TEST(LrSchedule, StepDecaysEveryStepSizeAfterWarmup) {
+  LrSchedule s{Schedule::kStep, 1.0, 2, 100, 0.0, 10, 0.5};
+  EXPECT_DOUBLE_EQ(s.at(0), 0.5);  // warmup
+  EXPECT_DOUBLE_EQ(s.at(2), 1.0);
+  EXPECT_DOUBLE_EQ(s.at(11), 1.0);
+  EXPECT_DOUBLE_EQ(s.at(12), 0.5);
+  EXPECT_DOUBLE_EQ(s.at(32), 0.125);
+}

@@ -1,0 +1,125 @@
+// Model construction and checkpoint state (model + optimizer + metadata) round trips.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/model/registry.hpp"
+#include "core/dist/preflight.hpp"
+#include "core/train/checkpoint_state.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+namespace {
+io::DatasetSpec mnist_like() {
+  io::DatasetSpec s = lockstep::testing::tiny_spec(10);
+  s.sample_shape = {1, 28, 28};
+  return s;
+}
+}  // namespace
+
+TEST(Model, ReferenceCnnShapes) {
+  auto model = make_model(ModelOptions{"cnn", 0.25}, mnist_like());
+  const auto out = model->forward(torch::randn({5, 1, 28, 28}));
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{5, 10}));
+  int64_t params = 0;
+  for (const auto& p : model->parameters()) params += p.numel();
+  // conv 288 + bn 64 + conv 18432 + bn 128 + fc 3136*128+128 + fc 1290
+  EXPECT_EQ(params, 288 + 64 + 18432 + 128 + 3136 * 128 + 128 + 1290);
+}
+
+TEST(Model, UnknownNameAndBadShapeAreUsageErrors) {
+  EXPECT_THROW(make_model(ModelOptions{"transformer", 0.0}, mnist_like()), UsageError);
+  io::DatasetSpec flat = mnist_like();
+  flat.sample_shape = {561};
+  EXPECT_THROW(make_model(ModelOptions{"cnn", 0.0}, flat), UsageError);
+}
+
+TEST(TrainState, ModelAndOptimizerRoundTrip) {
+  torch::manual_seed(1);
+  auto a = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
+  torch::optim::SGD opt_a(a->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const auto x = torch::randn({4, 1, 28, 28});
+  const auto y = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
+  for (int i = 0; i < 2; ++i) {
+    opt_a.zero_grad();
+    torch::nn::functional::cross_entropy(a->forward(x), y).backward();
+    opt_a.step();
+  }
+  const std::string payload = serialize_state(*a, opt_a);
+
+  torch::manual_seed(2);  // different initial weights
+  auto b = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
+  torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  load_state(payload, *b, &opt_b, "mem");
+  // Same weights, and the same next step (momentum buffers restored).
+  for (auto* opt : {&opt_a, &opt_b}) {
+    auto& m = opt == &opt_a ? a : b;
+    opt->zero_grad();
+    torch::nn::functional::cross_entropy(m->forward(x), y).backward();
+    opt->step();
+  }
+  const auto pa = a->parameters(), pb = b->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+  EXPECT_THROW(load_state("not a torch archive", *b, &opt_b, "bad.ckpt"), Error);
+}
+
+TEST(TrainState, MetaRoundTrip) {
+  CheckpointMeta m;
+  m.pos = {123, 2, 4096};
+  m.world_size = 4;
+  m.batch_size = 32;
+  m.seed = 18446744073709551615ull;  // the full uint64 range survives JSON
+  m.model = "cnn";
+  m.dataset = "fashion-mnist";
+  m.sample_shape = {1, 28, 28};
+  m.num_classes = 10;
+  m.config_ini = "[train]\nlr = 0.1\n";
+  const CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
+  EXPECT_EQ(r.pos.step, 123);
+  EXPECT_EQ(r.pos.samples_done_in_epoch, 4096);
+  EXPECT_EQ(r.seed, m.seed);
+  EXPECT_EQ(r.sample_shape, m.sample_shape);
+  EXPECT_EQ(r.config_ini, m.config_ini);
+  EXPECT_THROW(meta_from_json("{\"step\": 1}", "short.ckpt"), Error);
+}
+
+TEST(ResumeCheck, AnotherWidthOrOptimizerIsOneLineNotALibTorchAssert) {
+  io::DatasetSpec spec = lockstep::testing::tiny_spec(3);
+  spec.sample_shape = {1, 8, 8};
+  Config cfg;
+  cfg.model = "cnn";
+  cfg.model_width = 8;
+  auto model = make_model(ModelOptions{"cnn", 0.0, 8, 18}, spec);
+  CheckpointMeta m;
+  m.model = "cnn";
+  m.model_width = 8;
+  m.optimizer = "sgd";
+  m.param_shapes = fnv1a64(param_shapes_text(*model));
+  EXPECT_EQ(resume_mismatch(m, cfg, *model, "a.ckpt"), "");
+  m.model_width = 16;
+  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("a.ckpt: cannot continue this run from a checkpoint of "
+                                                           "--model.width 16 (this run: 8)"),
+            std::string::npos);
+  m.model_width = 8;
+  cfg.optimizer = OptimizerKind::kAdam;
+  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("--train.optimizer sgd (this run: adam)"), std::string::npos);
+  cfg.optimizer = OptimizerKind::kSgd;
+  m.param_shapes = 42;
+  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("parameter names or shapes differ"), std::string::npos);
+}
+
+TEST(CheckpointMetaErrors, AMalformedFieldIsNamed) {
+  EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": \"twelve\"}", "m.ckpt"), "m.ckpt: checkpoint metadata field 'step'");
+  EXPECT_ERROR_CONTAINS(meta_from_json("{not json", "m.ckpt"), "m.ckpt: checkpoint metadata is not valid JSON");
+}
+
+TEST(CheckpointMeta, BytesThatAreNotUtf8DoNotBreakTheHeader) {
+  CheckpointMeta m;
+  m.model = "cnn";
+  m.batch_size = 1;
+  m.sample_shape = {1};
+  m.config_ini = "[run]\ndir = runs/caf\xe9\xff\n";  // a Latin-1 path
+  const CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
+  EXPECT_EQ(r.config_ini.substr(0, 18), "[run]\ndir = runs/c");
+}
