@@ -8,7 +8,10 @@
 #include <cstring>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "app/commands.hpp"
+#include "core/dist/version_info.hpp"
 #include "core/base/error.hpp"
 #include "core/base/host_allocator.hpp"
 #include "core/base/log.hpp"
@@ -27,6 +30,7 @@ const char* kUsage =
     "  report    table and plot of a scaling sweep   lockstep report SWEEP_DIR\n"
     "  inspect   print a shard's, dataset's or checkpoint's metadata   lockstep inspect PATH [--verify]\n"
     "\n"
+    "`lockstep --version` names lockstep, LibTorch, CUDA/NCCL, MPI and HDF5.\n"
     "`lockstep <command> --help` lists a command's options. Exit codes: 0 ok, 1 runtime error,\n"
     "2 usage error, 3 stopped by a signal and resumable.\n";
 
@@ -43,6 +47,10 @@ int main(int argc, char** argv) {
       !std::strcmp(argv[1], "help")) {
     std::cout << kUsage;
     return argc < 2 ? kExitUsage : kExitOk;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    for (const auto& [name, version] : version_items()) fmt::print("{:<9} {}\n", name, version);
+    return kExitOk;
   }
   const std::string command = argv[1];
   const app::Args args(argv + 2, argv + argc);

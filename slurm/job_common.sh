@@ -14,13 +14,19 @@
 #    signal the others): rank 0 writes RUN_DIR/resumable once the checkpoint is durable
 #    (and removes it when a run starts), so that file, not only the code, means "requeue".
 #
-# Knobs (environment, all optional): LOCKSTEP_BIN (build/lockstep), JOB_CONFIG
-# (jobs/fashion_mnist.ini), RUN_DIR, LAUNCHER (srun|mpirun), MPIRUN_ARGS (extra mpirun
-# options), LOCKSTEP_MAX_REQUEUES, LOCKSTEP_DOCTOR=1 (run `lockstep doctor` first and keep
-# its all-reduce timing in RUN_DIR/doctor.json: scaling sweeps do).
+# Knobs (environment, all optional): LOCKSTEP_BIN (lockstep on PATH, else build/lockstep),
+# JOB_CONFIG (jobs/fashion_mnist.ini, here or in $LOCKSTEP_SHARE/jobs), RUN_DIR, LAUNCHER
+# (srun|mpirun), MPIRUN_ARGS (extra mpirun options), LOCKSTEP_MAX_REQUEUES,
+# LOCKSTEP_DOCTOR=1 (run `lockstep doctor` first and keep its all-reduce timing in
+# RUN_DIR/doctor.json: scaling sweeps do).
 
-LOCKSTEP_BIN=${LOCKSTEP_BIN:-build/lockstep}
+# The binary: LOCKSTEP_BIN, else an installed lockstep on PATH, else this checkout's build.
+LOCKSTEP_BIN=${LOCKSTEP_BIN:-$(command -v lockstep || echo build/lockstep)}
+# A job config given by name is found here first, then among the installed ones.
 JOB_CONFIG=${JOB_CONFIG:-jobs/fashion_mnist.ini}
+if [ ! -f "$JOB_CONFIG" ] && [ -n "${LOCKSTEP_SHARE:-}" ] && [ -f "$LOCKSTEP_SHARE/jobs/$(basename "$JOB_CONFIG")" ]; then
+  JOB_CONFIG=$LOCKSTEP_SHARE/jobs/$(basename "$JOB_CONFIG")
+fi
 RUN_DIR=${RUN_DIR:-runs/${SLURM_JOB_NAME}-${SLURM_JOB_ID}}
 LAUNCHER=${LAUNCHER:-srun}
 if [ "$(id -u)" = 0 ]; then  # Open MPI refuses root unless told

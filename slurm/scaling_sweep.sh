@@ -20,7 +20,7 @@ RANKS="1 2 4 8"
 PER_NODE=2
 MODE=weak
 GLOBAL_BATCH=256
-TEMPLATE=slurm/multi_node.sbatch
+TEMPLATE=${LOCKSTEP_SHARE:-.}/slurm/multi_node.sbatch  # installed, or this checkout
 SBATCH_ARGS=""
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do

@@ -25,7 +25,7 @@ ALLOWED = {
     "io/import": {"core/base", "io/util", "io/dataset", "io/loader"},
     "io/records": {"core/base", "io/util"},
     "core/config": {"core/base"},
-    "core/dist": {"core/base", "core/config"},
+    "core/dist": {"core/base", "core/config", "io/util"},
     "core/model": {"core/base", "core/config", "core/dist", "io/util", "io/dataset"},
     "core/optim": {"core/base", "core/config", "core/dist"},
     "core/data": {"core/base", "core/config", "core/dist", "io/util", "io/dataset", "io/loader"},

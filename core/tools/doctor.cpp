@@ -17,6 +17,7 @@
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/nccl_bootstrap.hpp"
+#include "core/dist/version_info.hpp"
 #include "core/dist/nccl_communicator.hpp"
 #include "core/base/clock.hpp"
 #include "io/util/file_util.hpp"
@@ -181,6 +182,7 @@ struct Doctor {
 int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
   torch::set_num_threads(cfg.threads);
   Doctor d{cfg, mpi};
+  log::info0("doctor: " + version_line());
   d.placement();
   d.mpi_check();
   d.nccl_check();

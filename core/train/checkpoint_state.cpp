@@ -16,7 +16,7 @@
 
 namespace lockstep {
 
-std::string lockstep_version() { return LOCKSTEP_VERSION; }
+std::string lockstep_version() { return std::string(LOCKSTEP_VERSION) + " (git " + LOCKSTEP_GIT_COMMIT + ")"; }
 std::string torch_version() { return TORCH_VERSION; }
 
 std::string meta_to_json(const CheckpointMeta& m) {

@@ -16,6 +16,7 @@
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/dist/version_info.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
@@ -403,12 +404,18 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &progress);
   recorder->start(progress.pos.step);
+  // A "start" row per invocation: what ran, on how many ranks, from which step.
+  Row start_row{{"kind", "start"}, {"step", progress.pos.step}, {"epoch", progress.pos.epoch + 1},
+                {"world_size", mpi.size()}, {"unix_time", unix_seconds()}, {"versions", io::Json::object()}};
+  for (const auto& [name, version] : version_items()) start_row["versions"][name] = version;
+  recorder->row(start_row);
   const std::string start = session.describe();
   for (size_t at = 0; at < start.size();) {  // one timestamped line each
     const size_t nl = std::min(start.find('\n', at), start.size());
     log::info0(start.substr(at, nl - at));
     at = nl + 1;
   }
+  log::info0("versions: " + version_line());
   Trainer trainer(session, *recorder, checkpointer, progress);
   const int code = trainer.run();
   session.close();

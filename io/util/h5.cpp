@@ -32,6 +32,12 @@ void h5_quiet() {
   (void)once;
 }
 
+std::string h5_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
 namespace {
 herr_t innermost(unsigned n, const H5E_error2_t* err, void* out) {
   if (n == 0 && err->desc) *static_cast<std::string*>(out) = err->desc;

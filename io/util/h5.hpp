@@ -48,6 +48,8 @@ std::mutex& h5_mutex();
 // Silences HDF5's own stderr dumps for the calling thread (idempotent); called by every
 // io entry point that may run on a new thread.
 void h5_quiet();
+// The HDF5 library's version, "1.10.8".
+std::string h5_version();
 // The innermost message on HDF5's error stack, e.g. "unable to open file".
 std::string h5_last_error();
 [[noreturn]] void h5_fail(const std::string& what, const char* file, int line);

@@ -5,6 +5,8 @@
 #   multi      slurm/multi_node.sbatch on 2 nodes, with srun --mpi=pmix and with LAUNCHER=mpirun
 #   preempt    scancel --signal=USR1 mid-run: checkpoint, exit 3, requeue, resume, full step count
 #   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
+#   installed  `cmake --install` to a prefix, `module load lockstep`, and the installed
+#              single_node.sbatch submitted from a directory that is not the checkout
 # Usage: templates.sh MODE LOCKSTEP MPIEXEC WORKDIR REPO_ROOT. Jobs are awaited by polling
 # scontrol (sbatch --wait sleeps up to 42 s). Exit 77 (skipped) when not root.
 MODE=$1
@@ -82,6 +84,22 @@ preempt)
   grep -Eq 'resumed from .*step-0000000[0-9]+\.ckpt at step' pre.out || fail "the requeued job did not resume"
   [ "$(json_rows pre/metrics.jsonl end step)" = 300 ] || fail "did not finish at step 300"
   pass "preemption: $(grep -o 'checkpointing at step [0-9]*' pre.out), requeued, resumed, finished at step 300 (${SECONDS} s)"
+  ;;
+installed)
+  [ -f /etc/profile.d/lmod.sh ] || { echo "skipped: Debian's lmod is not installed"; exit 77; }
+  SECONDS=0
+  cmake --install "$(dirname "$LOCKSTEP")" --prefix "$WORK/prefix" >install.log 2>&1 || { cat install.log; fail "cmake --install"; }
+  mkdir -p elsewhere
+  # Only the module says where lockstep is: no LOCKSTEP_BIN, a job config by name.
+  id=$(cd elsewhere && unset LOCKSTEP_BIN && set +u && source /etc/profile.d/lmod.sh &&
+       module use "$WORK/prefix/modulefiles" && module load lockstep &&
+       JOB_CONFIG=smoke.ini RUN_DIR=$WORK/inst sbatch --parsable -o "$WORK/inst.out" \
+         "$LOCKSTEP_SHARE/slurm/single_node.sbatch" "${DATA[@]}" --train.max-steps 20)
+  wait_job "$id"
+  grep -q "config $WORK/prefix/share/lockstep/jobs/smoke.ini" inst.out || { cat inst.out; fail "not the installed job config"; }
+  grep -q "2 rank(s) on 1 host(s)" inst.out || { cat inst.out; fail "not 2 ranks"; }
+  [ "$(json_rows inst/metrics.jsonl end step)" = 20 ] || fail "no end row at step 20"
+  pass "installed template from $WORK/elsewhere with the module loaded (${SECONDS} s)"
   ;;
 sweep)
   SECONDS=0
