@@ -25,6 +25,8 @@ const char* kUsage =
     "  shard     make HDF5 shards of a dataset     lockstep shard --input idx:DIR --output DIR --shards N\n"
     "  train     train a model (under mpirun/srun)  lockstep train --config jobs/fashion_mnist.ini\n"
     "  evaluate  test-split accuracy of a checkpoint lockstep evaluate --checkpoint PATH --data DIR\n"
+    "  predict   predictions for any split, in order  lockstep predict --checkpoint PATH --data DIR --out p.csv|p.h5\n"
+    "  export    weights as safetensors for PyTorch  lockstep export --checkpoint PATH --out model.safetensors\n"
     "  doctor    check ranks, MPI, NCCL, data, all-reduce speed before a long job\n"
     "                                               srun lockstep doctor --config jobs/X.ini\n"
     "  report    table and plot of a scaling sweep   lockstep report SWEEP_DIR\n"
@@ -61,7 +63,10 @@ int main(int argc, char** argv) {
     if (command == "evaluate") return app::cmd_evaluate(&argc, &argv, args);
     if (command == "doctor") return app::cmd_doctor(&argc, &argv, args);
     if (command == "report") return app::cmd_report(args);
-    std::cerr << "lockstep: unknown command '" << command << "' (shard, train, evaluate, doctor, report, inspect; --help)\n";
+    if (command == "predict") return app::cmd_predict(&argc, &argv, args);
+    if (command == "export") return app::cmd_export(args);
+    std::cerr << "lockstep: unknown command '" << command
+              << "' (shard, train, evaluate, predict, export, doctor, report, inspect; --help)\n";
     return kExitUsage;
   } catch (const UsageError& e) {
     log::error(e.what());

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/config/config_checks.hpp"
 #include "core/config/enums.hpp"
 
 namespace po = boost::program_options;
@@ -62,7 +63,10 @@ const std::map<std::string, std::string>& aliases() {
       {"class-weights", "train.class-weights"}, {"label-smoothing", "train.label-smoothing"},
       {"amp", "train.amp"},               {"clip-norm", "train.clip-norm"},
       {"eval-every", "train.eval-every"}, {"best-metric", "ckpt.best-metric"},
-      {"schedule", "train.schedule"},     {"width", "model.width"}};
+      {"schedule", "train.schedule"},     {"width", "model.width"},
+      {"init-from", "model.init-from"},   {"init-exclude", "model.init-exclude"},
+      {"freeze", "model.freeze"},         {"top-k", "predict.top-k"},
+      {"out", "predict.out"}};
   return m;
 }
 
@@ -121,6 +125,13 @@ po::options_description train_options(Config* c) {
       ("train.label-smoothing", po::value(&c->label_smoothing)->default_value(c->label_smoothing), "label smoothing in [0, 1) (alias --label-smoothing)")
       ("train.amp", enum_value(&c->amp), "mixed precision: none | bf16 | fp16 (fp16 with dynamic loss scaling) (alias --amp)")
       ("train.eval-every", po::value(&c->eval_every)->default_value(c->eval_every), "steps between evaluations; 0: each epoch end (alias --eval-every)")
+      ("train.early-stop-metric", enum_value(&c->early_stop_metric), "val_f1 | val_acc | val_loss | none: stop when it has not improved for early-stop-patience evaluations")
+      ("train.early-stop-patience", po::value(&c->early_stop_patience)->default_value(c->early_stop_patience), "evaluations without improvement before early stopping")
+      ("train.early-stop-min-delta", po::value(&c->early_stop_min_delta)->default_value(c->early_stop_min_delta), "the least change that counts as an improvement")
+      ("train.stop-at", po::value(&c->stop_at)->default_value(c->stop_at), "stop once validation reaches a target, e.g. val_acc>=0.93 or val_loss<=0.25 (time to accuracy)")
+      ("model.init-from", po::value(&c->init_from)->default_value(c->init_from), "warm start from a checkpoint (.ckpt) or .safetensors file: weights only, loaded by name and shape, a table printed (alias --init-from)")
+      ("model.init-exclude", po::value(&c->init_exclude)->default_value(c->init_exclude), "comma-separated name prefixes --init-from does not load, e.g. fc. for a new head (alias --init-exclude)")
+      ("model.freeze", po::value(&c->freeze)->default_value(c->freeze), "comma-separated name prefixes of parameters kept untrainable (alias --freeze)")
       ("train.progress", enum_value(&c->progress), "auto | bar | lines: terminal progress bar or a plain line every log-every steps (auto: bar on a terminal, not under mpirun)")
       ("train.tensorboard", po::value(&c->tensorboard)->default_value(c->tensorboard)->implicit_value(true), "write TensorBoard event files to RUN_DIR/tb")
       ("train.seed", po::value(&c->seed)->default_value(c->seed), "seed of weights and data order (alias --seed)")
@@ -137,6 +148,22 @@ po::options_description train_options(Config* c) {
       ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
+  return d;
+}
+
+po::options_description predict_options(Config* c) {
+  po::options_description d("Prediction");
+  d.add_options()
+      ("predict.out", po::value(&c->predict_out), "the predictions: .csv or .h5, in sample order (alias --out)")
+      ("predict.top-k", po::value(&c->top_k)->default_value(c->top_k), "the K most likely classes per sample; 0: every class's probability (alias --top-k)");
+  return d;
+}
+
+po::options_description export_options(Config* c) {
+  po::options_description d("Export");
+  d.add_options()
+      ("export.out", po::value(&c->export_out), "the .safetensors file to write (alias --out)")
+      ("export.format", po::value(&c->export_format)->default_value(c->export_format), "safetensors (the only format) (alias --format)");
   return d;
 }
 
@@ -251,41 +278,7 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   for (const auto& [key, value] : vm)  // NaN passes every "< 0" test: refuse it (and inf) once, for all
     if (const auto* d = boost::any_cast<double>(&value.value()); d && !std::isfinite(*d))
       return {ParseStatus::kError, "--" + key + " must be a finite number, not '" + value_text(value) + "'"};
-  if (cfg->batch_size < 1) return {ParseStatus::kError, "--train.batch-size must be at least 1"};
-  if (cfg->threads < 1) return {ParseStatus::kError, "--train.threads must be at least 1"};
-  if (cfg->epochs < 1) return {ParseStatus::kError, "--train.epochs must be at least 1"};
-  if (cfg->log_every < 1) return {ParseStatus::kError, "--train.log-every must be at least 1"};
-  if (cfg->max_steps < 0) return {ParseStatus::kError, "--train.max-steps must be >= 0"};
-  if (cfg->lr <= 0) return {ParseStatus::kError, "--train.lr must be positive"};
-  if (cfg->grad_accum < 1) return {ParseStatus::kError, "--dist.grad-accum must be at least 1"};
-  if (cfg->comm_timeout <= 0) return {ParseStatus::kError, "--dist.comm-timeout must be positive"};
-  if (cfg->prefetch < 1) return {ParseStatus::kError, "--data.prefetch must be at least 1"};
-  if (cfg->random_crop < 0) return {ParseStatus::kError, "--data.random-crop must be >= 0"};
-  if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
-    return {ParseStatus::kError, "--train.label-smoothing must be in [0, 1)"};
-  if (cfg->clip_norm < 0) return {ParseStatus::kError, "--train.clip-norm must be >= 0"};
-  if (cfg->eval_every < 0) return {ParseStatus::kError, "--train.eval-every must be >= 0"};
-  if (cfg->warmup_epochs < 0) return {ParseStatus::kError, "--train.warmup-epochs must be >= 0"};
-  if (cfg->step_epochs <= 0) return {ParseStatus::kError, "--train.step-epochs must be positive"};
-  if (cfg->step_gamma <= 0 || cfg->step_gamma > 1) return {ParseStatus::kError, "--train.step-gamma must be in (0, 1]"};
-  if (cfg->model_width < 0) return {ParseStatus::kError, "--model.width must be >= 0"};
-  if (cfg->momentum < 0) return {ParseStatus::kError, "--train.momentum must be >= 0"};
-  if (cfg->weight_decay < 0) return {ParseStatus::kError, "--train.weight-decay must be >= 0"};
-  if (cfg->warmup_steps < 0) return {ParseStatus::kError, "--train.warmup-steps must be >= 0"};
-  if (cfg->dropout < 0 || cfg->dropout >= 1) return {ParseStatus::kError, "--model.dropout must be in [0, 1)"};
-  if (cfg->model_depth != 18 && cfg->model_depth != 34) return {ParseStatus::kError, "--model.depth must be 18 or 34"};
-  if (cfg->memory_budget_mb < 0) return {ParseStatus::kError, "--data.memory-budget-mb must be >= 0"};
-  if (cfg->block_samples < 0) return {ParseStatus::kError, "--data.block-samples must be >= 0"};
-  if (cfg->shuffle_blocks < 1) return {ParseStatus::kError, "--data.shuffle-blocks must be at least 1"};
-  if (cfg->bucket_mb < 0) return {ParseStatus::kError, "--dist.bucket-mb must be >= 0"};
-  if (cfg->keep_last < 0) return {ParseStatus::kError, "--ckpt.keep-last must be >= 0 (0: keep all)"};
-  if (cfg->ckpt_every < 0) return {ParseStatus::kError, "--ckpt.every must be >= 0"};
-  if (cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 || cfg->beta2 >= 1)
-    return {ParseStatus::kError, "--train.beta1 and --train.beta2 must be in [0, 1)"};
-  if (cfg->min_lr_fraction < 0 || cfg->min_lr_fraction > 1) return {ParseStatus::kError, "--train.min-lr-fraction must be in [0, 1]"};
-  if (cfg->doctor_allreduce_mb <= 0) return {ParseStatus::kError, "--doctor.allreduce-mb must be positive"};
-  if (cfg->fault_step < 0) return {ParseStatus::kError, "--debug.fault-step must be >= 0"};
-  if (cfg->train_split == "none" || cfg->train_split.empty()) return {ParseStatus::kError, "--data.train-split must name a split"};
+  if (const std::string problem = check_config(cfg); !problem.empty()) return {ParseStatus::kError, problem};
   cfg->resolved_ini = render_ini(vm);
   cfg->command_line = "lockstep " + command + (args.empty() ? "" : " " + join(args));
   return {};
@@ -324,6 +317,28 @@ ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg) {
   po::options_description all;
   all.add(common_options(cfg)).add(train_options(cfg)).add(doctor);
   return parse("doctor", args, all, cfg, {});
+}
+
+ParseResult parse_predict(const std::vector<std::string>& args, Config* cfg) {
+  po::options_description all;
+  all.add(common_options(cfg)).add(eval_options(cfg)).add(predict_options(cfg));
+  return parse("predict", args, all, cfg, {"data.path", "eval.checkpoint", "predict.out"});
+}
+
+ParseResult parse_export(const std::vector<std::string>& args, Config* cfg) {
+  std::vector<std::string> rewritten;  // here --out is the export's file
+  for (const std::string& a : args) {
+    if (a == "--out" || a == "--format") {
+      rewritten.push_back("--export." + a.substr(2));
+    } else if (a.rfind("--out=", 0) == 0 || a.rfind("--format=", 0) == 0) {
+      rewritten.push_back("--export." + a.substr(2));
+    } else {
+      rewritten.push_back(a);
+    }
+  }
+  po::options_description all;
+  all.add(common_options(cfg)).add(eval_options(cfg)).add(export_options(cfg));
+  return parse("export", rewritten, all, cfg, {"eval.checkpoint", "export.out"});
 }
 
 ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg) {

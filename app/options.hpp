@@ -24,6 +24,8 @@ struct ParseResult {
 ParseResult parse_train(const std::vector<std::string>& args, Config* cfg);
 ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg);
 ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg);
+ParseResult parse_predict(const std::vector<std::string>& args, Config* cfg);
+ParseResult parse_export(const std::vector<std::string>& args, Config* cfg);
 
 // Rewrites short aliases ("--lr" -> "--train.lr", "--lr=0.1" too). Exposed for tests.
 std::vector<std::string> expand_aliases(const std::vector<std::string>& args);

@@ -26,7 +26,7 @@ ALLOWED = {
     "io/records": {"core/base", "io/util"},
     "core/config": {"core/base"},
     "core/dist": {"core/base", "core/config", "io/util"},
-    "core/model": {"core/base", "core/config", "core/dist", "io/util", "io/dataset"},
+    "core/model": {"core/base", "core/config", "core/dist", "io/util", "io/dataset", "io/records"},
     "core/optim": {"core/base", "core/config", "core/dist"},
     "core/data": {"core/base", "core/config", "core/dist", "io/util", "io/dataset", "io/loader"},
     "core/eval": {"core/base", "core/config", "core/dist", "core/model", "core/data", "io/util", "io/dataset",

@@ -34,6 +34,9 @@ struct Config {
   int64_t model_width = 0;  // 0: the model's default
   int model_depth = 18;     // resnet: 18 | 34
   bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
+  std::string init_from;             // a checkpoint or safetensors file: warm start, weights only
+  std::string init_exclude;          // comma-separated name prefixes not loaded (a new head)
+  std::string freeze;                // comma-separated name prefixes kept untrainable
   // [train]
   int epochs = 1;
   int64_t batch_size = 64;  // per rank
@@ -55,6 +58,13 @@ struct Config {
   double label_smoothing = 0.0;
   Amp amp = Amp::kNone;          // core/optim/amp.hpp
   int64_t eval_every = 0;        // steps between evaluations; 0: at epoch ends only
+  // Stopping on validation (core/train/stop_rule.hpp): early stopping, and a target.
+  BestMetric early_stop_metric = BestMetric::kNone;
+  int early_stop_patience = 3;       // evaluations without improvement
+  double early_stop_min_delta = 0.0;
+  std::string stop_at;               // "val_acc>=0.93": stop once validation reaches it (parsed into:)
+  BestMetric stop_metric = BestMetric::kNone;
+  double stop_value = 0.0;
   bool tensorboard = true;       // event files under RUN_DIR/tb
   ProgressMode progress = ProgressMode::kAuto;  // core/base/log.hpp
   uint64_t seed = 42;
@@ -83,6 +93,11 @@ struct Config {
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_split = "test";  // evaluate --split
   std::string eval_out;    // evaluate: write the result as JSON here
+  // predict / export
+  std::string predict_out;  // predict: .csv or .h5
+  int64_t top_k = 0;        // predict: 0: every class's probability
+  std::string export_out;   // export: the .safetensors file
+  std::string export_format = "safetensors";
   // doctor
   std::string doctor_out;          // write the all-reduce timing as JSON here
   double doctor_allreduce_mb = 16;  // size of the timed all-reduce

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "core/base/error.hpp"
@@ -123,6 +124,34 @@ void MpiRuntime::allreduce_min(double* data, int n) const {
 }  // namespace lockstep
 
 namespace lockstep {
+
+void MpiRuntime::send_bytes(const void* data, size_t n, int dest, const std::string& what) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Send of " + what + " to rank " + std::to_string(dest));
+  uint64_t len = n;
+  MPI_CHECK(MPI_Send(&len, 1, MPI_UINT64_T, dest, 0, comm_));
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const int chunk = static_cast<int>(std::min<size_t>(n, 1 << 30));
+    MPI_CHECK(MPI_Send(p, chunk, MPI_BYTE, dest, 0, comm_));
+    p += chunk;
+    n -= static_cast<size_t>(chunk);
+  }
+}
+
+std::vector<uint8_t> MpiRuntime::recv_bytes(int source, const std::string& what) const {
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Recv of " + what + " from rank " + std::to_string(source));
+  uint64_t len = 0;
+  MPI_CHECK(MPI_Recv(&len, 1, MPI_UINT64_T, source, 0, comm_, MPI_STATUS_IGNORE));
+  std::vector<uint8_t> out(len);
+  auto* p = reinterpret_cast<char*>(out.data());
+  for (size_t n = len; n > 0;) {
+    const int chunk = static_cast<int>(std::min<size_t>(n, 1 << 30));
+    MPI_CHECK(MPI_Recv(p, chunk, MPI_BYTE, source, 0, comm_, MPI_STATUS_IGNORE));
+    p += chunk;
+    n -= static_cast<size_t>(chunk);
+  }
+  return out;
+}
 
 std::vector<uint8_t> MpiRuntime::gather_bytes(const std::vector<uint8_t>& mine, int root) const {
   Watchdog::Scope watch(watchdog_.get(), "MPI_Gather of " + std::to_string(mine.size()) + " bytes per rank");

@@ -70,6 +70,10 @@ class MpiRuntime {
   void allreduce_min(double* data, int n) const;
   // Every rank's MINE (the same length everywhere) concatenated by rank, at ROOT only.
   std::vector<uint8_t> gather_bytes(const std::vector<uint8_t>& mine, int root) const;
+  // Point to point (any length; sent in pieces under 2 GiB): the two ranks must call them
+  // in matching order. WHAT names the transfer for the watchdog.
+  void send_bytes(const void* data, size_t n, int dest, const std::string& what) const;
+  std::vector<uint8_t> recv_bytes(int source, const std::string& what) const;
 
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -12,8 +12,7 @@
 #include "core/dist/placement.hpp"
 #include "core/base/clock.hpp"
 #include "core/model/torch_errors.hpp"
-#include "core/train/checkpoint_state.hpp"
-#include "io/records/checkpoint_store.hpp"
+#include "core/train/weight_source.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 
@@ -21,24 +20,21 @@ namespace lockstep {
 namespace {
 
 int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
-  const io::CheckpointData d = io::read_checkpoint(cfg.checkpoint);
-  const CheckpointMeta meta = meta_from_json(d.meta_json, cfg.checkpoint);
   const io::Manifest manifest = io::read_manifest(cfg.data_dir);
   if (!manifest.spec.labeled)
-    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against");
-  LOCKSTEP_REQUIRE(meta.sample_shape == manifest.spec.sample_shape && meta.num_classes == manifest.spec.num_classes,
-                   cfg.checkpoint + ": trained on data of another shape or class count than " + cfg.data_dir);
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against "
+                     "(lockstep predict writes predictions for unlabelled data)");
+  const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);
-  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(),
-                            reader_options(cfg));
+  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(), reader_options(cfg));
   Placement place = place_run(cfg, mpi);
-  auto model = make_model(ModelOptions{meta.model, cfg.dropout, meta.model_width, meta.model_depth}, manifest.spec);
+  const io::DatasetSpec spec = spec_for_model(manifest.spec, src);
+  auto model = build_model(src, ModelOptions{cfg.model, 0.0, cfg.model_width, cfg.model_depth}, spec);
   model->to(place.device);
-  load_state(d.payload, *model, nullptr, cfg.checkpoint);
-  const BatchMaker maker(manifest.spec, place.device);
+  const BatchMaker maker(spec, place.device);
   const auto t0 = Clock::now();
   const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
-  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(meta.pos.step) + ") on " + cfg.data_dir +
+  log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(src.step) + ") on " + cfg.data_dir +
              " split '" + cfg.eval_split + "': accuracy " + fmt::format("{:.4f}", ev.accuracy) + " macro-F1 " +
              fmt::format("{:.4f}", ev.macro_f1) + " loss " + fmt::format("{:.4f}", ev.loss) + " over " + std::to_string(ev.count) +
              " samples, " + std::to_string(mpi.size()) + " rank(s), " + fmt::format("{:.2f}", seconds_since(t0)) + " s");
@@ -46,7 +42,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   log::info0("confusion matrix (rows: true class, columns: predicted):\n" +
              confusion_table(ev.confusion, manifest.spec.num_classes));
   if (!cfg.eval_out.empty() && mpi.rank() == 0) {
-    const io::Json o = {{"checkpoint", cfg.checkpoint}, {"step", meta.pos.step},     {"split", cfg.eval_split},
+    const io::Json o = {{"checkpoint", cfg.checkpoint}, {"step", src.step},     {"split", cfg.eval_split},
                         {"samples", ev.count},         {"loss", ev.loss},           {"accuracy", ev.accuracy},
                         {"macro_f1", ev.macro_f1},     {"recall", ev.metrics.recall}, {"confusion", ev.confusion},
                         {"ranks", mpi.size()}};

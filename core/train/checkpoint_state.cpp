@@ -35,6 +35,11 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["dataset"] = m.dataset;
   o["sample_shape"] = m.sample_shape;
   o["num_classes"] = m.num_classes;
+  o["mean"] = m.mean;
+  o["std"] = m.std;
+  o["class_names"] = m.class_names;
+  o["stopped_early"] = m.stopped_early;
+  if (!m.stop_rule.empty()) o["stop_rule"] = io::Json::parse(m.stop_rule);
   o["val_acc"] = m.val_acc;
   o["val_f1"] = m.val_f1;
   o["best_metric"] = m.best_metric;
@@ -74,6 +79,12 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get("dataset", &m.dataset);
     get("sample_shape", &m.sample_shape);
     get("num_classes", &m.num_classes);
+    get_or("mean", &m.mean);
+    get_or("std", &m.std);
+    get_or("class_names", &m.class_names);
+    get_or("stopped_early", &m.stopped_early);
+    field = "stop_rule";
+    if (t.contains("stop_rule")) m.stop_rule = t["stop_rule"].dump();
     get_or("val_acc", &m.val_acc);
     get_or("val_f1", &m.val_f1);
     get_or("best_metric", &m.best_metric);

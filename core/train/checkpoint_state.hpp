@@ -44,6 +44,10 @@ struct CheckpointMeta {
   std::string dataset;
   std::vector<int64_t> sample_shape;
   int64_t num_classes = 0;
+  std::vector<double> mean, std;          // the data's normalisation (empty in older checkpoints)
+  std::vector<std::string> class_names;
+  std::string stopped_early;              // why the run stopped early ("" when it did not)
+  std::string stop_rule;                  // JSON of the stop rule's state (stop_rule.hpp)
   std::string lockstep_version, torch_version;
   std::string config_ini;
   double val_acc = -1.0;  // of the last evaluation before the checkpoint, -1 when none

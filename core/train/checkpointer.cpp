@@ -75,6 +75,8 @@ void Checkpointer::resume(const std::string& path, RunProgress* p) {
     p->last_eval.macro_f1 = m.val_f1;
   }
   p->epoch = m.epoch_stats.empty() ? WindowStats{} : WindowStats::from_json(m.epoch_stats, path);
+  p->stopped_early = m.stopped_early;
+  p->stop_rule = m.stop_rule;
   s_.scaler.load_state(extra.amp_scaler);
   // Where the best checkpoint stands, so a resumed run only replaces it with a better one.
   const std::string best = best_path();
@@ -128,9 +130,14 @@ CheckpointMeta Checkpointer::meta_of(const RunProgress& p) const {
   m.optimizer = to_string(cfg.optimizer);
   m.param_shapes = fnv1a64(param_shapes_text(*s_.model));
   m.epoch_stats = p.epoch.to_json();
+  m.stopped_early = p.stopped_early;
+  m.stop_rule = p.stop_rule;
   m.dataset = s_.manifest.spec.name;
   m.sample_shape = s_.manifest.spec.sample_shape;
   m.num_classes = s_.manifest.spec.num_classes;
+  m.mean = s_.manifest.spec.mean;
+  m.std = s_.manifest.spec.std;
+  m.class_names = s_.manifest.spec.class_names;
   m.lockstep_version = lockstep_version();
   m.torch_version = torch_version();
   m.config_ini = cfg.resolved_ini;

@@ -39,6 +39,8 @@ struct RunProgress {
   WindowStats epoch;     // the current epoch's statistics so far
   double lr = 0.0;       // the rate of the last step
   EvalResult last_eval;  // count 0: none yet
+  std::string stopped_early;  // why the stop rule ended the run ("" while it runs on)
+  std::string stop_rule;      // the stop rule's state (stop_rule.hpp), JSON
 };
 
 class Checkpointer {

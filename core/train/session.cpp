@@ -17,7 +17,9 @@
 #include "core/optim/optimizer.hpp"
 #include "core/dist/preflight.hpp"
 #include "core/data/reader_options.hpp"
+#include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "core/train/weight_source.hpp"
 #include "io/loader/shard_plan.hpp"
 
 namespace lockstep {
@@ -38,6 +40,17 @@ std::unique_ptr<io::RankReader> optional_split(const Session& s, const std::stri
   return std::make_unique<io::RankReader>(s.cfg.data_dir, s.manifest, split, s.mpi.rank(), s.mpi.size(), ropt);
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= text.size() && !text.empty()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) out.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 // BatchNorm layers lockstep cannot synchronise (a TorchScript module's own) next to the
 // ones it can: --model.sync-bn must not claim what it does not do.
 int foreign_batchnorms(Net& model, int synced) {
@@ -47,6 +60,26 @@ int foreign_batchnorms(Net& model, int synced) {
     if (name.size() >= 12 && name.compare(name.size() - 12, 12, "running_mean") == 0) ++running_means;
   }
   return running_means - synced;
+}
+
+// --model.init-from and --model.freeze, on the model as built (before the broadcast).
+void init_weights(const Config& cfg, Net& model) {
+  if (!cfg.init_from.empty()) {
+    // Every rank reads the file (the weights are broadcast from rank 0 right after anyway):
+    // a file one rank cannot read fails alike everywhere.
+    const WeightSource src = read_weights(cfg.init_from);
+    const LoadReport r = load_named(model, src.tensors, split_list(cfg.init_exclude));
+    if (r.loaded.empty())
+      throw UsageError(fmt::format("--model.init-from {}: no tensor of it fits model '{}' ({} of its names are unknown "
+                                   "here, {} have another shape)",
+                                   cfg.init_from, cfg.model, r.unexpected.size(), r.mismatched.size()));
+    log::info0(fmt::format("init from {} ({}{}): weights only, optimizer and step start afresh\n{}", cfg.init_from,
+                           src.model.empty() ? "foreign safetensors" : "model " + src.model,
+                           src.step >= 0 ? fmt::format(", step {}", src.step) : "", r.table()));
+  }
+  if (!cfg.freeze.empty())
+    log::info0(fmt::format("frozen: {} parameter tensor(s) under {} (--model.freeze)",
+                           freeze(model, split_list(cfg.freeze)), cfg.freeze));
 }
 
 }  // namespace
@@ -85,6 +118,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   place = place_run(cfg, mpi);
   if (cfg.amp != Amp::kNone && !place.device.is_cuda())
     log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
+  init_weights(cfg, *model);
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
   if (cfg.sync_bn) {
@@ -100,9 +134,12 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
 
   // 3. optimisation
   const double lr = scaled_lr(cfg.lr, cfg.lr_scaling, mpi.size());
-  opt = make_optimizer(model->parameters(), OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov,
-                                                             cfg.weight_decay, cfg.beta1, cfg.beta2, 1e-8});
-  reducer = std::make_unique<GradReducer>(model->parameters(), *place.comm, cfg.bucket_mb, place.overlap);
+  for (const auto& p : model->parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  LOCKSTEP_REQUIRE(!trainable.empty(), "--model.freeze " + cfg.freeze + " leaves no parameter to train");
+  opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
+                                                   cfg.beta1, cfg.beta2, 1e-8});
+  reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap);
   maker = std::make_unique<BatchMaker>(manifest.spec, place.device);
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);

@@ -54,6 +54,7 @@ struct Session {
   AugmentOptions augment;
   Placement place;
   std::shared_ptr<Net> model;
+  std::vector<torch::Tensor> trainable;  // the parameters the optimizer and reducer see (--model.freeze)
   std::unique_ptr<torch::optim::Optimizer> opt;
   std::unique_ptr<GradReducer> reducer;
   std::unique_ptr<BatchMaker> maker;

@@ -21,6 +21,7 @@
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
+#include "core/train/stop_rule.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "core/model/torch_errors.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -58,6 +59,10 @@ class Trainer {
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16) {}
 
   int run() {
+    if (!p_.stopped_early.empty()) {
+      log::info0(fmt::format("nothing to do: the run stopped at step {}: {}", p_.pos.step, p_.stopped_early));
+      return kExitOk;
+    }
     if (p_.pos.epoch >= cfg_.epochs || (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps)) {
       log::info0("nothing to do: the run is complete at step " + std::to_string(p_.pos.step));
       return kExitOk;
@@ -65,7 +70,9 @@ class Trainer {
     stop_signal::install();
     run_start_ = Clock::now();
     window_.restart(p_.pos.step + 1);
-    bool stop = false;
+    rule_.load_state_json(p_.stop_rule, cfg_.run_dir);
+    if (!cfg_.init_from.empty() && p_.pos.step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
+    bool stop = !p_.stopped_early.empty();
     while (p_.pos.epoch < cfg_.epochs && !stop) {
       const int64_t epoch = p_.pos.epoch;
       const int64_t first = p_.pos.samples_done_in_epoch / s_.global_batch;
@@ -84,8 +91,12 @@ class Trainer {
         draw_progress(epoch, step + 1);
         if (p_.pos.step % cfg_.log_every == 0) log_row(epoch, step + 1);
         if (cfg_.eval_every > 0 && p_.pos.step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
-          evaluate_now(epoch);
+          evaluate_now(epoch, "validation");
           s_.model->train();
+          if (!p_.stopped_early.empty()) {
+            stop = true;
+            break;
+          }
         }
         if (cfg_.ckpt_every > 0 && p_.pos.step % cfg_.ckpt_every == 0) checkpoint_now();
         if (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps) {
@@ -98,6 +109,7 @@ class Trainer {
         if (signalled > 0) return stop_on_signal(static_cast<int>(signalled));
       }
       end_epoch(epoch, stop);
+      stop = stop || !p_.stopped_early.empty();
     }
     finish_run();
     rec_.wait_checkpoints();
@@ -151,10 +163,10 @@ class Trainer {
       step_correct = step_correct.defined() ? step_correct + correct : correct;
     }
     s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
-    if (s_.scaler.unscale_and_update(s_.model->parameters())) {
+    if (s_.scaler.unscale_and_update(s_.trainable)) {
       if (cfg_.clip_norm > 0) {
         const torch::Tensor over =
-            (clip_grad_norm(s_.model->parameters(), cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
+            (clip_grad_norm(s_.trainable, cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
         clipped_ = clipped_.defined() ? clipped_ + over : over;  // read at log steps only
       }
       s_.opt->step();
@@ -228,10 +240,20 @@ class Trainer {
   }
 
   // Collective. Validation on the val split (nothing when there is none).
+  // Collective. Validation on the val split (nothing when there is none); the stop rule
+  // sees every result (identical on every rank).
   EvalResult validate() {
     if (!s_.val) return EvalResult{};
+    if (last_eval_step_ == p_.pos.step) return p_.last_eval;  // this step's weights were just validated
     sync_buffers(s_);
     p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+    last_eval_step_ = p_.pos.step;
+    if (rule_.active() && p_.stopped_early.empty()) {
+      p_.stopped_early = rule_.observe(p_.last_eval.accuracy, p_.last_eval.macro_f1, p_.last_eval.loss, p_.pos.step,
+                                       seconds_since(run_start_));
+      p_.stop_rule = rule_.state_json();
+      if (!p_.stopped_early.empty()) log::info0(fmt::format("stopping at step {}: {}", p_.pos.step, p_.stopped_early));
+    }
     return p_.last_eval;
   }
 
@@ -245,23 +267,11 @@ class Trainer {
     log::info0("confusion matrix (rows: true class, columns: predicted):\n" + confusion_table(ev.confusion, s_.classes));
   }
 
-  // Collective (GPU runs only): peak device memory of every rank since the last call.
-  void report_device_memory() {
-    if (!s_.place.device.is_cuda()) return;
-    std::vector<double> peak(static_cast<size_t>(s_.mpi.size()), 0.0);
-    peak[static_cast<size_t>(s_.mpi.rank())] = static_cast<double>(peak_device_bytes(s_.place.device));
-    reset_peak_device_bytes(s_.place.device);
-    s_.mpi.allreduce_sum(peak.data(), static_cast<int>(peak.size()));
-    std::string line = "peak GPU memory per rank:";
-    for (size_t i = 0; i < peak.size(); ++i) line += fmt::format(" r{} {:.2f} GiB", i, peak[i] / (1 << 30));
-    log::info0(line);
-  }
-
   // --train.eval-every: an evaluation, its row and best.ckpt, mid-epoch.
-  void evaluate_now(int64_t epoch) {
+  void evaluate_now(int64_t epoch, const char* what) {
     const EvalResult ev = validate();
     if (ev.count == 0) return;
-    report_eval("validation", cfg_.val_split, ev, /*detail=*/false);
+    report_eval(what, cfg_.val_split, ev, /*detail=*/false);
     Row row = base_row("eval", epoch);
     add_eval(row, "val", ev);
     add_run_state(row);
@@ -300,7 +310,7 @@ class Trainer {
     const EvalResult ev = validate();
     const bool last = stopped || epoch + 1 >= cfg_.epochs;
     report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
-    report_device_memory();
+    report_device_memory(s_.mpi, s_.place.device);
     end_epoch_stats_ = e;
     if (!stopped) {
       log::info0(fmt::format("epoch {}/{} done: loss {:.4f} acc {:.4f}{} {:.0f} samples/s {:.1f} s; {}", epoch + 1,
@@ -369,6 +379,7 @@ class Trainer {
     wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
     add_times(row, wall);
     add_run_state(row);
+    if (!p_.stopped_early.empty()) row["stopped_early"] = p_.stopped_early;
     row["world_size"] = s_.mpi.size();
     row["global_batch"] = s_.global_batch;
     row["params"] = s_.parameter_count();
@@ -388,6 +399,8 @@ class Trainer {
   WindowStats run_;               // this process's steps, for the end row's throughput
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
   int64_t last_epoch_ = 0;
+  int64_t last_eval_step_ = -1;
+  StopRule rule_{cfg_};
   torch::Tensor clipped_;         // device counter of steps whose norm was clipped
   double first_step_unix_ = 0;    // wall clock when this process finished its first step
   Clock::time_point run_start_;

@@ -1,0 +1,72 @@
+// config_checks: see config_checks.hpp.
+#include "core/config/config_checks.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+
+namespace lockstep {
+
+bool parse_stop_target(const std::string& text, BestMetric* metric, double* value) {
+  for (const auto& [m, name, op] : {std::make_tuple(BestMetric::kValAcc, "val_acc", ">="),
+                                    std::make_tuple(BestMetric::kValF1, "val_f1", ">="),
+                                    std::make_tuple(BestMetric::kValLoss, "val_loss", "<=")}) {
+    const std::string head = std::string(name) + op;
+    if (text.compare(0, head.size(), head) != 0 || text.size() == head.size()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str() + head.size(), &end);
+    if (*end != '\0' || !std::isfinite(v)) return false;
+    *metric = m;
+    *value = v;
+    return true;
+  }
+  return false;
+}
+
+std::string check_config(Config* c) {
+  if (c->batch_size < 1) return "--train.batch-size must be at least 1";
+  if (c->threads < 1) return "--train.threads must be at least 1";
+  if (c->epochs < 1) return "--train.epochs must be at least 1";
+  if (c->log_every < 1) return "--train.log-every must be at least 1";
+  if (c->max_steps < 0) return "--train.max-steps must be >= 0";
+  if (c->lr <= 0) return "--train.lr must be positive";
+  if (c->grad_accum < 1) return "--dist.grad-accum must be at least 1";
+  if (c->comm_timeout <= 0) return "--dist.comm-timeout must be positive";
+  if (c->prefetch < 1) return "--data.prefetch must be at least 1";
+  if (c->random_crop < 0) return "--data.random-crop must be >= 0";
+  if (c->label_smoothing < 0 || c->label_smoothing >= 1)
+    return "--train.label-smoothing must be in [0, 1)";
+  if (c->clip_norm < 0) return "--train.clip-norm must be >= 0";
+  if (c->eval_every < 0) return "--train.eval-every must be >= 0";
+  if (c->warmup_epochs < 0) return "--train.warmup-epochs must be >= 0";
+  if (c->step_epochs <= 0) return "--train.step-epochs must be positive";
+  if (c->step_gamma <= 0 || c->step_gamma > 1) return "--train.step-gamma must be in (0, 1]";
+  if (c->model_width < 0) return "--model.width must be >= 0";
+  if (c->momentum < 0) return "--train.momentum must be >= 0";
+  if (c->weight_decay < 0) return "--train.weight-decay must be >= 0";
+  if (c->warmup_steps < 0) return "--train.warmup-steps must be >= 0";
+  if (c->dropout < 0 || c->dropout >= 1) return "--model.dropout must be in [0, 1)";
+  if (c->model_depth != 18 && c->model_depth != 34) return "--model.depth must be 18 or 34";
+  if (c->memory_budget_mb < 0) return "--data.memory-budget-mb must be >= 0";
+  if (c->block_samples < 0) return "--data.block-samples must be >= 0";
+  if (c->shuffle_blocks < 1) return "--data.shuffle-blocks must be at least 1";
+  if (c->bucket_mb < 0) return "--dist.bucket-mb must be >= 0";
+  if (c->keep_last < 0) return "--ckpt.keep-last must be >= 0 (0: keep all)";
+  if (c->ckpt_every < 0) return "--ckpt.every must be >= 0";
+  if (c->beta1 < 0 || c->beta1 >= 1 || c->beta2 < 0 || c->beta2 >= 1)
+    return "--train.beta1 and --train.beta2 must be in [0, 1)";
+  if (c->min_lr_fraction < 0 || c->min_lr_fraction > 1) return "--train.min-lr-fraction must be in [0, 1]";
+  if (c->doctor_allreduce_mb <= 0) return "--doctor.allreduce-mb must be positive";
+  if (c->fault_step < 0) return "--debug.fault-step must be >= 0";
+  if (c->train_split == "none" || c->train_split.empty()) return "--data.train-split must name a split";
+  if (c->early_stop_patience < 1) return "--train.early-stop-patience must be at least 1";
+  if (c->early_stop_min_delta < 0) return "--train.early-stop-min-delta must be >= 0";
+  if (c->top_k < 0) return "--predict.top-k must be >= 0";
+  if (c->export_format != "safetensors") return "--export.format must be safetensors, not '" + c->export_format + "'";
+  c->stop_metric = BestMetric::kNone;
+  if (!c->stop_at.empty() && !parse_stop_target(c->stop_at, &c->stop_metric, &c->stop_value))
+    return "--train.stop-at must be val_acc>=X, val_f1>=X or val_loss<=X, not '" + c->stop_at + "'";
+  return "";
+}
+
+}  // namespace lockstep

@@ -1,0 +1,161 @@
+// predict_command: see predict_command.hpp.
+#include "core/tools/predict_command.hpp"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/data/batch_maker.hpp"
+#include "core/data/reader_options.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/dist/placement.hpp"
+#include "core/model/torch_errors.hpp"
+#include "core/train/weight_source.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/loader/sample_store.hpp"
+#include "io/loader/shard_plan.hpp"
+#include "io/records/predictions.hpp"
+
+namespace lockstep {
+namespace {
+
+// This rank's rows, in its reading order: labels, and per row WIDTH probabilities (and
+// WIDTH classes with --predict.top-k).
+struct Rows {
+  int64_t width = 0;
+  std::vector<int64_t> labels, top_class;
+  std::vector<float> prob;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, const Config& cfg, int64_t classes) {
+  Rows r;
+  r.width = cfg.top_k > 0 ? std::min<int64_t>(cfg.top_k, classes) : classes;
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const int64_t steps = (data.size() + cfg.batch_size - 1) / cfg.batch_size;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
+                         /*partial_last=*/true);
+  while (const io::Batch* b = loader.next()) {
+    const torch::Tensor p = torch::softmax(model.forward(maker.inputs(b->samples.data(), b->size)).to(torch::kFloat), 1);
+    torch::Tensor values = p, classes_of;
+    if (cfg.top_k > 0) std::tie(values, classes_of) = p.topk(r.width, 1);
+    values = values.to(torch::kCPU).contiguous();
+    r.prob.insert(r.prob.end(), values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
+    if (classes_of.defined()) {
+      classes_of = classes_of.to(torch::kCPU, torch::kLong).contiguous();
+      r.top_class.insert(r.top_class.end(), classes_of.data_ptr<int64_t>(),
+                         classes_of.data_ptr<int64_t>() + classes_of.numel());
+    }
+    r.labels.insert(r.labels.end(), b->labels.begin(), b->labels.begin() + b->size);
+  }
+  return r;
+}
+
+// A run of rows of one rank that are consecutive in the split: global [start, start+count).
+struct Piece {
+  int64_t start = 0, count = 0, local = 0;
+  int rank = 0;
+};
+
+std::vector<Piece> pieces_in_order(const std::vector<int64_t>& counts, int world) {
+  std::vector<int64_t> offset(counts.size() + 1, 0);
+  for (size_t s = 0; s < counts.size(); ++s) offset[s + 1] = offset[s] + counts[s];
+  std::vector<Piece> out;
+  for (int r = 0; r < world; ++r) {
+    int64_t local = 0;
+    for (const auto& range : io::plan_rank_ranges(counts, r, world)) {
+      out.push_back({offset[static_cast<size_t>(range.shard)] + range.begin, range.size(), local, r});
+      local += range.size();
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+  return out;
+}
+
+int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
+  const auto t0 = Clock::now();
+  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
+  const WeightSource src = read_weights(cfg.checkpoint);
+  torch::set_num_threads(cfg.threads);
+  Placement place = place_run(cfg, mpi);
+  const io::DatasetSpec spec = spec_for_model(manifest.spec, src);
+  auto model = build_model(src, ModelOptions{cfg.model, 0.0, cfg.model_width, cfg.model_depth}, spec);
+  model->to(place.device);
+  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(), reader_options(cfg));
+  const BatchMaker maker(spec, place.device);
+  const Rows rows = infer(*model, data, maker, cfg, spec.num_classes);
+
+  // Rank 0 writes; every rank walks the same list of pieces, so sends and receives pair up.
+  std::unique_ptr<io::PredictionWriter> writer;
+  if (mpi.rank() == 0) {
+    io::PredictionFormat f;
+    f.total = split.count();
+    f.classes = spec.num_classes;
+    f.top_k = cfg.top_k > 0 ? rows.width : 0;
+    f.labeled = manifest.spec.labeled;
+    f.class_names = spec.class_names;
+    f.checkpoint = cfg.checkpoint;
+    f.split = cfg.eval_split;
+    writer = std::make_unique<io::PredictionWriter>(cfg.predict_out, f);
+  }
+  const int64_t w = rows.width, chunk = 1 << 16;
+  const bool top = cfg.top_k > 0;
+  std::vector<int64_t> index;
+  for (const Piece& piece : pieces_in_order(io::shard_counts(split), mpi.size())) {
+    for (int64_t at = 0; at < piece.count; at += chunk) {
+      const int64_t n = std::min(chunk, piece.count - at), local = piece.local + at;
+      if (mpi.rank() != 0 && mpi.rank() != piece.rank) continue;
+      if (mpi.rank() == piece.rank && piece.rank != 0) {  // labels | classes | probabilities
+        std::vector<uint8_t> msg(static_cast<size_t>(n) * (8 + (top ? 8 * w : 0) + 4 * w));
+        uint8_t* p = msg.data();
+        std::memcpy(p, rows.labels.data() + local, 8 * n);
+        p += 8 * n;
+        if (top) {
+          std::memcpy(p, rows.top_class.data() + local * w, 8 * n * w);
+          p += 8 * n * w;
+        }
+        std::memcpy(p, rows.prob.data() + local * w, 4 * n * w);
+        mpi.send_bytes(msg.data(), msg.size(), 0, "predictions");
+        continue;
+      }
+      index.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) index[static_cast<size_t>(i)] = piece.start + at + i;
+      if (piece.rank == 0) {
+        writer->append(index.data(), rows.labels.data() + local, rows.prob.data() + local * w,
+                       top ? rows.top_class.data() + local * w : nullptr, n);
+        continue;
+      }
+      const std::vector<uint8_t> msg = mpi.recv_bytes(piece.rank, "predictions");
+      LOCKSTEP_REQUIRE(msg.size() == static_cast<size_t>(n) * (8 + (top ? 8 * w : 0) + 4 * w),
+                       fmt::format("rank {} sent {} bytes of predictions, expected {}", piece.rank, msg.size(),
+                                   static_cast<size_t>(n) * (8 + (top ? 8 * w : 0) + 4 * w)));
+      const auto* labels = reinterpret_cast<const int64_t*>(msg.data());
+      const auto* classes = reinterpret_cast<const int64_t*>(msg.data() + 8 * n);
+      const auto* prob = reinterpret_cast<const float*>(msg.data() + 8 * n + (top ? 8 * n * w : 0));
+      writer->append(index.data(), labels, prob, top ? classes : nullptr, n);
+    }
+  }
+  if (writer) writer->finish();
+  log::info0(fmt::format("predict {} (step {}) on {} split '{}': {} samples by {} rank(s) in {:.2f} s -> {}{}",
+                         cfg.checkpoint, src.step, cfg.data_dir, cfg.eval_split, split.count(), mpi.size(),
+                         seconds_since(t0), cfg.predict_out,
+                         top ? fmt::format(" (top {})", w) : " (every class's probability)"));
+  if (place.comm) place.comm->destroy();
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_prediction(const Config& cfg, const MpiRuntime& mpi) {
+  return with_torch_errors([&] { return predict_impl(cfg, mpi); });
+}
+
+}  // namespace lockstep

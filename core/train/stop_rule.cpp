@@ -1,0 +1,73 @@
+// stop_rule: see stop_rule.hpp.
+#include "core/train/stop_rule.hpp"
+
+#include <fmt/format.h>
+
+#include "core/base/error.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep {
+
+StopRule::StopRule(const Config& cfg)
+    : early_(cfg.early_stop_metric),
+      patience_(cfg.early_stop_patience),
+      min_delta_(cfg.early_stop_min_delta),
+      target_(cfg.stop_metric),
+      target_value_(cfg.stop_value) {}
+
+bool StopRule::active() const { return early_ != BestMetric::kNone || target_ != BestMetric::kNone; }
+
+double StopRule::value_of(BestMetric m, double accuracy, double macro_f1, double loss) const {
+  return m == BestMetric::kValAcc ? accuracy : m == BestMetric::kValLoss ? loss : macro_f1;
+}
+
+std::string StopRule::observe(double accuracy, double macro_f1, double loss, int64_t step, double seconds) {
+  if (target_ != BestMetric::kNone) {
+    const double v = value_of(target_, accuracy, macro_f1, loss);
+    const bool reached = target_ == BestMetric::kValLoss ? v <= target_value_ : v >= target_value_;
+    if (reached)
+      return fmt::format("{} {:.4f} reached the target {}{:g} at step {} after {:.1f} s (--train.stop-at)",
+                         to_string(target_), v, target_ == BestMetric::kValLoss ? "<=" : ">=", target_value_, step,
+                         seconds);
+  }
+  if (early_ == BestMetric::kNone) return "";
+  const double v = value_of(early_, accuracy, macro_f1, loss);
+  history_.emplace_back(step, v);
+  // Larger is better, except for the loss.
+  const double signed_v = early_ == BestMetric::kValLoss ? -v : v;
+  if (!have_best_ || signed_v > best_ + min_delta_) {
+    best_ = signed_v;
+    have_best_ = true;
+    since_best_ = 0;
+    return "";
+  }
+  if (++since_best_ < patience_) return "";
+  std::string hist;
+  for (size_t i = history_.size() > 8 ? history_.size() - 8 : 0; i < history_.size(); ++i)
+    hist += fmt::format("{}{:.4f}@{}", hist.empty() ? "" : " ", history_[i].second, history_[i].first);
+  return fmt::format("{} did not improve by more than {:g} for {} evaluation(s) (best {:.4f}; last: {}) "
+                     "(--train.early-stop-*)",
+                     to_string(early_), min_delta_, patience_, early_ == BestMetric::kValLoss ? -best_ : best_, hist);
+}
+
+std::string StopRule::state_json() const {
+  io::Json h = io::Json::array();
+  for (const auto& [step, v] : history_) h.push_back({step, v});
+  return io::dump_json(io::Json{{"best", best_}, {"have_best", have_best_}, {"since_best", since_best_}, {"history", h}});
+}
+
+void StopRule::load_state_json(const std::string& json, const std::string& path) {
+  if (json.empty()) return;
+  try {
+    const io::Json j = io::Json::parse(json);
+    best_ = j.at("best").get<double>();
+    have_best_ = j.at("have_best").get<bool>();
+    since_best_ = j.at("since_best").get<int>();
+    history_.clear();
+    for (const auto& e : j.at("history")) history_.emplace_back(e.at(0).get<int64_t>(), e.at(1).get<double>());
+  } catch (const std::exception& e) {
+    throw Error(path + ": malformed stop-rule state in the checkpoint (" + e.what() + ")");
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# After training (issue 16): predict, export to PyTorch, fine-tune from weights, stop early.
+# Round trips are checked numerically with the venv's torch, safetensors and torchvision:
+#   train -> export -> PyTorch reference module (strict) == lockstep predict (|dp| < 1e-4)
+#   export -> --init-from -> the same validation as the checkpoint
+#   torchvision resnet18 -> safetensors -> lockstep predict == torchvision (|dp| < 1e-4)
+source "$(dirname "$0")/common.sh" "$@"
+DOCS=$(cd "$(dirname "$0")/../../docs/python" && pwd)
+make_slice data 1024 2
+COMMON=(--data data --batch-size 32 --lr 0.05 --log-every 7)
+
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir run --epochs 2
+ckpt=run/checkpoints/best.ckpt
+expect_rc 0 run_mpi 2 predict --checkpoint "$ckpt" --data data --out pred.h5
+expect_output "predict $ckpt \(step [0-9]+\) on data split 'test': 1024 samples by 2 rank\(s\)"
+expect_rc 0 run_mpi 1 predict --checkpoint "$ckpt" --data data --out pred1.csv
+expect_rc 0 run_mpi 2 predict --checkpoint "$ckpt" --data data --split val --out top.csv --top-k 3
+head -1 top.csv | grep -q '^index,label,top1,p_top1,top2,p_top2,top3,p_top3$' || fail "top-k header: $(head -1 top.csv)"
+expect_rc 0 "$LOCKSTEP" export --checkpoint "$ckpt" --out model.safetensors
+expect_output "exported $ckpt \(model cnn, step [0-9]+, 16 tensors\) -> model.safetensors"
+pass "predict (.h5, .csv, top-k, 1 and 2 ranks) and export"
+
+"$PYTHON" - "$DOCS" "$ckpt" <<'PY' || fail "PyTorch disagrees with lockstep predict"
+import csv, json, sys
+import h5py, numpy as np, torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+sys.path.insert(0, sys.argv[1])
+import lockstep_models as lm
+weights = load_file("model.safetensors")
+with safe_open("model.safetensors", "pt") as f:
+    meta = f.metadata()
+model = lm.build(meta).eval()
+model.load_state_dict(weights, strict=True)
+# The checkpoint reader of docs/checkpoints.md gives the same tensors.
+cmeta, state = lm.read_checkpoint(sys.argv[2])
+assert cmeta["model"] == "cnn" and set(state) == set(weights), (set(state) ^ set(weights))
+assert all(torch.equal(state[k], weights[k]) for k in weights)
+# The test split, in manifest order, as lockstep reads it.
+manifest = json.load(open("data/manifest.json"))
+raw = np.concatenate([h5py.File("data/" + s["file"])["samples"][:] for s in manifest["splits"]["test"]["shards"]])
+with torch.no_grad():
+    probs = model(lm.normalise(torch.from_numpy(raw), meta)).softmax(1).numpy()
+ours = h5py.File("pred.h5")
+assert (ours["index"][:] == np.arange(len(raw))).all()
+diff = np.abs(ours["prob"][:] - probs).max()
+assert diff < 1e-4, diff
+rows = list(csv.DictReader(open("pred1.csv")))
+assert [int(r["pred"]) for r in rows] == list(ours["pred"][:]), "1-rank csv and 2-rank h5 predictions differ"
+acc = (ours["pred"][:] == ours["label"][:]).mean()
+print(f"PyTorch reference == lockstep predict: max |dp| {diff:.2e} over {len(raw)} samples, accuracy {acc:.4f}")
+PY
+acc_pred=$("$PYTHON" -c "import h5py; f=h5py.File('pred.h5'); print(f'{(f[\"pred\"][:] == f[\"label\"][:]).mean():.4f}')")
+expect_rc 0 run_mpi 2 evaluate --checkpoint model.safetensors --data data
+expect_output "evaluate model.safetensors \(step [0-9]+\) on data split 'test': accuracy $acc_pred"
+pass "export loads strict into the reference module; PyTorch == predict; evaluate of the export == predict ($acc_pred)"
+
+expect_rc 0 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --split val
+val_acc=$(grep -Eo "accuracy [0-9.]+" out.txt | head -1)
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir warm --epochs 1 --init-from model.safetensors
+expect_output "init from model.safetensors \(model cnn, step [0-9]+\): weights only"
+expect_output "loaded +16"
+expect_output "validation of the initial weights \(--init-from\) at step 0 on 'val' \(102 samples\): loss [0-9.]+ $val_acc"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir head --epochs 1 --init-from "$ckpt" --init-exclude fc2. --freeze conv1.,bn1.
+expect_output "loaded +14"
+expect_output "excluded +2 +fc2.weight, fc2.bias"
+expect_output "frozen: 3 parameter tensor\(s\) under conv1.,bn1."
+pass "--init-from (export and checkpoint): the same validation ($val_acc), partial loading with a table, --freeze"
+
+"$PYTHON" - <<'PY'
+import h5py, numpy as np
+rng = np.random.default_rng(0)
+x = rng.integers(0, 255, size=(96, 3, 72, 72), dtype=np.uint8)
+y = rng.integers(0, 10, size=96)
+with h5py.File("rgb.h5", "w") as f:
+    f["samples"] = x
+    f["labels"] = y
+PY
+"$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --val-fraction 0 >/dev/null
+"$PYTHON" - <<'PY'
+import torch, torchvision
+from safetensors.torch import save_file
+torch.manual_seed(0)
+m = torchvision.models.resnet18(num_classes=10)
+with torch.no_grad():  # non-trivial BatchNorm statistics
+    m.train()(torch.randn(8, 3, 72, 72))
+save_file({k: v.contiguous() for k, v in m.state_dict().items()}, "tv.safetensors")
+PY
+expect_rc 0 run_mpi 2 predict --checkpoint tv.safetensors --model resnet --data rgb --split train --out tv.h5
+"$PYTHON" - <<'PY' || fail "lockstep's resnet18 disagrees with torchvision's on torchvision's weights"
+import json, h5py, numpy as np, torch, torchvision
+from safetensors.torch import load_file
+m = torchvision.models.resnet18(num_classes=10)
+m.load_state_dict(load_file("tv.safetensors"), strict=True)
+manifest = json.load(open("rgb/manifest.json"))
+raw = np.concatenate([h5py.File("rgb/" + s["file"])["samples"][:] for s in manifest["splits"]["train"]["shards"]])
+mean = torch.tensor(manifest["mean"]).view(1, -1, 1, 1)
+std = torch.tensor(manifest["std"]).view(1, -1, 1, 1)
+with torch.no_grad():
+    p = m.eval()((torch.from_numpy(raw).float() - mean) / std).softmax(1).numpy()
+diff = np.abs(h5py.File("tv.h5")["prob"][:] - p).max()
+assert diff < 1e-4, diff
+print(f"torchvision resnet18 == lockstep resnet on its weights: max |dp| {diff:.2e}")
+PY
+expect_rc 0 run_mpi 2 train --data rgb --batch-size 16 --run-dir tvft --model resnet --max-steps 2 --init-from tv.safetensors --init-exclude fc.
+expect_output "init from tv.safetensors \(foreign safetensors\)"
+expect_output "loaded +120"
+pass "torchvision resnet18 weights -> lockstep predict (same probabilities) and fine-tuning with a new head"
+
+# The other built-in models' reference modules, and unlabelled data.
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir mlp --model mlp --max-steps 6
+expect_rc 0 "$LOCKSTEP" export --checkpoint mlp/checkpoints/step-000000006.ckpt --out mlp.safetensors
+expect_rc 0 run_mpi 2 predict --checkpoint mlp.safetensors --data data --out mlp.h5
+"$PYTHON" "$(dirname "$0")/check_export.py" "$DOCS" mlp.safetensors data test mlp.h5 || fail "mlp reference module"
+"$PYTHON" - <<'PY'
+import math, random
+random.seed(2)
+with open("series.csv", "w") as f:
+    f.write("ax,ay,az,activity\n")
+    for block in range(48):
+        label = block % 3
+        for t in range(32):
+            v = [math.sin((label + 1) * t / 4.0 + k) + random.gauss(0, 0.3) for k in range(3)]
+            f.write(",".join(f"{x:.4f}" for x in v) + f",{['walk', 'sit', 'run'][label]}\n")
+PY
+"$LOCKSTEP" shard --input csv:series.csv --window 32 --output series --shards 2 >/dev/null
+expect_rc 0 run_mpi 2 train --data series --batch-size 8 --run-dir c1d --model cnn1d --width 8 --epochs 3 --max-steps 4
+expect_rc 0 "$LOCKSTEP" export --checkpoint c1d/checkpoints/step-000000004.ckpt --out c1d.safetensors
+expect_rc 0 run_mpi 2 predict --checkpoint c1d.safetensors --data series --split train --out c1d.h5
+"$PYTHON" "$(dirname "$0")/check_export.py" "$DOCS" c1d.safetensors series train c1d.h5 || fail "cnn1d reference module"
+"$PYTHON" - <<'PY'
+import json, h5py, numpy as np
+m = json.load(open("data/manifest.json"))
+raw = np.concatenate([h5py.File("data/" + s["file"])["samples"][:] for s in m["splits"]["test"]["shards"]])
+with h5py.File("unlabelled.h5", "w") as f:
+    f["samples"] = raw[:200]
+PY
+"$LOCKSTEP" shard --input hdf5:unlabelled.h5 --labels-dataset none --output unl --no-shuffle --val-fraction 0 >/dev/null
+expect_rc 0 run_mpi 2 predict --checkpoint "$ckpt" --data unl --split train --out unl.csv
+expect_output "inputs normalised with the statistics the model was trained with"
+"$PYTHON" - <<'PY' || fail "unlabelled predictions differ from the labelled ones on the same samples"
+import csv, h5py
+rows = list(csv.DictReader(open("unl.csv")))
+assert "label" not in rows[0] and len(rows) == 200, rows[0]
+same = h5py.File("pred.h5")["pred"][:200]
+assert [int(r["pred"]) for r in rows] == list(same)
+PY
+pass "mlp and cnn1d exports load into their reference modules; predict on unlabelled data (the model's normalisation)"
+
+# Bad input: one line, exit 2.
+head -c 100 model.safetensors > short.safetensors
+expect_rc 2 run_mpi 2 predict --checkpoint short.safetensors --data data --out x.csv
+expect_output "short.safetensors: not a safetensors file \(header length [0-9]+ exceeds the file's 100 bytes\)"
+"$PYTHON" - <<'PY'
+import torch
+from safetensors.torch import load_file, save_file
+w = load_file("model.safetensors")
+w["fc2.weight"] = w["fc2.weight"].to(torch.int32)
+save_file(w, "int.safetensors")
+w = load_file("model.safetensors")
+w["fc2.weight"] = w["fc2.weight"][:5]
+save_file(w, "shape.safetensors")
+PY
+for f in int shape; do
+  expect_rc 2 run_mpi 2 predict --checkpoint $f.safetensors --data data --out x.csv
+  expect_output "$f.safetensors: its weights do not fit model 'cnn' .*1 of another shape"
+done
+expect_rc 2 run_mpi 2 predict --checkpoint tv.safetensors --data data --out x.csv
+expect_output "tv.safetensors: its weights do not fit model 'cnn'"
+expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --out model.pt
+expect_output "must end in .safetensors"
+[ ! -e x.csv ] || fail "a failed predict left its output"
+pass "bad safetensors header, wrong dtype, wrong shape, another model family: one line, exit 2"
+
+# Stopping on validation: early stopping and a target, agreed by all ranks.
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir early --epochs 20 --lr 1e-9 \
+  --train.early-stop-metric val_loss --train.early-stop-patience 2 --train.early-stop-min-delta 0.01
+expect_output "stopping at step 42: val_loss did not improve by more than 0.01 for 2 evaluation\(s\)"
+[ "$(json_rows early/metrics.jsonl end step)" = 42 ] || fail "no end row at the early stop"
+[ -n "$(json_rows early/metrics.jsonl end stopped_early)" ] || fail "the end row does not say why it stopped"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir early --epochs 20 --lr 1e-9 \
+  --train.early-stop-metric val_loss --train.early-stop-patience 2 --train.early-stop-min-delta 0.01
+expect_output "nothing to do: the run stopped at step 42"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir target --epochs 20 --eval-every 7 --train.stop-at 'val_acc>=0.5'
+expect_output "stopping at step [0-9]+: val_acc 0\.[5-9][0-9]* reached the target >=0.5 at step [0-9]+ after [0-9.]+ s"
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir bad --train.stop-at 'accuracy>0.5'
+expect_output "--train.stop-at must be val_acc>=X, val_f1>=X or val_loss<=X"
+pass "early stopping (patience 2, min delta 0.01) and --train.stop-at: logged, end row, stays stopped"
+echo "e2e after_training: all passed"

@@ -1,0 +1,40 @@
+// core/train/stop_rule and the --train.stop-at grammar: early stopping and targets.
+#include <gtest/gtest.h>
+
+#include "core/config/config_checks.hpp"
+#include "core/train/stop_rule.hpp"
+
+using namespace lockstep;
+
+TEST(StopRule, EarlyStoppingCountsEvaluationsWithoutImprovement) {
+  Config cfg;
+  cfg.early_stop_metric = BestMetric::kValLoss;
+  cfg.early_stop_patience = 2;
+  cfg.early_stop_min_delta = 0.01;
+  StopRule rule(cfg);
+  EXPECT_EQ(rule.observe(0.5, 0.5, 1.00, 10, 1), "");
+  EXPECT_EQ(rule.observe(0.5, 0.5, 0.95, 20, 2), "");   // improved by 0.05: the count restarts
+  EXPECT_EQ(rule.observe(0.5, 0.5, 0.945, 30, 3), "");  // by 0.005 < min delta: 1
+  // The state survives a checkpoint: a resumed run counts on.
+  StopRule resumed(cfg);
+  resumed.load_state_json(rule.state_json(), "x");
+  const std::string why = resumed.observe(0.5, 0.5, 0.96, 40, 4);
+  EXPECT_NE(why.find("val_loss did not improve by more than 0.01 for 2 evaluation(s) (best 0.9500"), std::string::npos)
+      << why;
+}
+
+TEST(StopRule, TargetsStopOnceReached) {
+  Config cfg;
+  ASSERT_EQ(check_config(&(cfg.stop_at = "val_acc>=0.9", cfg)), "");
+  StopRule rule(cfg);
+  EXPECT_EQ(rule.observe(0.89, 0, 0, 10, 5), "");
+  EXPECT_NE(rule.observe(0.91, 0, 0, 20, 9.5).find("val_acc 0.9100 reached the target >=0.9 at step 20 after 9.5 s"),
+            std::string::npos);
+  BestMetric m;
+  double v;
+  EXPECT_TRUE(parse_stop_target("val_loss<=0.25", &m, &v));
+  EXPECT_EQ(m, BestMetric::kValLoss);
+  EXPECT_FALSE(parse_stop_target("val_loss>=0.25", &m, &v));
+  EXPECT_FALSE(parse_stop_target("val_acc>=", &m, &v));
+  EXPECT_FALSE(parse_stop_target("val_acc>=0.9x", &m, &v));
+}
