@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/po_error.hpp"
 #include "core/base/env.hpp"
 #include "core/base/error.hpp"
 #include "io/import/import_spec.hpp"
@@ -41,11 +42,12 @@ int cmd_shard(const Args& args) {
       "usage: lockstep shard --input KIND:PATH --output DIR [options]\n"
       "  KIND:PATH  idx:DIR (MNIST-family IDX files, raw or .gz; t10k-* becomes 'test')\n"
       "             csv:FILE (numeric columns + a label column)\n"
+      "             ts:FILE (UEA/UCR time-series classification .ts, equal length: samples [D, L])\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n\nOptions");
   d.add_options()
       ("help,h", "print this help and exit")
       ("input", po::value(&spec.input)->required(), "source of the 'train' split")
-      ("test-input", po::value(&spec.test_input), "csv/hdf5 source of the 'test' split")
+      ("test-input", po::value(&spec.test_input), "csv/ts/hdf5 source of the 'test' split")
       ("output", po::value(&opt.output_dir)->required(), "dataset directory to write (shards + manifest.json)")
       ("shards", po::value(&opt.plan.shards)->default_value(opt.plan.shards), "shards per split")
       ("val-fraction", po::value(&opt.plan.val_fraction)->default_value(0.1),
@@ -75,7 +77,7 @@ int cmd_shard(const Args& args) {
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see lockstep shard --help)");
+    throw UsageError(po_message(e) + " (see lockstep shard --help)");
   }
   require_single_process();
   if (opt.plan.shards < 1) throw UsageError("--shards must be at least 1");

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/po_error.hpp"
 #include "core/config/config_checks.hpp"
 #include "core/config/enums.hpp"
 
@@ -25,8 +26,11 @@ void validate(boost::any& out, const std::vector<std::string>& values, E*, int) 
   po::validators::check_first_occurrence(out);
   const std::string& text = po::validators::get_single_string(values);
   E value{};
-  if (!parse_enum(text, &value))
-    throw po::error_with_option_name("%canonical_option% must be " + enum_choices<E>() + ", not '" + text + "'");
+  if (!parse_enum(text, &value)) {
+    po::error_with_option_name e("%canonical_option% must be " + enum_choices<E>() + ", not '%value%'");
+    e.set_substitute("value", text);  // never in the template itself: po_error.hpp
+    throw e;
+  }
   out = value;
 }
 
@@ -266,12 +270,12 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
       try {
         po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
       } catch (const po::error& e) {
-        return {ParseStatus::kError, path + ": " + e.what()};
+        return {ParseStatus::kError, path + ": " + po_message(e)};
       }
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    return {ParseStatus::kError, e.what()};
+    return {ParseStatus::kError, po_message(e)};
   }
   for (const auto& key : required)
     if (!vm.count(key)) return {ParseStatus::kError, "missing required option --" + key};

@@ -53,9 +53,9 @@ std::string meta_to_json(const CheckpointMeta& m) {
 
 CheckpointMeta meta_from_json(const std::string& json, const std::string& path) {
   CheckpointMeta m;
+  const io::Json t = io::parse_json(json, path + ": checkpoint metadata");
   const char* field = "";
   try {
-    const io::Json t = io::Json::parse(json);
     const auto get = [&](const char* key, auto* out) {
       field = key;
       *out = t.at(key).get<std::decay_t<decltype(*out)>>();
@@ -94,8 +94,6 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get("lockstep_version", &m.lockstep_version);
     get("torch_version", &m.torch_version);
     get_or("config", &m.config_ini);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path + ": checkpoint metadata is not valid JSON (" + e.what() + ")");
   } catch (const std::exception& e) {
     throw Error(path + ": checkpoint metadata field '" + field + "' is missing or malformed (" + e.what() + ")");
   }

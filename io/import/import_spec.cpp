@@ -8,6 +8,7 @@
 #include "core/base/error.hpp"
 #include "io/import/hdf5_import.hpp"
 #include "io/import/idx_import.hpp"
+#include "io/import/ts_import.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -22,8 +23,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 std::pair<std::string, std::string> kind_and_path(const std::string& spec, const char* option) {
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
-  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5"))
-    throw UsageError(fmt::format("--{} must be idx:DIR, csv:FILE or hdf5:FILE, got '{}'", option, spec));
+  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts"))
+    throw UsageError(fmt::format("--{} must be idx:DIR, csv:FILE, ts:FILE or hdf5:FILE, got '{}'", option, spec));
   return {kind, spec.substr(colon + 1)};
 }
 
@@ -37,7 +38,7 @@ OpenedImport open_import(ImportSpec& spec) {
   OpenedImport out;
   if (kind == "idx") {
     if (!spec.test_input.empty())
-      throw UsageError("--test-input is for csv/hdf5; idx takes t10k-* from the same directory");
+      throw UsageError("--test-input is for csv/ts/hdf5; idx takes t10k-* from the same directory");
     out.inputs = open_idx(path, &files);
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
@@ -50,6 +51,10 @@ OpenedImport open_import(ImportSpec& spec) {
     if (kind == "csv") {
       std::vector<std::string> names;
       out.inputs = open_csv(split_files, spec.csv, &names);
+      if (opt.class_names.empty()) opt.class_names = names;
+    } else if (kind == "ts") {
+      std::vector<std::string> names;
+      out.inputs = open_ts(split_files, &names);
       if (opt.class_names.empty()) opt.class_names = names;
     } else {
       for (const auto& [split, file] : split_files)

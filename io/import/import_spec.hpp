@@ -1,7 +1,8 @@
 // import_spec: what `lockstep shard` is told, turned into the importer's inputs.
 //
 // INPUT (and TEST_INPUT) is KIND:PATH: idx:DIR (MNIST-family IDX; t10k-* becomes 'test'),
-// csv:FILE or hdf5:FILE (the 'train' split; --test-input the 'test' one). open_import
+// csv:FILE, ts:FILE (UEA/UCR .ts) or hdf5:FILE (the 'train' split; --test-input the 'test'
+// one). open_import
 // opens every source, fills OPTIONS (class names, the files it reads) and describes the
 // inputs and every option as the fingerprint that lets a second identical run skip the
 // work (importer.hpp).

@@ -8,6 +8,8 @@ Json parse_json(const std::string& text, const std::string& what) {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(what + ": not valid JSON (byte " + std::to_string(e.byte) + ": " + e.what() + ")");
+  } catch (const nlohmann::json::exception& e) {  // a number too large for a double (found by fuzz_manifest)
+    throw Error(what + ": not valid JSON (" + e.what() + ")");
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "io/dataset/shard_format.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 #include "io/records/metrics_log.hpp"
@@ -23,6 +24,17 @@ TEST(Json, ObjectRoundTripsThroughTheParser) {
   EXPECT_ERROR_CONTAINS(json_get<int>(t, "s", "m.json"), "m.json: key 's' holds a malformed value");
   EXPECT_ERROR_CONTAINS(json_get<int>(t, "nope", "m.json"), "m.json: missing key 'nope'");
   EXPECT_ERROR_CONTAINS(parse_json("{oops", "m.json"), "m.json: not valid JSON");
+}
+
+// Regression (fuzz_manifest, tests/fuzz/seeds/manifest/regress-number-overflow.json): a
+// number too large for a double was nlohmann's out_of_range, not a parse_error, and escaped
+// as an exception without the file's name.
+TEST(Json, ANumberBeyondDoubleRangeIsAnErrorNamingTheFile) {
+  EXPECT_ERROR_CONTAINS(parse_json("{\"mean\": [73.0e105843297379214]}", "m.json"), "m.json: not valid JSON");
+  EXPECT_ERROR_CONTAINS(parse_json("1e400", "m.json"), "number overflow");
+  const std::string dir = lockstep::testing::fresh_dir("json-overflow");
+  write_file_atomic(dir + "/manifest.json", "{\"lockstep_names\": [], \"mean\": [1e999]}");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "manifest.json: not valid JSON");
 }
 
 TEST(Json, NonFiniteNumbersBecomeNullAndBytesNeverThrow) {

@@ -111,7 +111,9 @@ TEST(ResumeCheck, AnotherWidthOrOptimizerIsOneLineNotALibTorchAssert) {
 
 TEST(CheckpointMetaErrors, AMalformedFieldIsNamed) {
   EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": \"twelve\"}", "m.ckpt"), "m.ckpt: checkpoint metadata field 'step'");
-  EXPECT_ERROR_CONTAINS(meta_from_json("{not json", "m.ckpt"), "m.ckpt: checkpoint metadata is not valid JSON");
+  EXPECT_ERROR_CONTAINS(meta_from_json("{not json", "m.ckpt"), "m.ckpt: checkpoint metadata: not valid JSON");
+  // A number beyond double range is a JSON error like any other (found by fuzz_manifest).
+  EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": 1e999}", "m.ckpt"), "m.ckpt: checkpoint metadata: not valid JSON");
 }
 
 TEST(CheckpointMeta, BytesThatAreNotUtf8DoNotBreakTheHeader) {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# libFuzzer targets for every parser of outside data (tests/fuzz), built with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer, each run SECONDS (default 20) from its
+# seed corpus (tests/fuzz/seeds: real files). A crash, a sanitizer report or an exception
+# that is not lockstep::Error fails the run; libFuzzer saves the input as crash-* in the
+# work directory, to become a regression seed (and a unit test).
+#   bash .ci/fuzz.sh [SECONDS] [WORK_DIR]        bench/fuzz.sh runs the same longer.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SECS=${1:-20}
+WORK=${2:-$ROOT/build-fuzz}
+command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
+mkdir -p "$WORK"
+if [ ! -f "$WORK/CMakeCache.txt" ]; then
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$WORK" -DLOCKSTEP_FUZZ_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$WORK/configure.log" 2>&1 ||
+    { cat "$WORK/configure.log"; exit 1; }
+fi
+cmake --build "$WORK" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
+status=0
+for seeds in "$ROOT"/tests/fuzz/seeds/*/; do
+  target=$(basename "$seeds")
+  corpus=$WORK/corpus/$target
+  mkdir -p "$corpus" "$WORK/crashes"
+  log=$WORK/fuzz_$target.log
+  if (cd "$WORK/crashes" && "$WORK/tests/fuzz/fuzz_$target" -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=10 \
+        -print_final_stats=1 "$corpus" "$seeds" >"$log" 2>&1); then
+    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$')
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+    echo "fuzz $target: ${runs:-?} runs in ${SECS} s, $cov, no crash"
+  else
+    status=1
+    echo "fuzz $target: FAILED"
+    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+  fi
+done
+exit $status

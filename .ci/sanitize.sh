@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Sanitizer builds, each its own build directory, built only as far as the tests need:
+#   asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) on the unit, MPI
+#         (1 and 2 ranks) and end-to-end tests that exercise the training loop;
+#   tsan: ThreadSanitizer on the threaded parts — communication thread, reducer hooks,
+#         watchdog, prefetch loader, background checkpoint writer — through the unit and
+#         MPI tests and a 2-rank training run with a stop signal.
+# Suppressions (tests/sanitizers/*.supp) name third-party libraries only.
+#   bash .ci/sanitize.sh [asan|tsan|all]      after .ci/setup (same venv and packages)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WHICH=${1:-all}
+VENV=${LOCKSTEP_VENV:-$HOME/.cache/lockstep/venv-torch2.11}
+PREFIX=$("$VENV/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+SUPP=$ROOT/tests/sanitizers
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Open MPI's memory hooks patch malloc, which the sanitizers own; its plugins stay loaded
+# so that reports through them have names.
+export OMPI_MCA_memory=^patcher OMPI_MCA_mca_base_component_disable_dlclose=1
+
+build() {  # build NAME SANITIZERS
+  local dir=$ROOT/build-$1
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE=-O1 \
+      -DCMAKE_C_FLAGS_SANITIZE=-O1 -DCMAKE_PREFIX_PATH="$PREFIX" \
+      -DLOCKSTEP_SANITIZE="$2" -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON="$VENV/bin/python" >"$dir.log" 2>&1 ||
+      { cat "$dir.log"; exit 1; }
+  fi
+  SECONDS=0
+  cmake --build "$dir" -j"$(nproc)" --target lockstep unit_tests mpi_tests >"$dir.log" 2>&1 || { tail -40 "$dir.log"; exit 1; }
+  echo "sanitize: build-$1 ($2) built in $SECONDS s"
+}
+
+run_tests() {  # run_tests NAME REGEX
+  local dir=$ROOT/build-$1
+  SECONDS=0
+  ctest --test-dir "$dir" -R "$2" --output-on-failure || { echo "sanitize: $1 tests FAILED"; exit 1; }
+  echo "sanitize: $1 tests passed in $SECONDS s"
+}
+
+if [ "$WHICH" = asan ] || [ "$WHICH" = all ]; then
+  # fast_unwind_on_malloc=0: whole allocation stacks through the uninstrumented libraries
+  # (without frame pointers the fast unwinder stops inside them and a leak in MPI_Init
+  # cannot be told from one in lockstep).
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:detect_stack_use_after_return=0:fast_unwind_on_malloc=0
+  export LSAN_OPTIONS=suppressions=$SUPP/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS=suppressions=$SUPP/ubsan.supp:print_stacktrace=1:halt_on_error=1
+  build asan address,undefined
+  run_tests asan '^(unit_tests|mpi_tests_np1|mpi_tests_np2|e2e_train_resume|e2e_no_hang|e2e_signals|e2e_run_safety|e2e_data_safety)$'
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+fi
+if [ "$WHICH" = tsan ] || [ "$WHICH" = all ]; then
+  export TSAN_OPTIONS="suppressions=$SUPP/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
+  # LibTorch's OpenMP workers synchronise in libgomp, which TSan cannot see; one intra-op
+  # thread keeps every report about lockstep's own threads.
+  export OMP_NUM_THREADS=1
+  build tsan thread
+  run_tests tsan '^(unit_tests|mpi_tests_np1|mpi_tests_np2|e2e_signals|e2e_no_hang)$'
+fi

@@ -1,0 +1,206 @@
+// ts_import: see ts_import.hpp.
+#include "io/import/ts_import.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "core/base/error.hpp"
+
+namespace lockstep::io {
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s, char delim) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = s.find(delim, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) return out;
+    start = pos + 1;
+  }
+}
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    const size_t b = i;
+    while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i > b) out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+// A header count (@dimensions, @seriesLength): a positive integer below 2^31.
+int64_t header_count(const std::string& v, const std::string& where) {
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  LOCKSTEP_REQUIRE(!v.empty() && end == v.c_str() + v.size() && errno == 0 && n > 0 && n < (1LL << 31),
+                   where + ": '" + v + "' is not a positive count");
+  return n;
+}
+
+// Appends one comma-separated series to OUT; returns its length.
+int64_t parse_series(const std::string& text, const std::string& where, int64_t dim, std::vector<float>* out) {
+  LOCKSTEP_REQUIRE(!trim(text).empty(), where + ": dimension " + std::to_string(dim) + " is an empty series");
+  int64_t n = 0;
+  for (const std::string& raw : split(text, ',')) {
+    const std::string f = trim(raw);
+    LOCKSTEP_REQUIRE(f != "?", where + ": dimension " + std::to_string(dim) + " has a missing value ('?'); " +
+                                   "fill or drop it before import");
+    char* end = nullptr;
+    errno = 0;
+    const float v = std::strtof(f.c_str(), &end);
+    LOCKSTEP_REQUIRE(!f.empty() && end == f.c_str() + f.size() && errno != ERANGE && std::isfinite(v),
+                     where + ": dimension " + std::to_string(dim) + " value '" + f.substr(0, 40) +
+                         "' is not a finite number");
+    out->push_back(v);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TsTable parse_ts(std::istream& in, const std::string& path) {
+  TsTable t;
+  t.path = path;
+  bool labeled = false, saw_class_label = false, in_data = false;
+  int64_t declared_dims = 0, declared_length = 0;
+  std::string line;
+  int64_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno);
+    const std::string s = trim(line);
+    if (s.empty() || s[0] == '#' || s[0] == '%') continue;  // '%': ARFF-style comments, in some archive files
+    if (!in_data) {
+      LOCKSTEP_REQUIRE(s[0] == '@', where + ": expected a '@' header line or '@data' before the cases");
+      const std::vector<std::string> w = words(s);
+      const std::string key = lower(w[0]);
+      const std::string value = w.size() > 1 ? lower(w[1]) : "";
+      if (key == "@data") {
+        in_data = true;
+      } else if (key == "@timestamps") {
+        LOCKSTEP_REQUIRE(value != "true", where + ": timestamped series (@timeStamps true) are not supported");
+      } else if (key == "@targetlabel") {
+        LOCKSTEP_REQUIRE(value != "true", where + ": a regression problem (@targetLabel true), not classification");
+      } else if (key == "@dimensions") {
+        declared_dims = header_count(w.size() > 1 ? w[1] : "", where);
+      } else if (key == "@serieslength") {
+        declared_length = header_count(w.size() > 1 ? w[1] : "", where);
+      } else if (key == "@classlabel") {
+        LOCKSTEP_REQUIRE(value == "true" || value == "false", where + ": @classLabel must be followed by true or false");
+        saw_class_label = true;
+        labeled = value == "true";
+        t.classes.assign(w.begin() + 2, w.end());
+        LOCKSTEP_REQUIRE(!labeled || !t.classes.empty(), where + ": @classLabel true declares no class labels");
+        LOCKSTEP_REQUIRE(static_cast<int64_t>(t.classes.size()) < kMaxClasses, where + ": too many classes");
+        for (size_t i = 0; i < t.classes.size(); ++i)
+          LOCKSTEP_REQUIRE(std::find(t.classes.begin(), t.classes.begin() + static_cast<std::ptrdiff_t>(i),
+                                     t.classes[i]) == t.classes.begin() + static_cast<std::ptrdiff_t>(i),
+                           where + ": class label '" + t.classes[i] + "' is declared twice");
+      }
+      // Other keys (@problemName, @missing, @univariate, @equalLength) describe what the
+      // cases are checked against anyway.
+      continue;
+    }
+    if (t.cases == 0) LOCKSTEP_REQUIRE(saw_class_label, path + ": no @classLabel line before @data");
+    std::vector<std::string> fields = split(s, ':');
+    std::string label;
+    if (labeled) {
+      LOCKSTEP_REQUIRE(fields.size() >= 2, where + ": a case needs its series and a class label, separated by ':'");
+      label = trim(fields.back());
+      fields.pop_back();
+    }
+    const int64_t dims = static_cast<int64_t>(fields.size());
+    if (t.cases == 0) {
+      LOCKSTEP_REQUIRE(declared_dims == 0 || dims == declared_dims,
+                       where + ": " + std::to_string(dims) + " dimension(s), @dimensions says " +
+                           std::to_string(declared_dims));
+      t.dims = dims;
+    }
+    LOCKSTEP_REQUIRE(dims == t.dims, where + ": " + std::to_string(dims) + " dimension(s), the first case has " +
+                                         std::to_string(t.dims));
+    for (int64_t d = 0; d < dims; ++d) {
+      const int64_t n = parse_series(fields[static_cast<size_t>(d)], where, d, &t.values);
+      if (t.cases == 0 && d == 0) {
+        LOCKSTEP_REQUIRE(declared_length == 0 || n == declared_length,
+                         where + ": series of length " + std::to_string(n) + ", @seriesLength says " +
+                             std::to_string(declared_length));
+        t.length = n;
+      }
+      LOCKSTEP_REQUIRE(n == t.length,
+                       where + ": dimension " + std::to_string(d) + " has length " + std::to_string(n) +
+                           ", the first case's has " + std::to_string(t.length) +
+                           ": unequal-length series cannot be stored in one sample shape (use the archive's "
+                           "equal-length variant, e.g. *_eq_TRAIN.ts, or resample)");
+    }
+    if (labeled) {
+      const auto it = std::find(t.classes.begin(), t.classes.end(), label);
+      LOCKSTEP_REQUIRE(it != t.classes.end(), where + ": class label '" + label.substr(0, 40) +
+                                                  "' is not one @classLabel declares");
+      t.labels.push_back(it - t.classes.begin());
+    } else {
+      t.labels.push_back(0);
+    }
+    ++t.cases;
+  }
+  LOCKSTEP_REQUIRE(!in.bad(), "cannot read " + path);
+  LOCKSTEP_REQUIRE(in_data, path + ": no @data line");
+  LOCKSTEP_REQUIRE(t.cases > 0, path + ": no cases after @data");
+  if (!labeled) t.classes.clear();
+  return t;
+}
+
+std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::string>>& split_files,
+                                std::vector<std::string>* class_names) {
+  std::vector<TsTable> tables;
+  for (const auto& [split_name, path] : split_files) {
+    std::ifstream in(path);
+    LOCKSTEP_REQUIRE(in.good(), "cannot read .ts file " + path);
+    tables.push_back(parse_ts(in, path));
+  }
+  const TsTable& first = tables[0];
+  for (const TsTable& t : tables) {
+    LOCKSTEP_REQUIRE(t.dims == first.dims && t.length == first.length,
+                     t.path + ": cases of " + std::to_string(t.dims) + " x " + std::to_string(t.length) + ", " +
+                         first.path + " has " + std::to_string(first.dims) + " x " + std::to_string(first.length));
+    LOCKSTEP_REQUIRE(t.classes == first.classes,
+                     t.path + ": declares other class labels (@classLabel) than " + first.path);
+  }
+  *class_names = first.classes;
+  std::vector<InputSplit> out;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    TsTable& t = tables[i];
+    DatasetSpec spec;
+    spec.dtype = DType::kFloat32;
+    spec.sample_shape = {t.dims, t.length};
+    spec.num_classes = static_cast<int64_t>(t.classes.size());
+    spec.labeled = !t.classes.empty();
+    std::vector<unsigned char> bytes(t.values.size() * sizeof(float));
+    std::memcpy(bytes.data(), t.values.data(), bytes.size());
+    out.push_back({split_files[i].first,
+                   std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(t.labels)), i == 0});
+  }
+  return out;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,40 @@
+# The time-series jobs end to end on real UEA data (jobs/data/uea.sh reads the .ts files
+# of the aeon wheel that .ci/setup fetched): import, 2-rank training with the job files as
+# shipped, their accuracy targets on the test split, resume, and .ts import errors.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/common.sh" "$@"
+export LOCKSTEP
+
+end_field() { json_rows "$1/metrics.jsonl" end "$2"; }
+meets() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+for job in har_basicmotions:basicmotions:0.975 japanese_vowels:japanese-vowels:0.97; do
+  IFS=: read -r name set target <<<"$job"
+  expect_rc 0 bash "$ROOT/jobs/data/uea.sh" "$set" "$WORK/data/$set"
+  expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/$name.ini" --data "$WORK/data/$set" --run.dir "$WORK/runs/$name"
+  acc=$(end_field "runs/$name" test_acc)
+  meets "$acc" "$target" || fail "$name: test accuracy $acc below its target $target"
+  pass "$name: test accuracy $acc (target >= $target)"
+  expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/$name.ini" --data "$WORK/data/$set" --run.dir "$WORK/runs/$name"
+  expect_output "nothing to do"
+done
+# BasicMotions is 6 channels x 100 steps, 4 named classes in declared order.
+"$LOCKSTEP" inspect data/basicmotions >"$WORK/out.txt" 2>&1
+expect_output "6x100 float32"
+expect_output "Standing, Running, Walking, Badminton"
+pass "BasicMotions shards: [6, 100], class names from @classLabel"
+
+# Bad .ts input: one line naming the file and line, exit 1, nothing written.
+TS=data/basicmotions.ts/BasicMotions_TRAIN.ts
+head -n 14 "$TS" >ragged.ts
+sed -n 15p "$TS" | sed 's/,[^,:]*:/:/' >>ragged.ts  # one value short in dimension 0
+expect_rc 1 "$LOCKSTEP" shard --input ts:ragged.ts --output bad-out
+expect_output "ragged.ts:15: dimension 0 has length 99, the first case's has 100"
+[ ! -e bad-out/manifest.json ] || fail "a failed import wrote a manifest"
+head -n 13 "$TS" >nolabel.ts && sed -n 14p "$TS" | sed 's/:[A-Za-z]*$/:Swimming/' >>nolabel.ts
+expect_rc 1 "$LOCKSTEP" shard --input ts:nolabel.ts --output bad-out
+expect_output "nolabel.ts:14: class label 'Swimming' is not one @classLabel declares"
+printf '@classLabel true a b\n@data\n1,2,?:a\n' >missing.ts
+expect_rc 1 "$LOCKSTEP" shard --input ts:missing.ts --output bad-out
+expect_output "missing.ts:3: dimension 0 has a missing value"
+pass "ragged, undeclared-label and missing-value .ts files: one line naming file:line"
