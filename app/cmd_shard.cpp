@@ -43,6 +43,7 @@ int cmd_shard(const Args& args) {
       "  KIND:PATH  idx:DIR (MNIST-family IDX files, raw or .gz; t10k-* becomes 'test')\n"
       "             csv:FILE (numeric columns + a label column)\n"
       "             ts:FILE (UEA/UCR time-series classification .ts, equal length: samples [D, L])\n"
+      "             ucihar:DIR (the UCI-HAR layout: train/, test/, Inertial Signals/, subjects as groups)\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n\nOptions");
   d.add_options()
       ("help,h", "print this help and exit")
@@ -61,9 +62,18 @@ int cmd_shard(const Args& args) {
       ("chunk", po::value(&opt.write.chunk_samples)->default_value(0), "samples per HDF5 chunk; 0: about 1 MiB")
       ("label-column", po::value(&csv.label_column), "csv: label column name or 0-based index (default: last)")
       ("header", po::value(&csv.header)->default_value("auto"), "csv: auto | yes | no")
-      ("delimiter", po::value(&delimiter)->default_value(","), "csv: field delimiter (one character)")
+      ("delimiter", po::value(&delimiter)->default_value(","),
+       "csv: field delimiter (one character), or 'space': runs of spaces/tabs (UCI-style text)")
+      ("ignore-columns", po::value(&csv.ignore_columns),
+       "csv: comma-separated column names or indices that are neither features nor labels (e.g. a timestamp)")
       ("window", po::value(&csv.window)->default_value(0), "csv: rows per time-series window (0: one sample per row)")
       ("stride", po::value(&csv.stride)->default_value(0), "csv: rows between window starts (0: = window)")
+      ("window-labels", po::value(&csv.window_labels)->default_value("pure"),
+       "csv: pure (windows never cross a label boundary) | majority (they may; labelled by the majority)")
+      ("har-signals", po::value(&spec.har_signals)->default_value("inertial"),
+       "ucihar: inertial (the nine raw signals, [9, 128]) | features (X_*.txt, [561])")
+      ("group-column", po::value(&csv.group_column),
+       "csv: column of group ids (subject, trial): windows never cross groups, --val-fraction takes whole groups")
       ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples")
       ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels")
       ("force", "rewrite even when the output already matches the input, and write into a directory that "
@@ -83,7 +93,8 @@ int cmd_shard(const Args& args) {
   if (opt.plan.shards < 1) throw UsageError("--shards must be at least 1");
   if (opt.plan.limit < 0) throw UsageError("--limit must be >= 0");
   if (!(opt.plan.val_fraction >= 0 && opt.plan.val_fraction < 1)) throw UsageError("--val-fraction must be in [0, 1)");
-  if (delimiter.size() != 1) throw UsageError("--delimiter must be one character");
+  if (delimiter == "space") delimiter = " ";
+  if (delimiter.size() != 1) throw UsageError("--delimiter must be one character or 'space', not '" + delimiter + "'");
   csv.delimiter = delimiter[0];
   opt.plan.shuffle = !vm.count("no-shuffle");
   opt.force = vm.count("force") > 0;

@@ -17,7 +17,9 @@ class Defused final : public po::error_with_option_name {
 
  private:
   bool spells_placeholder(const std::string& s) const {
-    const auto has = [&](const std::string& name) { return s.find('%' + name + '%') != std::string::npos; };
+    const auto has = [&](const std::string& name) {
+      return s.find('%' + name + '%') != std::string::npos;
+    };
     for (const auto& entry : m_substitutions)
       if (has(entry.first)) return true;
     for (const auto& entry : m_substitution_defaults)
@@ -35,7 +37,8 @@ class Defused final : public po::error_with_option_name {
 }  // namespace
 
 std::string po_message(const po::error& e) {
-  if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&e)) return Defused(*named).what();
+  if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&e))
+    return Defused(*named).what();
   return e.what();
 }
 

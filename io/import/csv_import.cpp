@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/base/error.hpp"
 
@@ -20,12 +21,23 @@ struct CsvTable {
   std::vector<std::string> columns;  // names, or "column N"
   int64_t rows = 0;
   int64_t features = 0;
-  std::vector<float> values;         // rows x features
-  std::vector<std::string> labels;   // raw label text per row
+  std::vector<float> values;        // rows x features
+  std::vector<std::string> labels;  // raw label text per row
+  std::vector<std::string> groups;  // raw group text per row (--group-column)
 };
 
 std::vector<std::string> split_line(const std::string& line, char delim) {
   std::vector<std::string> out;
+  if (delim == ' ') {  // runs of spaces and tabs separate; none leads or trails
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      const size_t b = i;
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+      if (i > b) out.push_back(line.substr(b, i - b));
+    }
+    return out;
+  }
   size_t start = 0;
   for (;;) {
     const size_t pos = line.find(delim, start);
@@ -58,111 +70,177 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
   CsvTable t;
   t.path = path;
   std::string line;
-  int64_t lineno = 0, label_col = -1, width = -1;
+  int64_t lineno = 0, label_col = -1, group_col = -1, width = -1;
   bool first = true;
+  std::vector<std::string> records;
+  std::set<int64_t> ignored;
   while (std::getline(in, line)) {
     ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto fields = split_line(line, opt.delimiter);
-    if (first) {
-      first = false;
-      width = static_cast<int64_t>(fields.size());
-      float dummy;
-      const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
-        return parse_float(f, &dummy);
-      });
-      const bool header = opt.header == "yes" || (opt.header == "auto" && !numeric);
-      for (int64_t i = 0; i < width; ++i)
-        t.columns.push_back(header ? fields[static_cast<size_t>(i)] : "column " + std::to_string(i));
-      if (opt.label_column == "none") {
-        label_col = -1;  // unlabeled: every column is a feature
-      } else if (opt.label_column.empty()) {
-        label_col = width - 1;
-      } else if (is_class_id(opt.label_column)) {
-        label_col = std::stoll(opt.label_column);
-      } else {
-        const auto it = std::find(t.columns.begin(), t.columns.end(), opt.label_column);
-        LOCKSTEP_REQUIRE(header && it != t.columns.end(),
-                         path + ": no column named '" + opt.label_column + "'" + (header ? "" : " (the file has no header)"));
-        label_col = it - t.columns.begin();
-      }
-      LOCKSTEP_REQUIRE(label_col == -1 || (label_col >= 0 && label_col < width),
-                       path + ": label column " + opt.label_column + " is outside its " + std::to_string(width) + " columns");
-      LOCKSTEP_REQUIRE(width >= (label_col < 0 ? 1 : 2), path + ": needs at least one feature column");
-      t.features = label_col < 0 ? width : width - 1;
-      if (header) continue;
+    records.clear();
+    if (opt.delimiter != ';' && line.find(';') != std::string::npos) {
+      for (const std::string& r : split_line(line, ';'))
+        if (r.find_first_not_of(" \t\r") != std::string::npos) records.push_back(r);
+    } else {
+      records.push_back(line);
     }
-    LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
-                     path + ":" + std::to_string(lineno) + ": " + std::to_string(fields.size()) +
-                         " fields, expected " + std::to_string(width));
-    for (int64_t i = 0; i < width; ++i) {
-      const std::string& f = fields[static_cast<size_t>(i)];
-      if (i == label_col) {
-        LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty label");
-        t.labels.push_back(f);
-        continue;
+    for (const std::string& record : records) {
+      if (record.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const auto fields = split_line(record, opt.delimiter);
+      if (first) {
+        first = false;
+        width = static_cast<int64_t>(fields.size());
+        float dummy;
+        const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
+          return parse_float(f, &dummy);
+        });
+        const bool header = opt.header == "yes" || (opt.header == "auto" && !numeric);
+        for (int64_t i = 0; i < width; ++i)
+          t.columns.push_back(header ? fields[static_cast<size_t>(i)]
+                                     : "column " + std::to_string(i));
+        // A column given by name (needs the header) or 0-based index.
+        const auto column = [&](const std::string& spec, const char* what) -> int64_t {
+          int64_t c = -1;
+          if (is_class_id(spec)) {
+            c = std::stoll(spec);
+          } else {
+            const auto it = std::find(t.columns.begin(), t.columns.end(), spec);
+            LOCKSTEP_REQUIRE(header && it != t.columns.end(),
+                             path + ": no column named '" + spec + "'" +
+                                 (header ? "" : " (the file has no header)"));
+            c = it - t.columns.begin();
+          }
+          LOCKSTEP_REQUIRE(c >= 0 && c < width, path + ": " + what + " column " + spec +
+                                                    " is outside its " + std::to_string(width) +
+                                                    " columns");
+          return c;
+        };
+        if (opt.label_column == "none") {
+          label_col = -1;  // unlabeled: every column is a feature
+        } else if (opt.label_column.empty()) {
+          label_col = width - 1;
+        } else {
+          label_col = column(opt.label_column, "label");
+        }
+        if (!opt.group_column.empty()) {
+          group_col = column(opt.group_column, "group");
+          LOCKSTEP_REQUIRE(group_col != label_col,
+                           path + ": --group-column and the label column are the same column");
+        }
+        std::stringstream list(opt.ignore_columns);
+        for (std::string item; std::getline(list, item, ',');) {
+          const int64_t c = column(item, "ignored");
+          LOCKSTEP_REQUIRE(
+              c != label_col && c != group_col,
+              path + ": --ignore-columns names the label or group column (" + item + ")");
+          ignored.insert(c);
+        }
+        t.features = width - (label_col < 0 ? 0 : 1) - (group_col < 0 ? 0 : 1) -
+                     static_cast<int64_t>(ignored.size());
+        LOCKSTEP_REQUIRE(t.features >= 1, path + ": needs at least one feature column");
+        if (header) continue;
       }
-      float v = 0;
-      LOCKSTEP_REQUIRE(parse_float(f, &v) && std::isfinite(v),
-                       path + ":" + std::to_string(lineno) + ": column '" + t.columns[static_cast<size_t>(i)] +
-                           "' value '" + f + "' is not a finite number");
-      t.values.push_back(v);
+      LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
+                       path + ":" + std::to_string(lineno) + ": " + std::to_string(fields.size()) +
+                           " fields, expected " + std::to_string(width));
+      for (int64_t i = 0; i < width; ++i) {
+        const std::string& f = fields[static_cast<size_t>(i)];
+        if (i == label_col) {
+          LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty label");
+          t.labels.push_back(f);
+          continue;
+        }
+        if (i == group_col) {
+          LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty group id");
+          t.groups.push_back(f);
+          continue;
+        }
+        if (ignored.count(i)) continue;
+        float v = 0;
+        LOCKSTEP_REQUIRE(parse_float(f, &v) && std::isfinite(v),
+                         path + ":" + std::to_string(lineno) + ": column '" +
+                             t.columns[static_cast<size_t>(i)] + "' value '" + f +
+                             "' is not a finite number");
+        t.values.push_back(v);
+      }
+      ++t.rows;
     }
-    ++t.rows;
   }
   LOCKSTEP_REQUIRE(t.rows > 0, path + ": no data rows");
   return t;
 }
 
-std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int64_t>& ids, int64_t classes,
+std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int64_t>& ids,
+                                        const std::vector<int64_t>& group_ids, int64_t classes,
                                         const CsvOptions& opt) {
   DatasetSpec spec;
   spec.dtype = DType::kFloat32;
   spec.num_classes = classes;
   spec.labeled = opt.label_column != "none";
   std::vector<float> samples;
-  std::vector<int64_t> labels;
+  std::vector<int64_t> labels, groups;
   const int64_t f = t.features;
   if (opt.window <= 0) {
     spec.sample_shape = {f};
     samples = t.values;
     labels = ids;
+    groups = group_ids;
   } else {
     const int64_t w = opt.window, s = opt.stride > 0 ? opt.stride : opt.window;
-    LOCKSTEP_REQUIRE(t.rows >= w, t.path + ": " + std::to_string(t.rows) + " rows, fewer than one window of " +
-                                      std::to_string(w));
+    const bool pure = opt.window_labels == "pure" && spec.labeled;
     spec.sample_shape = {f, w};
-    std::vector<int64_t> counts(static_cast<size_t>(classes));
-    for (int64_t start = 0; start + w <= t.rows; start += s) {
-      for (int64_t c = 0; c < f; ++c)
-        for (int64_t k = 0; k < w; ++k) samples.push_back(t.values[static_cast<size_t>((start + k) * f + c)]);
-      if (!spec.labeled) {
-        labels.push_back(0);
-        continue;
+    std::vector<int64_t> counts(static_cast<size_t>(std::max<int64_t>(1, classes)));
+    const auto group_of = [&](int64_t row) {
+      return group_ids.empty() ? 0 : group_ids[static_cast<size_t>(row)];
+    };
+    // Runs of rows a window may span: equal group (and, when pure, equal label).
+    for (int64_t begin = 0, end = 0; begin < t.rows; begin = end) {
+      end = begin + 1;
+      while (end < t.rows && group_of(end) == group_of(begin) &&
+             (!pure || ids[static_cast<size_t>(end)] == ids[static_cast<size_t>(begin)]))
+        ++end;
+      for (int64_t start = begin; start + w <= end; start += s) {
+        for (int64_t c = 0; c < f; ++c)
+          for (int64_t k = 0; k < w; ++k)
+            samples.push_back(t.values[static_cast<size_t>((start + k) * f + c)]);
+        if (!group_ids.empty()) groups.push_back(group_of(start));
+        if (!spec.labeled) {
+          labels.push_back(0);
+          continue;
+        }
+        std::fill(counts.begin(), counts.end(), 0);
+        for (int64_t k = 0; k < w; ++k)
+          ++counts[static_cast<size_t>(ids[static_cast<size_t>(start + k)])];
+        labels.push_back(std::max_element(counts.begin(), counts.end()) - counts.begin());
       }
-      std::fill(counts.begin(), counts.end(), 0);
-      for (int64_t k = 0; k < w; ++k) ++counts[static_cast<size_t>(ids[static_cast<size_t>(start + k)])];
-      labels.push_back(std::max_element(counts.begin(), counts.end()) - counts.begin());
     }
+    LOCKSTEP_REQUIRE(
+        !labels.empty(),
+        t.path + ": no window of " + std::to_string(w) + " rows fits in any run of rows of one " +
+            (pure ? "group and label" : "group") + " (" + std::to_string(t.rows) + " rows)" +
+            (pure ? "; --window-labels majority lets windows cross label boundaries" : ""));
   }
   std::vector<unsigned char> bytes(samples.size() * sizeof(float));
   std::memcpy(bytes.data(), samples.data(), bytes.size());
-  return std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(labels));
+  return std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(labels),
+                                        std::move(groups));
 }
 
 }  // namespace
 
-std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::string>>& split_files,
-                                 const CsvOptions& opt, std::vector<std::string>* class_names) {
+std::vector<InputSplit> open_csv(
+    const std::vector<std::pair<std::string, std::string>>& split_files, const CsvOptions& opt,
+    std::vector<std::string>* class_names) {
   LOCKSTEP_REQUIRE(opt.header == "auto" || opt.header == "yes" || opt.header == "no",
                    "--header must be auto, yes or no");
   LOCKSTEP_REQUIRE(opt.window >= 0 && opt.stride >= 0, "--window and --stride must be >= 0");
+  LOCKSTEP_REQUIRE(opt.window_labels == "pure" || opt.window_labels == "majority",
+                   "--window-labels must be pure or majority, not '" + opt.window_labels + "'");
   std::vector<CsvTable> tables;
   for (const auto& [split, path] : split_files) tables.push_back(parse_csv(path, opt));
   for (const auto& t : tables)
-    LOCKSTEP_REQUIRE(t.features == tables[0].features, t.path + ": " + std::to_string(t.features) +
-                                                           " feature columns, " + tables[0].path + " has " +
-                                                           std::to_string(tables[0].features));
+    LOCKSTEP_REQUIRE(t.features == tables[0].features,
+                     t.path + ": " + std::to_string(t.features) + " feature columns, " +
+                         tables[0].path + " has " + std::to_string(tables[0].features));
   bool numeric = true;
   std::set<std::string> texts;
   for (const auto& t : tables)
@@ -174,8 +252,9 @@ std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::s
   int64_t classes = 0;
   if (numeric) {
     for (const auto& l : texts) {
-      LOCKSTEP_REQUIRE(std::stoll(l) < kMaxClasses, split_files[0].second + ": class id " + l + " is not below " +
-                                                        std::to_string(kMaxClasses) + " (class ids count 0..K-1)");
+      LOCKSTEP_REQUIRE(std::stoll(l) < kMaxClasses,
+                       split_files[0].second + ": class id " + l + " is not below " +
+                           std::to_string(kMaxClasses) + " (class ids count 0..K-1)");
       classes = std::max<int64_t>(classes, std::stoll(l) + 1);
     }
   } else {
@@ -184,12 +263,16 @@ std::vector<InputSplit> open_csv(const std::vector<std::pair<std::string, std::s
       class_names->push_back(l);
     }
   }
+  std::map<std::string, int64_t> group_id;  // group texts numbered across all files
   std::vector<InputSplit> out;
   for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<int64_t> ids;
-    for (const auto& l : tables[i].labels) ids.push_back(numeric ? static_cast<int64_t>(std::stoll(l)) : id_of[l]);
+    std::vector<int64_t> ids, groups;
+    for (const auto& l : tables[i].labels)
+      ids.push_back(numeric ? static_cast<int64_t>(std::stoll(l)) : id_of[l]);
     if (opt.label_column == "none") ids.assign(static_cast<size_t>(tables[i].rows), 0);
-    out.push_back({split_files[i].first, to_source(tables[i], ids, classes, opt), i == 0});
+    for (const auto& g : tables[i].groups)
+      groups.push_back(group_id.emplace(g, static_cast<int64_t>(group_id.size())).first->second);
+    out.push_back({split_files[i].first, to_source(tables[i], ids, groups, classes, opt), i == 0});
   }
   return out;
 }

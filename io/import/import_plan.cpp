@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "core/base/error.hpp"
 #include "io/loader/sample_order.hpp"
@@ -38,23 +40,59 @@ SplitAssignment deal(const std::string& split, const std::vector<int64_t>& order
   return a;
 }
 
+// Whole groups to validation, in a seeded order of the groups, until it holds at least
+// round(fraction * samples).
+std::vector<SplitAssignment> plan_by_group(const std::vector<int64_t>& order,
+                                           const std::vector<int64_t>& groups,
+                                           const std::string& split, const PlanOptions& options,
+                                           const std::string& source) {
+  LOCKSTEP_REQUIRE(groups.size() >= order.size(), source + ": fewer group ids than samples");
+  std::map<int64_t, int64_t> size_of;  // group id -> samples in ORDER
+  for (const int64_t i : order) ++size_of[groups[static_cast<size_t>(i)]];
+  LOCKSTEP_REQUIRE(size_of.size() >= 2,
+                   source + ": --val-fraction with groups needs at least 2 groups, found " +
+                       std::to_string(size_of.size()) + " (or set --val-fraction 0)");
+  std::vector<int64_t> ids;
+  for (const auto& [id, n] : size_of) ids.push_back(id);
+  const std::vector<int64_t> perm =
+      epoch_permutation(static_cast<int64_t>(ids.size()), options.seed, /*epoch=*/-2,
+                        static_cast<int>(name_hash(split) & 0x7fffffff));
+  const int64_t want =
+      std::max<int64_t>(1, std::llround(options.val_fraction * static_cast<double>(order.size())));
+  std::set<int64_t> val_groups;
+  int64_t in_val = 0;
+  for (size_t k = 0; k + 1 < perm.size() && in_val < want; ++k) {  // k + 1: one group always stays
+    const int64_t id = ids[static_cast<size_t>(perm[k])];
+    val_groups.insert(id);
+    in_val += size_of[id];
+  }
+  std::vector<int64_t> train, val;
+  for (const int64_t i : order)
+    (val_groups.count(groups[static_cast<size_t>(i)]) ? val : train).push_back(i);
+  return {deal(split, train, options.shards), deal("val", val, options.shards)};
+}
+
 }  // namespace
 
 std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int64_t num_classes,
-                                         const std::string& split, const PlanOptions& options) {
+                                         const std::string& split, const PlanOptions& options,
+                                         const std::vector<int64_t>& groups,
+                                         const std::string& source) {
   LOCKSTEP_REQUIRE(options.shards >= 1, "--shards must be at least 1");
   LOCKSTEP_REQUIRE(options.val_fraction >= 0.0 && options.val_fraction < 1.0,
                    "--val-fraction must be in [0, 1)");
   const int64_t n = static_cast<int64_t>(labels.size());
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (options.shuffle) {
-    order = epoch_permutation(n, options.seed, /*epoch=*/-1, static_cast<int>(name_hash(split) & 0x7fffffff));
+    order = epoch_permutation(n, options.seed, /*epoch=*/-1,
+                              static_cast<int>(name_hash(split) & 0x7fffffff));
   } else {
     std::iota(order.begin(), order.end(), int64_t{0});
   }
   if (options.limit > 0 && options.limit < n) order.resize(static_cast<size_t>(options.limit));
 
   if (options.val_fraction <= 0.0) return {deal(split, order, options.shards)};
+  if (!groups.empty()) return plan_by_group(order, groups, split, options, source);
 
   std::vector<int64_t> per_class(static_cast<size_t>(num_classes), 0);
   for (const int64_t i : order) ++per_class[static_cast<size_t>(labels[static_cast<size_t>(i)])];

@@ -4,7 +4,11 @@
 // 1. Order: source order, or a permutation seeded by (seed, split) when shuffling.
 // 2. --limit N keeps the first N of that order.
 // 3. Validation (stratified): from each class, the first round(fraction * class count)
-//    samples of that order go to the validation split; the rest stay.
+//    samples of that order go to the validation split; the rest stay. With GROUPS
+//    (subject, speaker, trial ids) whole groups move instead, in a seeded order, until
+//    validation holds at least round(fraction * samples) (at least one group; at least
+//    one stays): no group is in two splits. Not stratified by class: groups carry
+//    several classes; the import prints each split's class histogram.
 // 4. Each split's list is cut into contiguous near-equal ranges, one per shard
 //    (min(shards, samples) shards). Within a shard, samples keep source order, so the
 //    writer reads the source in one sequential pass; the reader reshuffles every epoch.
@@ -30,8 +34,10 @@ struct SplitAssignment {
   int64_t count() const;
 };
 
-// Plans SPLIT (and "val" when options.val_fraction > 0) from LABELS.
+// Plans SPLIT (and "val" when options.val_fraction > 0) from LABELS (and GROUPS: empty,
+// or one id per sample). SOURCE names the input in errors.
 std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int64_t num_classes,
-                                         const std::string& split, const PlanOptions& options);
+                                         const std::string& split, const PlanOptions& options,
+                                         const std::vector<int64_t>& groups = {}, const std::string& source = "");
 
 }  // namespace lockstep::io

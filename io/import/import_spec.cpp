@@ -9,6 +9,7 @@
 #include "io/import/hdf5_import.hpp"
 #include "io/import/idx_import.hpp"
 #include "io/import/ts_import.hpp"
+#include "io/import/ucihar_import.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -23,8 +24,9 @@ std::vector<std::string> split_commas(const std::string& s) {
 std::pair<std::string, std::string> kind_and_path(const std::string& spec, const char* option) {
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
-  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts"))
-    throw UsageError(fmt::format("--{} must be idx:DIR, csv:FILE, ts:FILE or hdf5:FILE, got '{}'", option, spec));
+  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts" && kind != "ucihar"))
+    throw UsageError(
+        fmt::format("--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR or hdf5:FILE, got '{}'", option, spec));
   return {kind, spec.substr(colon + 1)};
 }
 
@@ -40,6 +42,11 @@ OpenedImport open_import(ImportSpec& spec) {
     if (!spec.test_input.empty())
       throw UsageError("--test-input is for csv/ts/hdf5; idx takes t10k-* from the same directory");
     out.inputs = open_idx(path, &files);
+  } else if (kind == "ucihar") {
+    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/hdf5; ucihar takes DIR/test");
+    std::vector<std::string> names;
+    out.inputs = open_ucihar(path, spec.har_signals, &names, &files);
+    if (opt.class_names.empty()) opt.class_names = names;
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
     if (!spec.test_input.empty()) {
@@ -67,10 +74,10 @@ OpenedImport open_import(ImportSpec& spec) {
   const CsvOptions& csv = spec.csv;
   out.fingerprint = fmt::format(
       "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
-      "|csv={},{},{},{},{}|h5={},{}",
+      "|csv={},{},{},{},{},{},{}|h5={},{}|har={}",
       kind, file_fingerprint(files), opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
       opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
-      csv.header, csv.delimiter, csv.window, csv.stride, spec.samples_dataset, spec.labels_dataset);
+      csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, spec.samples_dataset, spec.labels_dataset, spec.har_signals);
   return out;
 }
 

@@ -2,7 +2,7 @@
 //
 // INPUT (and TEST_INPUT) is KIND:PATH: idx:DIR (MNIST-family IDX; t10k-* becomes 'test'),
 // csv:FILE, ts:FILE (UEA/UCR .ts) or hdf5:FILE (the 'train' split; --test-input the 'test'
-// one). open_import
+// one), ucihar:DIR (the UCI-HAR layout, train/ and test/). open_import
 // opens every source, fills OPTIONS (class names, the files it reads) and describes the
 // inputs and every option as the fingerprint that lets a second identical run skip the
 // work (importer.hpp).
@@ -20,6 +20,7 @@ struct ImportSpec {
   std::string input, test_input;  // KIND:PATH
   std::string class_names;        // comma-separated; empty: from the input
   std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
+  std::string har_signals = "inertial";                                // ucihar: inertial | features
   CsvOptions csv;
   ImportOptions options;
 };

@@ -154,7 +154,8 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
                                                             std::vector<std::unique_ptr<ShardWriter>>* done) {
   PlanOptions plan = opt.plan;
   if (!in.with_val) plan.val_fraction = 0.0;
-  const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan);
+  const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan,
+                                       in.source->groups(), in.source->name());
 
   std::vector<BufferedWriter> writers;
   // Per source sample: the index of the writer it goes to, -1 when it is not imported.

@@ -18,19 +18,26 @@ class SampleSource {
   virtual int64_t count() const = 0;
   // Class ids; an unlabeled source (spec().labeled false) returns zeros, used only to plan.
   virtual const std::vector<int64_t>& labels() const = 0;
+  // Group ids (subject, speaker, trial) per sample, or empty: a validation split then takes
+  // whole groups, so no group is in two splits (import_plan.hpp).
+  virtual const std::vector<int64_t>& groups() const { return no_groups_; }
   // Reads samples [BEGIN, BEGIN+N) into OUT (N * spec().sample_bytes()).
   virtual void read(int64_t begin, int64_t n, void* out) = 0;
   virtual std::string name() const = 0;  // the file or directory, for messages
+
+ private:
+  const std::vector<int64_t> no_groups_;
 };
 
 // A source already in memory (IDX, CSV).
 class MemorySource final : public SampleSource {
  public:
   MemorySource(std::string name, DatasetSpec spec, std::vector<unsigned char> samples,
-               std::vector<int64_t> labels);
+               std::vector<int64_t> labels, std::vector<int64_t> groups = {});
   const DatasetSpec& spec() const override { return spec_; }
   int64_t count() const override { return static_cast<int64_t>(labels_.size()); }
   const std::vector<int64_t>& labels() const override { return labels_; }
+  const std::vector<int64_t>& groups() const override { return groups_; }
   void read(int64_t begin, int64_t n, void* out) override;
   std::string name() const override { return name_; }
 
@@ -39,6 +46,7 @@ class MemorySource final : public SampleSource {
   DatasetSpec spec_;
   std::vector<unsigned char> samples_;
   std::vector<int64_t> labels_;
+  std::vector<int64_t> groups_;
 };
 
 }  // namespace lockstep::io

@@ -20,7 +20,8 @@ std::string trim(const std::string& s) {
 }
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -52,25 +53,30 @@ int64_t header_count(const std::string& v, const std::string& where) {
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v.c_str(), &end, 10);
-  LOCKSTEP_REQUIRE(!v.empty() && end == v.c_str() + v.size() && errno == 0 && n > 0 && n < (1LL << 31),
-                   where + ": '" + v + "' is not a positive count");
+  LOCKSTEP_REQUIRE(
+      !v.empty() && end == v.c_str() + v.size() && errno == 0 && n > 0 && n < (1LL << 31),
+      where + ": '" + v + "' is not a positive count");
   return n;
 }
 
 // Appends one comma-separated series to OUT; returns its length.
-int64_t parse_series(const std::string& text, const std::string& where, int64_t dim, std::vector<float>* out) {
-  LOCKSTEP_REQUIRE(!trim(text).empty(), where + ": dimension " + std::to_string(dim) + " is an empty series");
+int64_t parse_series(const std::string& text, const std::string& where, int64_t dim,
+                     std::vector<float>* out) {
+  LOCKSTEP_REQUIRE(!trim(text).empty(),
+                   where + ": dimension " + std::to_string(dim) + " is an empty series");
   int64_t n = 0;
   for (const std::string& raw : split(text, ',')) {
     const std::string f = trim(raw);
-    LOCKSTEP_REQUIRE(f != "?", where + ": dimension " + std::to_string(dim) + " has a missing value ('?'); " +
+    LOCKSTEP_REQUIRE(f != "?", where + ": dimension " + std::to_string(dim) +
+                                   " has a missing value ('?'); " +
                                    "fill or drop it before import");
     char* end = nullptr;
     errno = 0;
     const float v = std::strtof(f.c_str(), &end);
-    LOCKSTEP_REQUIRE(!f.empty() && end == f.c_str() + f.size() && errno != ERANGE && std::isfinite(v),
-                     where + ": dimension " + std::to_string(dim) + " value '" + f.substr(0, 40) +
-                         "' is not a finite number");
+    LOCKSTEP_REQUIRE(
+        !f.empty() && end == f.c_str() + f.size() && errno != ERANGE && std::isfinite(v),
+        where + ": dimension " + std::to_string(dim) + " value '" + f.substr(0, 40) +
+            "' is not a finite number");
     out->push_back(v);
     ++n;
   }
@@ -90,43 +96,53 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
     ++lineno;
     const std::string where = path + ":" + std::to_string(lineno);
     const std::string s = trim(line);
-    if (s.empty() || s[0] == '#' || s[0] == '%') continue;  // '%': ARFF-style comments, in some archive files
+    if (s.empty() || s[0] == '#' || s[0] == '%')
+      continue;  // '%': ARFF-style comments, in some archive files
     if (!in_data) {
-      LOCKSTEP_REQUIRE(s[0] == '@', where + ": expected a '@' header line or '@data' before the cases");
+      LOCKSTEP_REQUIRE(s[0] == '@',
+                       where + ": expected a '@' header line or '@data' before the cases");
       const std::vector<std::string> w = words(s);
       const std::string key = lower(w[0]);
       const std::string value = w.size() > 1 ? lower(w[1]) : "";
       if (key == "@data") {
         in_data = true;
       } else if (key == "@timestamps") {
-        LOCKSTEP_REQUIRE(value != "true", where + ": timestamped series (@timeStamps true) are not supported");
+        LOCKSTEP_REQUIRE(value != "true",
+                         where + ": timestamped series (@timeStamps true) are not supported");
       } else if (key == "@targetlabel") {
-        LOCKSTEP_REQUIRE(value != "true", where + ": a regression problem (@targetLabel true), not classification");
+        LOCKSTEP_REQUIRE(value != "true",
+                         where + ": a regression problem (@targetLabel true), not classification");
       } else if (key == "@dimensions") {
         declared_dims = header_count(w.size() > 1 ? w[1] : "", where);
       } else if (key == "@serieslength") {
         declared_length = header_count(w.size() > 1 ? w[1] : "", where);
       } else if (key == "@classlabel") {
-        LOCKSTEP_REQUIRE(value == "true" || value == "false", where + ": @classLabel must be followed by true or false");
+        LOCKSTEP_REQUIRE(value == "true" || value == "false",
+                         where + ": @classLabel must be followed by true or false");
         saw_class_label = true;
         labeled = value == "true";
         t.classes.assign(w.begin() + 2, w.end());
-        LOCKSTEP_REQUIRE(!labeled || !t.classes.empty(), where + ": @classLabel true declares no class labels");
-        LOCKSTEP_REQUIRE(static_cast<int64_t>(t.classes.size()) < kMaxClasses, where + ": too many classes");
+        LOCKSTEP_REQUIRE(!labeled || !t.classes.empty(),
+                         where + ": @classLabel true declares no class labels");
+        LOCKSTEP_REQUIRE(static_cast<int64_t>(t.classes.size()) < kMaxClasses,
+                         where + ": too many classes");
         for (size_t i = 0; i < t.classes.size(); ++i)
-          LOCKSTEP_REQUIRE(std::find(t.classes.begin(), t.classes.begin() + static_cast<std::ptrdiff_t>(i),
-                                     t.classes[i]) == t.classes.begin() + static_cast<std::ptrdiff_t>(i),
-                           where + ": class label '" + t.classes[i] + "' is declared twice");
+          LOCKSTEP_REQUIRE(
+              std::find(t.classes.begin(), t.classes.begin() + static_cast<std::ptrdiff_t>(i),
+                        t.classes[i]) == t.classes.begin() + static_cast<std::ptrdiff_t>(i),
+              where + ": class label '" + t.classes[i] + "' is declared twice");
       }
       // Other keys (@problemName, @missing, @univariate, @equalLength) describe what the
       // cases are checked against anyway.
       continue;
     }
-    if (t.cases == 0) LOCKSTEP_REQUIRE(saw_class_label, path + ": no @classLabel line before @data");
+    if (t.cases == 0)
+      LOCKSTEP_REQUIRE(saw_class_label, path + ": no @classLabel line before @data");
     std::vector<std::string> fields = split(s, ':');
     std::string label;
     if (labeled) {
-      LOCKSTEP_REQUIRE(fields.size() >= 2, where + ": a case needs its series and a class label, separated by ':'");
+      LOCKSTEP_REQUIRE(fields.size() >= 2,
+                       where + ": a case needs its series and a class label, separated by ':'");
       label = trim(fields.back());
       fields.pop_back();
     }
@@ -137,21 +153,23 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
                            std::to_string(declared_dims));
       t.dims = dims;
     }
-    LOCKSTEP_REQUIRE(dims == t.dims, where + ": " + std::to_string(dims) + " dimension(s), the first case has " +
+    LOCKSTEP_REQUIRE(dims == t.dims, where + ": " + std::to_string(dims) +
+                                         " dimension(s), the first case has " +
                                          std::to_string(t.dims));
     for (int64_t d = 0; d < dims; ++d) {
       const int64_t n = parse_series(fields[static_cast<size_t>(d)], where, d, &t.values);
       if (t.cases == 0 && d == 0) {
         LOCKSTEP_REQUIRE(declared_length == 0 || n == declared_length,
-                         where + ": series of length " + std::to_string(n) + ", @seriesLength says " +
-                             std::to_string(declared_length));
+                         where + ": series of length " + std::to_string(n) +
+                             ", @seriesLength says " + std::to_string(declared_length));
         t.length = n;
       }
-      LOCKSTEP_REQUIRE(n == t.length,
-                       where + ": dimension " + std::to_string(d) + " has length " + std::to_string(n) +
-                           ", the first case's has " + std::to_string(t.length) +
-                           ": unequal-length series cannot be stored in one sample shape (use the archive's "
-                           "equal-length variant, e.g. *_eq_TRAIN.ts, or resample)");
+      LOCKSTEP_REQUIRE(
+          n == t.length,
+          where + ": dimension " + std::to_string(d) + " has length " + std::to_string(n) +
+              ", the first case's has " + std::to_string(t.length) +
+              ": unequal-length series cannot be stored in one sample shape (use the archive's "
+              "equal-length variant, e.g. *_eq_TRAIN.ts, or resample)");
     }
     if (labeled) {
       const auto it = std::find(t.classes.begin(), t.classes.end(), label);
@@ -181,8 +199,9 @@ std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::st
   const TsTable& first = tables[0];
   for (const TsTable& t : tables) {
     LOCKSTEP_REQUIRE(t.dims == first.dims && t.length == first.length,
-                     t.path + ": cases of " + std::to_string(t.dims) + " x " + std::to_string(t.length) + ", " +
-                         first.path + " has " + std::to_string(first.dims) + " x " + std::to_string(first.length));
+                     t.path + ": cases of " + std::to_string(t.dims) + " x " +
+                         std::to_string(t.length) + ", " + first.path + " has " +
+                         std::to_string(first.dims) + " x " + std::to_string(first.length));
     LOCKSTEP_REQUIRE(t.classes == first.classes,
                      t.path + ": declares other class labels (@classLabel) than " + first.path);
   }
@@ -197,8 +216,10 @@ std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::st
     spec.labeled = !t.classes.empty();
     std::vector<unsigned char> bytes(t.values.size() * sizeof(float));
     std::memcpy(bytes.data(), t.values.data(), bytes.size());
-    out.push_back({split_files[i].first,
-                   std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(t.labels)), i == 0});
+    out.push_back(
+        {split_files[i].first,
+         std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(t.labels)),
+         i == 0});
   }
   return out;
 }

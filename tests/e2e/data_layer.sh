@@ -45,6 +45,38 @@ expect_output "samples +3x32 float32"
 expect_output "classes +3: sitting, standing, walking"
 pass "windowed CSV time series"
 
+# Subjects (--group-column): windows stay within one subject and one activity; validation
+# takes whole subjects. Feature 0 carries the subject number, so the splits can be checked.
+python3 - <<'PY'
+with open("subjects.csv", "w") as f:
+    f.write("subject,sid,acc,activity\n")
+    for sub in range(10):
+        for i in range(96):
+            f.write(f"p{sub},{sub},{(i % 7) / 7:.3f},{['walk', 'sit', 'run'][(i // 32 + sub) % 3]}\n")
+PY
+expect_rc 0 "$LOCKSTEP" shard --input csv:subjects.csv --output subjects --window 16 --stride 8 --group-column subject \
+  --val-fraction 0.2 --shards 2
+expect_output "val +[0-9]+ samples"
+"$PYTHON" - <<'PY' || fail "a subject is in two splits, or a window crosses a subject or activity"
+import glob, h5py, numpy as np
+sids = {}
+for split in ("train", "val"):
+    s = set()
+    for path in glob.glob(f"subjects/{split}-*.h5"):
+        with h5py.File(path) as f:
+            x = f["samples"][...]  # [N, 2, 16]: channel 0 is the subject number
+            assert (x[:, 0, :] == x[:, 0, :1]).all(), "a window spans two subjects"
+            s |= set(np.unique(x[:, 0, 0]).tolist())
+    sids[split] = s
+assert sids["train"] and sids["val"] and not (sids["train"] & sids["val"]), sids
+assert len(sids["val"]) == 2, sids  # 20% of 10 subjects
+PY
+# 10 subjects x 3 activity runs of 32 rows: (32 - 16) / 8 + 1 = 3 windows a run, none across a change.
+"$LOCKSTEP" inspect subjects >"$WORK/out.txt" 2>&1
+total=$(grep -Eo '^split (train|val): [0-9]+' "$WORK/out.txt" | awk '{s += $3} END {print s}')
+[ "$total" = 90 ] || { cat "$WORK/out.txt"; fail "expected 90 windows (3 per activity run), got $total"; }
+pass "--group-column: windows within one subject and activity, validation by whole subjects"
+
 expect_rc 0 "$LOCKSTEP" shard --input hdf5:data/train-00000-of-00003.h5 --output resharded --shards 4
 expect_output "train +8[0-9][0-9] samples in 4 shard"
 expect_rc 0 "$LOCKSTEP" inspect resharded --verify

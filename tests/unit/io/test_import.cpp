@@ -142,6 +142,7 @@ TEST(CsvImport, WindowsOverATimeSeries) {
   CsvOptions opt;
   opt.window = 4;
   opt.stride = 2;
+  opt.window_labels = "majority";
   std::vector<std::string> names;
   auto inputs = open_csv({{"train", dir + "/ts.csv"}}, opt, &names);
   auto& src = *inputs[0].source;
@@ -152,6 +153,100 @@ TEST(CsvImport, WindowsOverATimeSeries) {
   float w[8];
   src.read(1, 1, w);  // rows 2..5: x = 2,3,4,5 then y = 102..105
   EXPECT_EQ(std::vector<float>(w, w + 8), (std::vector<float>{2, 3, 4, 5, 102, 103, 104, 105}));
+
+  // The default: no window crosses the label change at row 6 (runs 0..5 and 6..9).
+  opt.window_labels = "pure";
+  auto pure = open_csv({{"train", dir + "/ts.csv"}}, opt, &names);
+  EXPECT_EQ(pure[0].source->labels(), (std::vector<int64_t>{0, 0, 1}));  // starts 0, 2 | 6
+  pure[0].source->read(2, 1, w);
+  EXPECT_EQ(w[0], 6);
+}
+
+// WISDM's raw text: ';'-terminated records (several on a line, or a line each), a timestamp
+// column to drop, the user as the group.
+TEST(CsvImport, SemicolonRecordsIgnoredColumnsAndWhitespaceDelimiter) {
+  const std::string dir = fresh_dir("csv");
+  std::ofstream(dir + "/wisdm.txt") << "33,Jogging,49105962326000,-0.69,12.68,0.50;\n"
+                                       "33,Jogging,49106062271000,5.01,11.26,0.95;33,Walking,4910,1,2,3;\n"
+                                       "\n17,Walking,4911,4,5,6;\n";
+  CsvOptions opt;
+  opt.header = "no";
+  opt.label_column = "1";
+  opt.group_column = "0";
+  opt.ignore_columns = "2";
+  std::vector<std::string> names;
+  auto inputs = open_csv({{"train", dir + "/wisdm.txt"}}, opt, &names);
+  auto& src = *inputs[0].source;
+  EXPECT_EQ(src.spec().sample_shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(src.count(), 4);
+  EXPECT_EQ(names, (std::vector<std::string>{"Jogging", "Walking"}));
+  EXPECT_EQ(src.groups(), (std::vector<int64_t>{0, 0, 0, 1}));
+  float v[3];
+  src.read(2, 1, v);
+  EXPECT_EQ(std::vector<float>(v, v + 3), (std::vector<float>{1, 2, 3}));
+  std::ofstream(dir + "/broken.txt") << "33,Jogging,1,1,2,3;\n33,Jogging,2,1,2;\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/broken.txt"}}, opt, &names), "broken.txt:2: 5 fields, expected 6");
+  opt.ignore_columns = "1";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/wisdm.txt"}}, opt, &names), "names the label or group column");
+
+  std::ofstream(dir + "/spaces.txt") << "  1.5e-1  -2 \t3  0\n4 5 6 1\n";
+  CsvOptions ws;
+  ws.delimiter = ' ';
+  auto w = open_csv({{"train", dir + "/spaces.txt"}}, ws, &names);
+  EXPECT_EQ(w[0].source->spec().sample_shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(w[0].source->labels(), (std::vector<int64_t>{0, 1}));
+  w[0].source->read(0, 1, v);
+  EXPECT_EQ(std::vector<float>(v, v + 3), (std::vector<float>{0.15f, -2, 3}));
+}
+
+// Subjects: windows stop at each subject's rows, and validation takes whole subjects.
+TEST(CsvImport, GroupColumnKeepsWindowsAndValidationWithinSubjects) {
+  const std::string dir = fresh_dir("csv");
+  std::ofstream out(dir + "/har.csv");
+  out << "subject,x,activity\n";
+  // 6 subjects x 10 rows, one activity each: s0 walk, s1 sit, s2 walk, ...
+  for (int sub = 0; sub < 6; ++sub)
+    for (int r = 0; r < 10; ++r) out << "s" << sub << "," << sub * 100 + r << "," << (sub % 2 ? "sit" : "walk") << "\n";
+  out.close();
+  CsvOptions opt;
+  opt.window = 4;
+  opt.stride = 4;
+  opt.group_column = "subject";
+  std::vector<std::string> names;
+  auto inputs = open_csv({{"train", dir + "/har.csv"}}, opt, &names);
+  auto& src = *inputs[0].source;
+  EXPECT_EQ(src.spec().sample_shape, (std::vector<int64_t>{1, 4}));  // the group column is not a feature
+  ASSERT_EQ(src.count(), 12);                                        // 2 windows per subject (rows 0..3, 4..7)
+  EXPECT_EQ(src.groups(), (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}));
+  float w[4];
+  src.read(3, 1, w);  // subject 1's second window: rows 104..107, never 108, 109, 200
+  EXPECT_EQ(std::vector<float>(w, w + 4), (std::vector<float>{104, 105, 106, 107}));
+
+  PlanOptions plan;
+  plan.val_fraction = 0.3;
+  plan.seed = 7;
+  const auto a = plan_import(src.labels(), 2, "train", plan, src.groups(), "har.csv");
+  ASSERT_EQ(a.size(), 2u);
+  std::set<int64_t> train_groups, val_groups;
+  for (const auto& shard : a[0].shards)
+    for (const int64_t i : shard) train_groups.insert(src.groups()[static_cast<size_t>(i)]);
+  for (const auto& shard : a[1].shards)
+    for (const int64_t i : shard) val_groups.insert(src.groups()[static_cast<size_t>(i)]);
+  EXPECT_EQ(a[1].count(), 4);  // round(0.3 * 12) = 4: two whole subjects
+  EXPECT_EQ(val_groups.size(), 2u);
+  for (const int64_t g : val_groups) EXPECT_EQ(train_groups.count(g), 0u) << "subject " << g << " in both splits";
+  EXPECT_EQ(plan_import(src.labels(), 2, "train", plan, src.groups(), "har.csv")[1].shards, a[1].shards);
+
+  const std::vector<int64_t> one_group(12, 0);
+  EXPECT_ERROR_CONTAINS(plan_import(src.labels(), 2, "train", plan, one_group, "har.csv"),
+                        "har.csv: --val-fraction with groups needs at least 2 groups, found 1");
+  opt.group_column = "nope";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/har.csv"}}, opt, &names), "no column named 'nope'");
+  opt.group_column = "activity";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/har.csv"}}, opt, &names), "the same column");
+  opt.group_column = "subject";
+  opt.window = 11;  // longer than any subject's rows
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/har.csv"}}, opt, &names), "no window of 11 rows fits");
 }
 
 TEST(CsvImport, ErrorsNameFileAndLine) {
@@ -170,7 +265,7 @@ TEST(CsvImport, ErrorsNameFileAndLine) {
   CsvOptions windowed;
   windowed.window = 5;
   std::ofstream(dir + "/short.csv") << "1,0\n2,0\n";
-  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/short.csv"}}, windowed, &names), "fewer than one window of 5");
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/short.csv"}}, windowed, &names), "no window of 5 rows fits");
   EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/none.csv"}}, CsvOptions{}, &names), "cannot read CSV file");
 }
 
