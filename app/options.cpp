@@ -90,7 +90,7 @@ po::options_description common_options(Config* c) {
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
       ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
-      ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | torchscript:PATH (alias --model)")
+      ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | lmu | torchscript:PATH (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
       ("model.width", po::value(&c->model_width)->default_value(c->model_width), "channels/units scale; 0: the model's default (alias --width)")
       ("model.depth", po::value(&c->model_depth)->default_value(c->model_depth), "resnet depth: 18 | 34")

@@ -29,7 +29,7 @@ struct Config {
   int64_t random_crop = 0;           // pad for random crops of images, 0: off
   bool hflip = false;                // random horizontal flips of images
   // [model]
-  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | torchscript:PATH (core/model/registry.hpp)
+  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | lmu | torchscript:PATH (core/model/registry.hpp)
   double dropout = 0.25;
   int64_t model_width = 0;  // 0: the model's default
   int model_depth = 18;     // resnet: 18 | 34

@@ -1,5 +1,5 @@
 // registry: see registry.hpp. The factory; each family lives in its own file (cnn, resnet,
-// mlp, cnn1d, torchscript).
+// mlp, cnn1d, lmu, torchscript).
 #include "core/model/registry.hpp"
 
 #include "core/base/error.hpp"
@@ -14,7 +14,8 @@ std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& 
   if (opt.name == "resnet") return make_resnet(opt, spec);
   if (opt.name == "mlp") return make_mlp(opt, spec);
   if (opt.name == "cnn1d") return make_cnn1d(opt, spec);
-  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d; or torchscript:PATH)");
+  if (opt.name == "lmu") return make_lmu(opt, spec);
+  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d, lmu; or torchscript:PATH)");
 }
 
 }  // namespace lockstep

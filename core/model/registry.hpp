@@ -11,6 +11,9 @@
 //            to 64 px, the 7x7/2 stem with max-pool above.
 //   cnn1d    time series [C,L] (or [L]): 3 x [conv1d k5, BatchNorm, ReLU, max-pool 2],
 //            global average pool, dropout, FC. Width 64.
+//   lmu      time series [C,L] (or [L]): a Legendre Memory Unit (memory of order
+//            min(64, L) over a window of L steps, WIDTH hidden units: 128), the last
+//            hidden state through dropout to FC (lmu.cpp has the equations).
 //   torchscript:PATH  a module saved with torch.jit.script(m).save(PATH): forward(x)
 //            takes [N, *sample_shape] float32 and returns [N, classes] logits.
 // Every BatchNorm is core/norm's, so --model.sync-bn can synchronise it.
@@ -54,6 +57,7 @@ std::shared_ptr<Net> make_cnn(const ModelOptions& opt, const io::DatasetSpec& sp
 std::shared_ptr<Net> make_resnet(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_mlp(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> load_script_model(const std::string& path, const io::DatasetSpec& spec);
 
 }  // namespace lockstep

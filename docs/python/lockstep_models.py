@@ -97,6 +97,47 @@ class Cnn1d(nn.Module):
         return self.fc(x.mean(2))
 
 
+class Lmu(nn.Module):
+    """lockstep's `lmu`: a Legendre Memory Unit over time series [C, L] (or [L]); memory of
+    order min(64, L) spanning theta = L steps (zero-order hold, dt = 1), w hidden units,
+    the last hidden state to FC. Equations: core/model/lmu.cpp."""
+
+    def __init__(self, shape, classes, w=128):
+        super().__init__()
+        self.one_channel = len(shape) == 1
+        c, length = (1, shape[0]) if self.one_channel else (shape[0], shape[1])
+        order = min(64, length)
+        self.e_x = nn.Linear(c, 1, bias=False)
+        self.e_h = nn.Linear(w, 1, bias=False)
+        self.e_m = nn.Linear(order, 1, bias=False)
+        self.w_x = nn.Linear(c, w)
+        self.w_h = nn.Linear(w, w, bias=False)
+        self.w_m = nn.Linear(order, w, bias=False)
+        self.fc = nn.Linear(w, classes)
+        i = torch.arange(order, dtype=torch.float64).view(-1, 1)
+        j = torch.arange(order, dtype=torch.float64).view(1, -1)
+        a = (2 * i + 1) / length * torch.where(i < j, -1.0, (-1.0) ** (i - j + 1))
+        b = (2 * i + 1) * (-1.0) ** i / length
+        m = torch.zeros(order + 1, order + 1, dtype=torch.float64)
+        m[:order, :order], m[:order, order:] = a, b
+        e = torch.linalg.matrix_exp(m)
+        self.register_buffer("abar_t", e[:order, :order].t().float().contiguous())
+        self.register_buffer("bbar", e[:order, order].float().unsqueeze(0))
+
+    def forward(self, x):
+        if self.one_channel:
+            x = x.unsqueeze(1)
+        xs = x.permute(2, 0, 1)
+        ux, hx = self.e_x(xs), self.w_x(xs)
+        h = x.new_zeros(x.shape[0], self.w_h.in_features)
+        m = x.new_zeros(x.shape[0], self.abar_t.shape[0])
+        for t in range(xs.shape[0]):
+            u = ux[t] + self.e_h(h) + self.e_m(m)
+            m = torch.addmm(u * self.bbar, m, self.abar_t)
+            h = torch.tanh(hx[t] + self.w_h(h) + self.w_m(m))
+        return self.fc(h)
+
+
 def resnet(shape, classes, depth=18, w=64):
     """lockstep's `resnet` is torchvision's; images up to 64 px use a 3x3 stem, no max-pool."""
     import torchvision
@@ -130,6 +171,8 @@ def build(meta):
         return Cnn1d(shape, classes, width or 64)
     if name == "resnet":
         return resnet(shape, classes, depth, width or 64)
+    if name == "lmu":
+        return Lmu(shape, classes, width or 128)
     raise ValueError(f"no reference module for model {name!r}")
 
 

@@ -128,6 +128,11 @@ expect_rc 0 run_mpi 2 train --data series --batch-size 8 --run-dir c1d --model c
 expect_rc 0 "$LOCKSTEP" export --checkpoint c1d/checkpoints/step-000000004.ckpt --out c1d.safetensors
 expect_rc 0 run_mpi 2 predict --checkpoint c1d.safetensors --data series --split train --out c1d.h5
 "$PYTHON" "$(dirname "$0")/check_export.py" "$DOCS" c1d.safetensors series train c1d.h5 || fail "cnn1d reference module"
+expect_rc 0 run_mpi 2 train --data series --batch-size 8 --run-dir lmu --model lmu --width 16 --epochs 3 --max-steps 4
+expect_rc 0 "$LOCKSTEP" export --checkpoint lmu/checkpoints/step-000000004.ckpt --out lmu.safetensors
+expect_rc 0 run_mpi 2 predict --checkpoint lmu.safetensors --data series --split train --out lmu.h5
+"$PYTHON" "$(dirname "$0")/check_export.py" "$DOCS" lmu.safetensors series train lmu.h5 || fail "lmu reference module"
+pass "lmu: exported weights (with the Legendre buffers) load into the reference module and match predict"
 "$PYTHON" - <<'PY'
 import json, h5py, numpy as np
 m = json.load(open("data/manifest.json"))

@@ -40,7 +40,7 @@ TEST(Models, EveryBuiltInMapsSamplesToClassLogits) {
   };
   for (const Case& c : {Case{"cnn", {1, 28, 28}}, Case{"cnn", {3, 32, 32}}, Case{"resnet", {1, 28, 28}},
                         Case{"resnet", {3, 96, 96}}, Case{"mlp", {561}}, Case{"mlp", {9, 128}},
-                        Case{"cnn1d", {9, 128}}, Case{"cnn1d", {64}}}) {
+                        Case{"cnn1d", {9, 128}}, Case{"cnn1d", {64}}, Case{"lmu", {6, 100}}, Case{"lmu", {25}}}) {
     auto m = make_model(ModelOptions{c.name, 0.1, 8, 18}, spec(c.shape, 6));
     m->train();
     const auto out = m->forward(torch::randn(batch_of(3, c.shape)));
@@ -49,6 +49,31 @@ TEST(Models, EveryBuiltInMapsSamplesToClassLogits) {
     for (const auto& p : m->named_parameters())
       EXPECT_TRUE(p.value().grad().defined()) << c.name << " " << p.key();
   }
+}
+
+// The LMU's memory holds Legendre coefficients of the last L inputs: a constant input
+// converges to the constant's coefficients (1, 0, 0, ...), i.e. (I - Abar) m = Bbar has
+// that solution, for the zero-order-hold discretisation of the delay system.
+TEST(Models, LmuMemoryIsALegendreDelayLine) {
+  auto m = make_model(ModelOptions{"lmu", 0.0, 8, 18}, spec({3, 40}, 5));
+  torch::Tensor abar_t, bbar;
+  for (const auto& b : m->named_buffers()) {
+    if (b.key() == "abar_t") abar_t = b.value();
+    if (b.key() == "bbar") bbar = b.value();
+  }
+  ASSERT_TRUE(abar_t.defined() && bbar.defined());
+  EXPECT_EQ(abar_t.sizes(), (std::vector<int64_t>{40, 40}));  // order min(64, L)
+  const auto a = abar_t.t().to(torch::kFloat64);
+  const auto steady = torch::linalg_solve(torch::eye(40, torch::kFloat64) - a, bbar[0].to(torch::kFloat64), true);
+  EXPECT_NEAR(steady[0].item<double>(), 1.0, 1e-4);
+  EXPECT_LT(steady.slice(0, 1).abs().max().item<double>(), 1e-4);
+  // A 2-step window's order is 2; longer windows cap at 64.
+  auto small = make_model(ModelOptions{"lmu", 0.0, 8, 18}, spec({2}, 3));
+  auto big = make_model(ModelOptions{"lmu", 0.0, 8, 18}, spec({1, 500}, 3));
+  for (const auto& b : small->named_buffers())
+    if (b.key() == "abar_t") EXPECT_EQ(b.value().size(0), 2);
+  for (const auto& b : big->named_buffers())
+    if (b.key() == "abar_t") EXPECT_EQ(b.value().size(0), 64);
 }
 
 TEST(Models, WidthAndDepthScaleTheResNet) {

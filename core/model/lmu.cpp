@@ -1,0 +1,99 @@
+// lmu: a Legendre Memory Unit network for time series [C,L] (or [L]) (registry.hpp).
+//
+// The LMU cell (Voelker, Kajić & Eliasmith, NeurIPS 2019): a linear memory m (ORDER
+// Legendre coefficients of the last THETA steps of a scalar signal u) and a nonlinear
+// hidden state h,
+//   u_t = e_x.x_t + e_h.h_{t-1} + e_m.m_{t-1}
+//   m_t = Abar m_{t-1} + Bbar u_t
+//   h_t = tanh(W_x x_t + W_h h_{t-1} + W_m m_t)
+// where Abar, Bbar are the zero-order-hold discretisation (dt = 1) of the continuous
+// Legendre delay system A (i, j < ORDER): (2i+1)/THETA * (i < j ? -1 : (-1)^(i-j+1)),
+// B_i = (2i+1)(-1)^i / THETA, computed once as expm([[A, B], [0, 0]]) and kept as
+// buffers. Here THETA = L (the memory spans the window), ORDER = min(64, L), hidden units
+// WIDTH (128); e_h and e_m start at zero. The last h goes through dropout to the
+// classifier. Reference module: docs/python/lockstep_models.py (Lmu).
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "core/base/error.hpp"
+#include "core/model/registry.hpp"
+
+namespace lockstep {
+namespace {
+
+namespace nn = torch::nn;
+
+// (Abar [order, order], Bbar [order]) for a Legendre delay of THETA steps.
+std::pair<torch::Tensor, torch::Tensor> legendre_delay(int64_t order, double theta) {
+  auto m = torch::zeros({order + 1, order + 1}, torch::kFloat64);
+  auto a = m.accessor<double, 2>();
+  for (int64_t i = 0; i < order; ++i) {
+    const double r = static_cast<double>(2 * i + 1) / theta;
+    for (int64_t j = 0; j < order; ++j) a[i][j] = r * (i < j ? -1.0 : ((i - j + 1) % 2 == 0 ? 1.0 : -1.0));
+    a[i][order] = r * (i % 2 == 0 ? 1.0 : -1.0);  // B
+  }
+  const torch::Tensor e = torch::matrix_exp(m);
+  return {e.slice(0, 0, order).slice(1, 0, order).to(torch::kFloat32).contiguous(),
+          e.slice(0, 0, order).select(1, order).to(torch::kFloat32).contiguous()};
+}
+
+class Lmu final : public Net {
+ public:
+  Lmu(int64_t channels, int64_t length, int64_t classes, int64_t hidden, double dropout)
+      : one_channel_(channels == 0), hidden_(hidden), order_(std::min<int64_t>(64, length)) {
+    const int64_t in = one_channel_ ? 1 : channels;
+    e_x_ = register_module("e_x", nn::Linear(nn::LinearOptions(in, 1).bias(false)));
+    e_h_ = register_module("e_h", nn::Linear(nn::LinearOptions(hidden, 1).bias(false)));
+    e_m_ = register_module("e_m", nn::Linear(nn::LinearOptions(order_, 1).bias(false)));
+    w_x_ = register_module("w_x", nn::Linear(in, hidden));
+    w_h_ = register_module("w_h", nn::Linear(nn::LinearOptions(hidden, hidden).bias(false)));
+    w_m_ = register_module("w_m", nn::Linear(nn::LinearOptions(order_, hidden).bias(false)));
+    drop_ = register_module("drop", nn::Dropout(dropout));
+    fc_ = register_module("fc", nn::Linear(hidden, classes));
+    {
+      torch::NoGradGuard no_grad;
+      e_h_->weight.zero_();
+      e_m_->weight.zero_();
+    }
+    auto [abar, bbar] = legendre_delay(order_, static_cast<double>(length));
+    abar_t_ = register_buffer("abar_t", abar.t().contiguous());  // m_t = m_{t-1} @ Abar^T + u Bbar
+    bbar_ = register_buffer("bbar", bbar.unsqueeze(0));
+  }
+
+  torch::Tensor forward(torch::Tensor x) override {
+    if (one_channel_) x = x.unsqueeze(1);
+    const torch::Tensor xs = x.permute({2, 0, 1});  // [L, N, C]
+    const torch::Tensor ux = e_x_(xs), hx = w_x_(xs);  // the input's terms, all steps at once
+    const int64_t n = x.size(0);
+    torch::Tensor h = torch::zeros({n, hidden_}, x.options());
+    torch::Tensor m = torch::zeros({n, order_}, x.options());
+    for (int64_t t = 0; t < xs.size(0); ++t) {
+      const torch::Tensor u = ux[t] + e_h_(h) + e_m_(m);  // [N, 1]
+      m = torch::addmm(u * bbar_, m, abar_t_);
+      h = torch::tanh(hx[t] + w_h_(h) + w_m_(m));
+    }
+    return fc_(drop_(h));
+  }
+
+ private:
+  bool one_channel_;
+  int64_t hidden_, order_;
+  nn::Linear e_x_{nullptr}, e_h_{nullptr}, e_m_{nullptr}, w_x_{nullptr}, w_h_{nullptr}, w_m_{nullptr};
+  nn::Dropout drop_{nullptr};
+  nn::Linear fc_{nullptr};
+  torch::Tensor abar_t_, bbar_;
+};
+
+}  // namespace
+
+std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec) {
+  const auto& s = spec.sample_shape;
+  if (s.empty() || s.size() > 2 || s.back() < 2)
+    throw UsageError("model 'lmu' needs time-series samples [C,L] or [L]; dataset '" + spec.name +
+                     "' has shape " + c10::str(s));
+  return std::make_shared<Lmu>(s.size() == 2 ? s[0] : 0, s.back(), spec.num_classes,
+                               opt.width > 0 ? opt.width : 128, opt.dropout);
+}
+
+}  // namespace lockstep
