@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
+#include "core/model/layers.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
 
@@ -48,12 +49,8 @@ class Cnn1d final : public Net {
 }  // namespace
 
 std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec) {
-  const auto& s = spec.sample_shape;
-  if (s.empty() || s.size() > 2 || s.back() < 2)
-    throw UsageError("model 'cnn1d' needs time-series samples [C,L] or [L]; dataset '" + spec.name +
-                     "' has shape " + c10::str(s));
-  return std::make_shared<Cnn1d>(s.size() == 2 ? s[0] : 0, s.back(), spec.num_classes,
-                                 opt.width > 0 ? opt.width : 64, opt.dropout);
+  const auto [channels, length] = require_series("cnn1d", spec);
+  return std::make_shared<Cnn1d>(channels, length, spec.num_classes, opt.width > 0 ? opt.width : 64, opt.dropout);
 }
 
 }  // namespace lockstep

@@ -20,4 +20,12 @@ void require_image(const std::string& model, const io::DatasetSpec& spec, int64_
                      "; dataset '" + spec.name + "' has shape " + c10::str(s));
 }
 
+std::pair<int64_t, int64_t> require_series(const std::string& model, const io::DatasetSpec& spec) {
+  const auto& s = spec.sample_shape;
+  if (s.empty() || s.size() > 2 || s.back() < 2)
+    throw UsageError("model '" + model + "' needs time-series samples [C,L] or [L]; dataset '" + spec.name +
+                     "' has shape " + c10::str(s));
+  return {s.size() == 2 ? s[0] : 0, s.back()};
+}
+
 }  // namespace lockstep

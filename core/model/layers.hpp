@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "io/dataset/shard_format.hpp"
 
@@ -14,5 +15,8 @@ namespace lockstep {
 torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1);
 // Throws UsageError naming MODEL unless SPEC's samples are images [C,H,W] with H,W >= MIN_SIDE.
 void require_image(const std::string& model, const io::DatasetSpec& spec, int64_t min_side);
+// Time-series samples [C,L] or [L] with L >= 2: returns (C, or 0 for [L]; L), else throws
+// UsageError naming the model and the dataset's shape.
+std::pair<int64_t, int64_t> require_series(const std::string& model, const io::DatasetSpec& spec);
 
 }  // namespace lockstep

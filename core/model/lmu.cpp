@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "core/base/error.hpp"
+#include "core/model/layers.hpp"
 #include "core/model/registry.hpp"
 
 namespace lockstep {
@@ -88,12 +89,8 @@ class Lmu final : public Net {
 }  // namespace
 
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec) {
-  const auto& s = spec.sample_shape;
-  if (s.empty() || s.size() > 2 || s.back() < 2)
-    throw UsageError("model 'lmu' needs time-series samples [C,L] or [L]; dataset '" + spec.name +
-                     "' has shape " + c10::str(s));
-  return std::make_shared<Lmu>(s.size() == 2 ? s[0] : 0, s.back(), spec.num_classes,
-                               opt.width > 0 ? opt.width : 128, opt.dropout);
+  const auto [channels, length] = require_series("lmu", spec);
+  return std::make_shared<Lmu>(channels, length, spec.num_classes, opt.width > 0 ? opt.width : 128, opt.dropout);
 }
 
 }  // namespace lockstep
