@@ -26,7 +26,7 @@ class SampleSource {
   virtual std::string name() const = 0;  // the file or directory, for messages
 
  private:
-  const std::vector<int64_t> no_groups_;
+  const std::vector<int64_t> no_groups_{};
 };
 
 // A source already in memory (IDX, CSV).
