@@ -16,13 +16,16 @@ RANDOM=$SEED
 echo "chaos: $FAULTS faults, CHAOS_SEED=$SEED"
 TIMEOUT=4  # --dist.comm-timeout: a stopped rank is noticed by the others after this
 make_slice data 1024 2
-ARGS=(--data data --batch-size 32 --lr 0.05 --log-every 3 --epochs 30 --ckpt-every 3 --keep-last 2
-      --model.dropout 0.3 --dist.comm-timeout $TIMEOUT)  # 420 steps; dropout: RNG state must resume exactly
-FINAL=420
+# 14 steps an epoch; 8 epochs a fault, so the job outlasts every fault (a round trains at
+# most ~2 s, ~70 steps, before its fault). Dropout: the RNG state must resume exactly.
+EPOCHS=$(( FAULTS * 8 > 30 ? FAULTS * 8 : 30 ))
+ARGS=(--data data --batch-size 32 --lr 0.05 --log-every 3 --epochs $EPOCHS --ckpt-every 3 --keep-last 2
+      --model.dropout 0.3 --dist.comm-timeout $TIMEOUT)
 
 expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir straight
 want=$(json_rows straight/metrics.jsonl end val_loss)
 [ -n "$want" ] || fail "the uninterrupted run has no end row"
+FINAL=$(json_rows straight/metrics.jsonl end step)
 
 RUN=run
 if [ "$(id -u)" = 0 ] && mkdir -p tmpfs && mount -t tmpfs -o size=24m tmpfs tmpfs 2>/dev/null; then
@@ -54,17 +57,23 @@ round() {
   sleep "$((RANDOM % 2)).$((RANDOM % 10))"
   local target
   target=$(ranks | shuf -n 1 --random-source=<(yes "$RANDOM"))
+  # A signal counts as injected only when it reached a live process (the job can end on
+  # its own between choosing a target and the kill).
+  send() { kill "$1" "$2" 2>/dev/null && injected=$((injected + 1)) || true; }
   case "$fault" in
-    kill) [ -n "$target" ] && kill -KILL "$target" ;;
-    stop) [ -n "$target" ] && kill -STOP "$target" ;;
-    usr1) [ -n "$target" ] && kill -USR1 "$target" ;;
-    term) [ -n "$target" ] && kill -TERM "$target" ;;
-    term_mpirun) kill -TERM "$launcher" ;;
-    ckpt_write)  # SIGKILL rank 0 the moment a checkpoint temp file appears
+    kill) [ -z "$target" ] || send -KILL "$target" ;;
+    stop) [ -z "$target" ] || send -STOP "$target" ;;
+    usr1) [ -z "$target" ] || send -USR1 "$target" ;;
+    term) [ -z "$target" ] || send -TERM "$target" ;;
+    term_mpirun) [ -z "$target" ] || send -TERM "$launcher" ;;
+    ckpt_write)  # SIGKILL rank 0 the moment a checkpoint temp file appears (or after 4 s regardless)
+      local hit=
       for _ in $(seq 1 400); do
-        ls "$RUN"/checkpoints/*.tmp.* >/dev/null 2>&1 && { pkill -KILL -f "^$LOCKSTEP train .*--run-dir $RUN" -o; break; }
+        ls "$RUN"/checkpoints/*.tmp.* >/dev/null 2>&1 && { hit=1; break; }
         sleep 0.01
-      done ;;
+      done
+      [ -n "$hit" ] || fault="ckpt_write(no temp file seen: plain kill)"
+      pkill -KILL -f "^$LOCKSTEP train .*--run-dir $RUN" -o && injected=$((injected + 1)) || true ;;
   esac
   if ! timeout $((TIMEOUT + 30)) tail --pid=$launcher -f /dev/null; then
     cat "$log"; fail "round $3 ($before + $fault) hung: no end within $((TIMEOUT + 30)) s"
@@ -85,12 +94,16 @@ round() {
 }
 
 corrupted=()
+injected=0
 befores=(none none none truncate corrupt fulldisk)
 faults=(kill stop usr1 term term_mpirun ckpt_write)
-for i in $(seq 1 "$FAULTS"); do
+for i in $(seq 1 $((2 * FAULTS))); do  # until FAULTS faults reached a running job
+  [ "$injected" -ge "$FAULTS" ] && break
   finished && break
   round "${befores[$((RANDOM % ${#befores[@]}))]}" "${faults[$((RANDOM % ${#faults[@]}))]}" "$i"
 done
+# Every fault must have hit a running job: a job that finished early would make the count a lie.
+[ "$injected" -ge "$FAULTS" ] || fail "only $injected of $FAULTS faults reached a running job (CHAOS_SEED=$SEED)"
 for i in $(seq 1 10); do  # to the end, undisturbed
   finished && break
   expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir "$RUN"
@@ -98,12 +111,12 @@ done
 finished || fail "the job never finished"
 got=$(json_rows "$RUN/metrics.jsonl" end val_loss | tail -1)
 [ "$got" = "$want" ] || fail "final val_loss $got after the faults, $want uninterrupted (CHAOS_SEED=$SEED)"
-python3 - "$RUN/metrics.jsonl" <<'PY' || fail "metrics.jsonl is not one valid log (CHAOS_SEED=$SEED)"
+python3 - "$RUN/metrics.jsonl" "$FINAL" <<'PY' || fail "metrics.jsonl is not one valid log (CHAOS_SEED=$SEED)"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 steps = [r["step"] for r in rows if r["kind"] == "train"]
 assert steps == sorted(set(steps)), ("train rows repeat or go backwards", steps)
-assert [r for r in rows if r["kind"] == "end"][-1]["step"] == 420
+assert [r for r in rows if r["kind"] == "end"][-1]["step"] == int(sys.argv[2])
 PY
-pass "chaos: $FAULTS faults (CHAOS_SEED=$SEED), final val_loss $got equals the uninterrupted run's"
+pass "chaos: $injected faults injected into a running job (CHAOS_SEED=$SEED), final val_loss $got at step $FINAL equals the uninterrupted run's"
 echo "chaos: all passed"
