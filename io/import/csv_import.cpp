@@ -2,7 +2,6 @@
 #include "io/import/csv_import.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "io/import/text_fields.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -25,40 +25,6 @@ struct CsvTable {
   std::vector<std::string> labels;  // raw label text per row
   std::vector<std::string> groups;  // raw group text per row (--group-column)
 };
-
-std::vector<std::string> split_line(const std::string& line, char delim) {
-  std::vector<std::string> out;
-  if (delim == ' ') {  // runs of spaces and tabs separate; none leads or trails
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-      const size_t b = i;
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
-      if (i > b) out.push_back(line.substr(b, i - b));
-    }
-    return out;
-  }
-  size_t start = 0;
-  for (;;) {
-    const size_t pos = line.find(delim, start);
-    std::string f = line.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
-    const auto b = f.find_first_not_of(" \t\r"), e = f.find_last_not_of(" \t\r");
-    out.push_back(b == std::string::npos ? "" : f.substr(b, e - b + 1));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
-bool parse_float(const std::string& s, float* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const float v = std::strtof(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE) return false;
-  *out = v;
-  return true;
-}
 
 bool is_class_id(const std::string& s) {
   return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
@@ -78,14 +44,14 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
     ++lineno;
     records.clear();
     if (opt.delimiter != ';' && line.find(';') != std::string::npos) {
-      for (const std::string& r : split_line(line, ';'))
+      for (const std::string& r : split_fields(line, ';'))
         if (r.find_first_not_of(" \t\r") != std::string::npos) records.push_back(r);
     } else {
       records.push_back(line);
     }
     for (const std::string& record : records) {
       if (record.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const auto fields = split_line(record, opt.delimiter);
+      const auto fields = split_fields(record, opt.delimiter);
       if (first) {
         first = false;
         width = static_cast<int64_t>(fields.size());

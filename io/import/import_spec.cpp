@@ -36,7 +36,7 @@ OpenedImport open_import(ImportSpec& spec) {
   ImportOptions& opt = spec.options;
   const auto [kind, path] = kind_and_path(spec.input, "input");
   opt.class_names = split_commas(spec.class_names);
-  std::vector<std::string> files;
+  std::vector<std::string> files, names;  // NAMES: the class names the input carries, if any
   OpenedImport out;
   if (kind == "idx") {
     if (!spec.test_input.empty())
@@ -44,9 +44,7 @@ OpenedImport open_import(ImportSpec& spec) {
     out.inputs = open_idx(path, &files);
   } else if (kind == "ucihar") {
     if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/hdf5; ucihar takes DIR/test");
-    std::vector<std::string> names;
     out.inputs = open_ucihar(path, spec.har_signals, &names, &files);
-    if (opt.class_names.empty()) opt.class_names = names;
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
     if (!spec.test_input.empty()) {
@@ -56,19 +54,16 @@ OpenedImport open_import(ImportSpec& spec) {
     }
     for (const auto& [split, file] : split_files) files.push_back(file);
     if (kind == "csv") {
-      std::vector<std::string> names;
       out.inputs = open_csv(split_files, spec.csv, &names);
-      if (opt.class_names.empty()) opt.class_names = names;
     } else if (kind == "ts") {
-      std::vector<std::string> names;
       out.inputs = open_ts(split_files, &names);
-      if (opt.class_names.empty()) opt.class_names = names;
     } else {
       for (const auto& [split, file] : split_files)
         out.inputs.push_back(
             {split, open_hdf5_source(file, spec.samples_dataset, spec.labels_dataset), split == "train"});
     }
   }
+  if (opt.class_names.empty()) opt.class_names = names;
   opt.input_files = files;
   if (kind == "idx") opt.input_files.push_back(path);
   const CsvOptions& csv = spec.csv;

@@ -10,42 +10,15 @@
 #include <fstream>
 
 #include "core/base/error.hpp"
+#include "io/import/text_fields.hpp"
 
 namespace lockstep::io {
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-std::vector<std::string> split(const std::string& s, char delim) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t pos = s.find(delim, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) return out;
-    start = pos + 1;
-  }
-}
-
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    const size_t b = i;
-    while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    if (i > b) out.push_back(s.substr(b, i - b));
-  }
-  return out;
 }
 
 // A header count (@dimensions, @seriesLength): a positive integer below 2^31.
@@ -59,22 +32,19 @@ int64_t header_count(const std::string& v, const std::string& where) {
   return n;
 }
 
-// Appends one comma-separated series to OUT; returns its length.
+// Appends one comma-separated series (TEXT, trimmed) to OUT; returns its length.
 int64_t parse_series(const std::string& text, const std::string& where, int64_t dim,
                      std::vector<float>* out) {
-  LOCKSTEP_REQUIRE(!trim(text).empty(),
+  LOCKSTEP_REQUIRE(!text.empty(),
                    where + ": dimension " + std::to_string(dim) + " is an empty series");
   int64_t n = 0;
-  for (const std::string& raw : split(text, ',')) {
-    const std::string f = trim(raw);
+  for (const std::string& f : split_fields(text, ',')) {
     LOCKSTEP_REQUIRE(f != "?", where + ": dimension " + std::to_string(dim) +
                                    " has a missing value ('?'); " +
                                    "fill or drop it before import");
-    char* end = nullptr;
-    errno = 0;
-    const float v = std::strtof(f.c_str(), &end);
+    float v = 0;
     LOCKSTEP_REQUIRE(
-        !f.empty() && end == f.c_str() + f.size() && errno != ERANGE && std::isfinite(v),
+        parse_float(f, &v) && std::isfinite(v),
         where + ": dimension " + std::to_string(dim) + " value '" + f.substr(0, 40) +
             "' is not a finite number");
     out->push_back(v);
@@ -101,7 +71,7 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
     if (!in_data) {
       LOCKSTEP_REQUIRE(s[0] == '@',
                        where + ": expected a '@' header line or '@data' before the cases");
-      const std::vector<std::string> w = words(s);
+      const std::vector<std::string> w = split_fields(s, ' ');
       const std::string key = lower(w[0]);
       const std::string value = w.size() > 1 ? lower(w[1]) : "";
       if (key == "@data") {
@@ -138,12 +108,12 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
     }
     if (t.cases == 0)
       LOCKSTEP_REQUIRE(saw_class_label, path + ": no @classLabel line before @data");
-    std::vector<std::string> fields = split(s, ':');
+    std::vector<std::string> fields = split_fields(s, ':');
     std::string label;
     if (labeled) {
       LOCKSTEP_REQUIRE(fields.size() >= 2,
                        where + ": a case needs its series and a class label, separated by ':'");
-      label = trim(fields.back());
+      label = fields.back();
       fields.pop_back();
     }
     const int64_t dims = static_cast<int64_t>(fields.size());

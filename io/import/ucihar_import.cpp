@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/base/error.hpp"
+#include "io/import/text_fields.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -34,24 +35,15 @@ Matrix read_matrix(const std::string& path) {
   int64_t lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
-    const char* p = line.c_str();
-    const char* const end = p + line.size();
-    int64_t width = 0;
-    for (;;) {
-      while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
-      if (p >= end) break;
-      const char* const start = p;
-      while (p < end && *p != ' ' && *p != '\t' && *p != '\r') ++p;
-      const std::string field(start, p);
-      char* stop = nullptr;
-      errno = 0;
-      const float v = std::strtof(field.c_str(), &stop);
-      LOCKSTEP_REQUIRE(stop == field.c_str() + field.size() && errno != ERANGE && std::isfinite(v),
-                       path + ":" + std::to_string(lineno) + ": value " +
-                           std::to_string(width + 1) + " '" + field.substr(0, 40) +
-                           "' is not a finite number");
+    const std::vector<std::string> fields = split_fields(line, ' ');
+    const int64_t width = static_cast<int64_t>(fields.size());
+    for (int64_t k = 0; k < width; ++k) {
+      const std::string& field = fields[static_cast<size_t>(k)];
+      float v = 0;
+      LOCKSTEP_REQUIRE(parse_float(field, &v) && std::isfinite(v),
+                       path + ":" + std::to_string(lineno) + ": value " + std::to_string(k + 1) + " '" +
+                           field.substr(0, 40) + "' is not a finite number");
       m.values.push_back(v);
-      ++width;
     }
     if (width == 0) continue;  // blank line
     if (m.rows == 0) m.cols = width;
@@ -94,9 +86,7 @@ std::vector<std::string> read_activities(const std::string& path) {
     char* stop = nullptr;
     errno = 0;
     const long long id = std::strtoll(line.c_str(), &stop, 10);
-    std::string name(stop);
-    const auto b = name.find_first_not_of(" \t\r"), e = name.find_last_not_of(" \t\r");
-    name = b == std::string::npos ? "" : name.substr(b, e - b + 1);
+    const std::string name = trim(stop);
     LOCKSTEP_REQUIRE(
         stop != line.c_str() && errno == 0 && id >= 1 && id <= 1000 && !name.empty(),
         path + ":" + std::to_string(lineno) + ": expected 'ID NAME' with ID in 1..1000");
