@@ -69,10 +69,11 @@ OpenedImport open_import(ImportSpec& spec) {
   const CsvOptions& csv = spec.csv;
   out.fingerprint = fmt::format(
       "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
-      "|csv={},{},{},{},{},{},{}|h5={},{}|har={}",
+      "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}",
       kind, file_fingerprint(files), opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
       opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
-      csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, spec.samples_dataset, spec.labels_dataset, spec.har_signals);
+      csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
+      spec.samples_dataset, spec.labels_dataset, spec.har_signals);
   return out;
 }
 

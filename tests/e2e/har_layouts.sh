@@ -88,6 +88,11 @@ expect_output "val +60 samples"
 expect_output "3x20 float32"
 expect_output "Jogging, Sitting, Walking"
 expect_rc 0 run_mpi 2 train --data wisdm --model cnn1d --width 8 --batch-size 8 --epochs 2 --run-dir wisdm-run --lr 0.01
+# Every import option is in the fingerprint: keeping the timestamp column is another dataset.
+expect_rc 0 "$LOCKSTEP" shard --input csv:wisdm_raw.txt --header no --label-column 1 --group-column 0 \
+  --window 20 --stride 10 --val-fraction 0.25 --output wisdm --shards 2
+"$LOCKSTEP" inspect wisdm >"$WORK/out.txt" 2>&1
+expect_output "4x20 float32"
 pass "WISDM-style ';' records: timestamp ignored, user as group, windows within a user's activity, 2-rank training"
 
 printf '33,Jogging,1,1,2,3;\n33,Jogging,2,1,2,;\n' >broken.txt
