@@ -46,7 +46,6 @@ std::vector<SplitAssignment> plan_by_group(const std::vector<int64_t>& order,
                                            const std::vector<int64_t>& groups,
                                            const std::string& split, const PlanOptions& options,
                                            const std::string& source) {
-  LOCKSTEP_REQUIRE(groups.size() >= order.size(), source + ": fewer group ids than samples");
   std::map<int64_t, int64_t> size_of;  // group id -> samples in ORDER
   for (const int64_t i : order) ++size_of[groups[static_cast<size_t>(i)]];
   LOCKSTEP_REQUIRE(size_of.size() >= 2,
@@ -82,6 +81,8 @@ std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int
   LOCKSTEP_REQUIRE(options.val_fraction >= 0.0 && options.val_fraction < 1.0,
                    "--val-fraction must be in [0, 1)");
   const int64_t n = static_cast<int64_t>(labels.size());
+  LOCKSTEP_REQUIRE(groups.empty() || groups.size() == labels.size(),
+                   source + ": " + std::to_string(groups.size()) + " group ids for " + std::to_string(n) + " samples");
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (options.shuffle) {
     order = epoch_permutation(n, options.seed, /*epoch=*/-1,
