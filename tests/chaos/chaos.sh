@@ -90,6 +90,14 @@ round() {
   for bad in "${corrupted[@]:-}"; do
     [ -n "$bad" ] && [ "$from" = "$bad" ] && { cat "$log"; fail "round $3 resumed from the corrupted $bad"; }
   done
+  # A checkpoint this round wrote again under a corrupted one's name (a resume from an older
+  # step re-reaches it) replaced the damaged file atomically: it is good from now on.
+  local kept=() written
+  written=$(grep -Eo '^[^ ]+ checkpoint [^ ]+' "$log" | awk '{print $3}' || true)
+  for bad in "${corrupted[@]:-}"; do
+    [ -n "$bad" ] && ! grep -qxF "$bad" <<<"$written" && kept+=("$bad")
+  done
+  corrupted=("${kept[@]:-}")
   echo "round $3: $before + $fault -> $(( SECONDS - t0 )) s, $(grep -Eo 'resumed from .*at step [0-9]+' "$log" | grep -Eo '[0-9]+$' || echo 0) -> $(grep -Eo '"step":[0-9]+' "$RUN/metrics.jsonl" 2>/dev/null | tail -1 | grep -Eo '[0-9]+' || echo 0)"
 }
 
