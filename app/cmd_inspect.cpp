@@ -34,8 +34,18 @@ std::string list(const std::vector<double>& v) {
 
 void print_spec(const io::DatasetSpec& s) {
   std::cout << "dataset      " << s.name << "\n"
-            << "samples      " << list(s.sample_shape) << " " << io::dtype_name(s.dtype) << "\n"
-            << "classes      " << (s.labeled ? std::to_string(s.num_classes) : "none (unlabeled data)");
+            << "samples      " << list(s.sample_shape) << " " << io::dtype_name(s.dtype)
+            << (s.ragged ? " (ragged: the last axis is time, each sample's length stored, padded to " +
+                               std::to_string(s.time_steps()) + ")"
+                         : "")
+            << "\n";
+  if (s.sequence_targets()) {
+    std::cout << "targets      token sequences (CTC), up to " << s.max_target_length << " of " << s.tokens.size()
+              << " tokens:";
+    for (const std::string& t : s.tokens) std::cout << " '" << t << "'";
+    std::cout << "\n";
+  }
+  std::cout << "classes      " << (s.labeled ? std::to_string(s.num_classes) : "none (no class labels)");
   for (size_t i = 0; i < s.class_names.size(); ++i) std::cout << (i ? ", " : ": ") << s.class_names[i];
   std::cout << "\nmean / std   " << list(s.mean) << " / " << list(s.std) << "\n";
 }

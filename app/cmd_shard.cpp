@@ -44,6 +44,8 @@ int cmd_shard(const Args& args) {
       "             csv:FILE (numeric columns + a label column)\n"
       "             ts:FILE (UEA/UCR time-series classification .ts, equal length: samples [D, L])\n"
       "             ucihar:DIR (the UCI-HAR layout: train/, test/, Inertial Signals/, subjects as groups)\n"
+      "             audio:FILE (a manifest of PATH<TAB>TRANSCRIPT[<TAB>SPEAKER] lines: 16 kHz mono WAVs\n"
+      "               -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n\nOptions");
   d.add_options()
       ("help,h", "print this help and exit")

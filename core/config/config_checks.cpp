@@ -10,7 +10,9 @@ namespace lockstep {
 bool parse_stop_target(const std::string& text, BestMetric* metric, double* value) {
   for (const auto& [m, name, op] : {std::make_tuple(BestMetric::kValAcc, "val_acc", ">="),
                                     std::make_tuple(BestMetric::kValF1, "val_f1", ">="),
-                                    std::make_tuple(BestMetric::kValLoss, "val_loss", "<=")}) {
+                                    std::make_tuple(BestMetric::kValLoss, "val_loss", "<="),
+                                    std::make_tuple(BestMetric::kValCer, "val_cer", "<="),
+                                    std::make_tuple(BestMetric::kValWer, "val_wer", "<=")}) {
     const std::string head = std::string(name) + op;
     if (text.compare(0, head.size(), head) != 0 || text.size() == head.size()) continue;
     char* end = nullptr;

@@ -20,7 +20,8 @@ LOCKSTEP_ENUM_NAMES(Schedule, {Schedule::kConstant, "constant"}, {Schedule::kCos
                     {Schedule::kStep, "step"})
 LOCKSTEP_ENUM_NAMES(Amp, {Amp::kNone, "none"}, {Amp::kBf16, "bf16"}, {Amp::kFp16, "fp16"})
 LOCKSTEP_ENUM_NAMES(BestMetric, {BestMetric::kValF1, "val_f1"}, {BestMetric::kValAcc, "val_acc"},
-                    {BestMetric::kValLoss, "val_loss"}, {BestMetric::kNone, "none"})
+                    {BestMetric::kValLoss, "val_loss"}, {BestMetric::kValCer, "val_cer"},
+                    {BestMetric::kValWer, "val_wer"}, {BestMetric::kNone, "none"})
 LOCKSTEP_ENUM_NAMES(ProgressMode, {ProgressMode::kAuto, "auto"}, {ProgressMode::kBar, "bar"},
                     {ProgressMode::kLines, "lines"})
 LOCKSTEP_ENUM_NAMES(Fault, {Fault::kNone, "none"}, {Fault::kThrow, "throw"}, {Fault::kStall, "stall"},

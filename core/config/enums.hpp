@@ -17,7 +17,15 @@ enum class OptimizerKind { kSgd, kAdam, kAdamW };  // train.optimizer
 enum class LrScaling { kNone, kLinear, kSqrt };  // train.lr-scaling
 enum class Schedule { kConstant, kCosine, kStep };  // train.schedule
 enum class Amp { kNone, kBf16, kFp16 };          // train.amp
-enum class BestMetric { kValF1, kValAcc, kValLoss, kNone };  // ckpt.best-metric
+enum class BestMetric { kValF1, kValAcc, kValLoss, kValCer, kValWer, kNone };  // ckpt.best-metric
+// Smaller is better: the loss and the sequence error rates.
+inline bool lower_is_better(BestMetric m) {
+  return m == BestMetric::kValLoss || m == BestMetric::kValCer || m == BestMetric::kValWer;
+}
+// Needs sequence targets (val_cer, val_wer) or class labels (val_acc, val_f1); the loss
+// works for both.
+inline bool sequence_metric(BestMetric m) { return m == BestMetric::kValCer || m == BestMetric::kValWer; }
+inline bool class_metric(BestMetric m) { return m == BestMetric::kValAcc || m == BestMetric::kValF1; }
 enum class ProgressMode { kAuto, kBar, kLines };  // train.progress
 enum class Fault { kNone, kThrow, kStall, kKill };  // debug.fault
 

@@ -2,6 +2,9 @@
 // using the per-channel mean/std stored in the dataset's manifest. On a GPU the raw bytes
 // go through a pinned host buffer (a DMA copy, not a pageable one); the copy is
 // synchronous, so the buffer can be reused at once.
+//
+// Sequences (shard format v2): a ragged batch is cut to its longest sample's length and
+// every padded step is zero after normalisation; sequence targets become CTC's inputs.
 #pragma once
 
 #include <torch/types.h>
@@ -10,12 +13,24 @@
 
 namespace lockstep {
 
+// A batch's CTC targets: TARGETS concatenated (int64, on the device), TARGET_LENGTHS [N]
+// (int64, CPU), and the inputs' valid lengths LENGTHS [N] (int64, CPU).
+struct SequenceTargets {
+  torch::Tensor targets, target_lengths, lengths;
+};
+
 class BatchMaker {
  public:
   BatchMaker(const io::DatasetSpec& spec, torch::Device device);
   // N samples at RAW (spec.sample_bytes() each) -> [N, sample_shape...] float32, normalised.
-  torch::Tensor inputs(const void* raw, int64_t n) const;
-  torch::Tensor labels(const int64_t* labels, int64_t n) const;
+  // Ragged data needs the samples' RECORDS: the time axis is cut to the batch's longest
+  // sample and padding zeroed.
+  torch::Tensor inputs(const void* raw, int64_t n, const int64_t* records = nullptr) const;
+  // The class labels of N label records -> [N] int64 on the device.
+  torch::Tensor labels(const int64_t* records, int64_t n) const;
+  // Valid time steps of N records -> [N] int64 on the CPU (time_steps() when not ragged).
+  torch::Tensor lengths(const int64_t* records, int64_t n) const;
+  SequenceTargets targets(const int64_t* records, int64_t n) const;
   torch::Device device() const { return device_; }
 
  private:

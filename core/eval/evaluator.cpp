@@ -1,25 +1,80 @@
 // evaluator: see evaluator.hpp.
 #include "core/eval/evaluator.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "core/dist/mpi_runtime.hpp"
+#include "core/eval/sequence_metrics.hpp"
+#include "core/optim/loss.hpp"
 #include "io/loader/epoch_loader.hpp"
 
 namespace lockstep {
+namespace {
+
+// Collective. CTC loss and error counts over every sample this rank holds.
+EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch,
+                              int prefetch, const MpiRuntime& mpi) {
+  const io::DatasetSpec& spec = data.spec();
+  const int64_t blank = static_cast<int64_t>(spec.tokens.size());
+  int64_t space = -1;
+  for (size_t i = 0; i < spec.tokens.size(); ++i)
+    if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
+  const int64_t steps = (data.size() + batch - 1) / batch;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
+  ErrorCounts errors;
+  double loss_sum = 0.0, count = 0.0;
+  const int64_t w = spec.record_width();
+  while (const io::Batch* b = loader.next()) {
+    const SequenceTargets t = maker.targets(b->labels.data(), b->size);
+    torch::Tensor out_lengths;
+    const torch::Tensor logits =
+        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), t.lengths, &out_lengths);
+    loss_sum += ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, blank).item<double>() * static_cast<double>(b->size);
+    count += static_cast<double>(b->size);
+    const auto hyps = greedy_decode(logits, out_lengths, blank);
+    for (int64_t i = 0; i < b->size; ++i) {
+      const int64_t* r = b->labels.data() + i * w;
+      const int64_t* tok = io::record_targets(spec, r);
+      errors.add(hyps[static_cast<size_t>(i)], TokenSeq(tok, tok + io::target_length(spec, r)), space);
+    }
+  }
+  double sums[6] = {errors.char_edits, errors.chars, errors.word_edits, errors.words, loss_sum, count};
+  mpi.allreduce_sum(sums, 6);
+  EvalResult r;
+  r.sequence = true;
+  r.count = static_cast<int64_t>(sums[5]);
+  ErrorCounts all;
+  all.char_edits = sums[0];
+  all.chars = sums[1];
+  all.word_edits = sums[2];
+  all.words = sums[3];
+  r.cer = all.cer();
+  r.wer = all.wer();
+  if (r.count > 0) r.loss = sums[4] / sums[5];
+  return r;
+}
+
+}  // namespace
 
 EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
                     int64_t classes, const MpiRuntime& mpi) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
+  if (data.spec().sequence_targets()) {
+    EvalResult r = evaluate_sequences(model, data, maker, batch, prefetch, mpi);
+    if (was_training) model.train();
+    return r;
+  }
   const int64_t steps = (data.size() + batch - 1) / batch;
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
   // Sums stay on the device until the end: no host sync per batch.
   torch::Tensor confusion, loss_sum;
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
-    const torch::Tensor logits = model.forward(maker.inputs(b->samples.data(), b->size)).to(torch::kFloat);
+    const torch::Tensor logits =
+        model.forward(maker.inputs(b->samples.data(), b->size, b->labels.data())).to(torch::kFloat);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     const torch::Tensor cells = torch::bincount(y * classes + logits.argmax(1), {}, classes * classes);
@@ -44,6 +99,25 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   r.macro_f1 = r.metrics.macro_f1;
   if (r.count > 0) r.loss = sums[k2] / static_cast<double>(r.count);
   return r;
+}
+
+void add_eval(io::Json& row, const char* prefix, const EvalResult& ev) {
+  if (ev.count == 0) return;
+  const std::string p = prefix;
+  row[p + "_loss"] = ev.loss;
+  if (ev.sequence) {
+    row[p + "_cer"] = ev.cer;
+    row[p + "_wer"] = ev.wer;
+    return;
+  }
+  row[p + "_acc"] = ev.accuracy;
+  row[p + "_f1"] = ev.macro_f1;
+}
+
+std::string eval_text(const char* prefix, const EvalResult& ev) {
+  if (ev.count == 0) return "";
+  if (ev.sequence) return fmt::format(" {0}_loss {1:.4f} {0}_cer {2:.4f} {0}_wer {3:.4f}", prefix, ev.loss, ev.cer, ev.wer);
+  return fmt::format(" {0}_loss {1:.4f} {0}_acc {2:.4f} {0}_f1 {3:.4f}", prefix, ev.loss, ev.accuracy, ev.macro_f1);
 }
 
 }  // namespace lockstep

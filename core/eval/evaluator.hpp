@@ -3,7 +3,8 @@
 // result equals a 1-rank evaluation of the same data. Collective.
 //
 // The loss is plain cross-entropy (no class weights or smoothing), so runs with different
-// training losses stay comparable.
+// training losses stay comparable. Sequence targets (CTC): the loss is CTC's, and greedy
+// decoding gives CER and WER from all-reduced sums of edit distances and reference lengths.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "core/data/batch_maker.hpp"
 #include "core/eval/class_metrics.hpp"
 #include "core/model/registry.hpp"
+#include "io/util/json_io.hpp"
 #include "io/loader/rank_reader.hpp"
 
 namespace lockstep {
@@ -25,10 +27,18 @@ struct EvalResult {
   int64_t count = 0;
   std::vector<int64_t> confusion;  // classes x classes, rows true class
   ClassMetrics metrics;
+  bool sequence = false;  // CTC: cer/wer are set, accuracy/macro_f1/confusion are not
+  double cer = 0.0, wer = 0.0;
 };
 
 // Reads DATA in natural order through a prefetching loader (PREFETCH batches ahead).
 EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
                     int64_t classes, const MpiRuntime& mpi);
+
+// PREFIX_loss, _acc and _f1 (or, for sequences, _loss, _cer and _wer) into ROW; nothing
+// when EV counted no samples.
+void add_eval(io::Json& row, const char* prefix, const EvalResult& ev);
+// The same as log-line text: " val_loss 0.1234 val_acc ..." ("" when nothing was counted).
+std::string eval_text(const char* prefix, const EvalResult& ev);
 
 }  // namespace lockstep

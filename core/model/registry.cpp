@@ -6,8 +6,13 @@
 
 namespace lockstep {
 
-std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec) {
-  if (opt.width < 0) throw UsageError("--model.width must be >= 0");
+torch::Tensor Net::forward_sequence(torch::Tensor, const torch::Tensor&, torch::Tensor*) {
+  throw UsageError("this model classifies whole samples; it has no per-frame (CTC) output");
+}
+
+namespace {
+
+std::shared_ptr<Net> make_any(const ModelOptions& opt, const io::DatasetSpec& spec) {
   const std::string script = "torchscript:";
   if (opt.name.compare(0, script.size(), script) == 0) return load_script_model(opt.name.substr(script.size()), spec);
   if (opt.name == "cnn") return make_cnn(opt, spec);
@@ -15,7 +20,22 @@ std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& 
   if (opt.name == "mlp") return make_mlp(opt, spec);
   if (opt.name == "cnn1d") return make_cnn1d(opt, spec);
   if (opt.name == "lmu") return make_lmu(opt, spec);
-  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d, lmu; or torchscript:PATH)");
+  if (opt.name == "gru") return make_gru(opt, spec);
+  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d, lmu, gru; or torchscript:PATH)");
+}
+
+}  // namespace
+
+std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec) {
+  if (opt.width < 0) throw UsageError("--model.width must be >= 0");
+  auto net = make_any(opt, spec);
+  if (spec.sequence_targets() && !net->sequence_output())
+    throw UsageError("--model.name " + opt.name + " classifies whole samples, but dataset '" + spec.name +
+                     "' has sequence targets (CTC): use a sequence model (gru, lmu)");
+  if (!spec.sequence_targets() && net->sequence_output())
+    throw UsageError("--model.name " + opt.name + " is a sequence (CTC) model, but dataset '" + spec.name +
+                     "' has class labels, not sequence targets");
+  return net;
 }
 
 }  // namespace lockstep

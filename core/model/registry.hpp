@@ -14,6 +14,10 @@
 //   lmu      time series [C,L] (or [L]): a Legendre Memory Unit (memory of order
 //            min(64, L) over a window of L steps, WIDTH hidden units: 128), the last
 //            hidden state through dropout to FC (lmu.cpp has the equations).
+//   gru      sequence to sequence (CTC) for ragged series [C,T] with sequence targets:
+//            conv1d k5 stride 2 + BatchNorm + ReLU front-end (halves T), 2 bidirectional
+//            GRU layers of WIDTH units (160) over the valid steps only (packed), FC to
+//            tokens + 1 (the last class is CTC's blank).
 //   torchscript:PATH  a module saved with torch.jit.script(m).save(PATH): forward(x)
 //            takes [N, *sample_shape] float32 and returns [N, classes] logits.
 // Every BatchNorm is core/norm's, so --model.sync-bn can synchronise it.
@@ -32,6 +36,11 @@ namespace lockstep {
 class Net : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // Sequence (CTC) models: per-frame logits [N, T', tokens + 1] (blank last) for X
+  // [N, C, T] whose valid lengths are LENGTHS [N] (CPU int64); *OUT_LENGTHS gets each
+  // sample's valid T' (CPU int64).
+  virtual bool sequence_output() const { return false; }
+  virtual torch::Tensor forward_sequence(torch::Tensor x, const torch::Tensor& lengths, torch::Tensor* out_lengths);
   // Parameters, then buffers: everything that defines the function (broadcast at start,
   // copied for the best weights).
   std::vector<torch::Tensor> state_tensors() {
@@ -58,6 +67,7 @@ std::shared_ptr<Net> make_resnet(const ModelOptions& opt, const io::DatasetSpec&
 std::shared_ptr<Net> make_mlp(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_gru(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> load_script_model(const std::string& path, const io::DatasetSpec& spec);
 
 }  // namespace lockstep

@@ -71,4 +71,12 @@ torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor&
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
 }
 
+torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
+                            const torch::Tensor& target_lengths, int64_t blank) {
+  const torch::Tensor log_probs = torch::log_softmax(logits.to(torch::kFloat), -1).transpose(0, 1);  // [T, N, C]
+  return torch::nn::functional::ctc_loss(
+      log_probs, targets, out_lengths.to(torch::kLong), target_lengths.to(torch::kLong),
+      torch::nn::functional::CTCLossFuncOptions().blank(blank).reduction(torch::kMean).zero_infinity(true));
+}
+
 }  // namespace lockstep

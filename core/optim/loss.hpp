@@ -1,5 +1,5 @@
 // loss: the training loss, cross-entropy with optional class weights (--train.class-weights)
-// and label smoothing (--train.label-smoothing).
+// and label smoothing (--train.label-smoothing); CTC for sequence targets.
 //
 // Class weights "auto" are inverse class frequency over the training split's histogram
 // (manifest.json), normalised so a balanced dataset gets weight 1 for every class:
@@ -29,5 +29,12 @@ class Loss {
   torch::Tensor weight_;  // undefined: unweighted
   double smoothing_;
 };
+
+// Connectionist temporal classification (Graves et al. 2006) over per-frame logits
+// [N, T, tokens + 1] with the blank last: torch::ctc_loss, each sample's loss divided by
+// its target length, then the batch mean (PyTorch's 'mean'); an impossible alignment
+// (fewer frames than the target needs) counts 0, not inf (zero_infinity).
+torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
+                            const torch::Tensor& target_lengths, int64_t blank);
 
 }  // namespace lockstep

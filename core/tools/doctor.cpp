@@ -133,8 +133,8 @@ struct Doctor {
           const io::ShardFile f(cfg.data_dir + "/" + shard.file, m.spec, &shard, m.dataset_id);
           const int64_t n = std::min<int64_t>(f.count(), cfg.batch_size);
           std::vector<char> samples(static_cast<size_t>(n) * m.spec.sample_bytes());
-          std::vector<int64_t> labels(static_cast<size_t>(n));
-          f.read(0, n, samples.data(), labels.data());
+          std::vector<int64_t> records(static_cast<size_t>(n * m.spec.record_width()));
+          f.read(0, n, samples.data(), records.data());
         } catch (const Error& e) {
           problem(e.what());
         }

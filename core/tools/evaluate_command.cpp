@@ -21,7 +21,7 @@ namespace {
 
 int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   const io::Manifest manifest = io::read_manifest(cfg.data_dir);
-  if (!manifest.spec.labeled)
+  if (!manifest.spec.labeled && !manifest.spec.sequence_targets())
     throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against "
                      "(lockstep predict writes predictions for unlabelled data)");
   const WeightSource src = read_weights(cfg.checkpoint);
@@ -34,6 +34,19 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   const BatchMaker maker(spec, place.device);
   const auto t0 = Clock::now();
   const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
+  if (ev.sequence) {
+    log::info0(fmt::format("evaluate {} (step {}) on {} split '{}': CER {:.4f} WER {:.4f} loss {:.4f} over {} samples, "
+                           "{} rank(s), {:.2f} s",
+                           cfg.checkpoint, src.step, cfg.data_dir, cfg.eval_split, ev.cer, ev.wer, ev.loss, ev.count,
+                           mpi.size(), seconds_since(t0)));
+    if (!cfg.eval_out.empty() && mpi.rank() == 0)
+      io::write_file_atomic(cfg.eval_out, io::dump_json(io::Json{{"checkpoint", cfg.checkpoint}, {"step", src.step},
+                                                                 {"split", cfg.eval_split}, {"samples", ev.count},
+                                                                 {"loss", ev.loss}, {"cer", ev.cer}, {"wer", ev.wer},
+                                                                 {"ranks", mpi.size()}}) + "\n");
+    if (place.comm) place.comm->destroy();
+    return kExitOk;
+  }
   log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(src.step) + ") on " + cfg.data_dir +
              " split '" + cfg.eval_split + "': accuracy " + fmt::format("{:.4f}", ev.accuracy) + " macro-F1 " +
              fmt::format("{:.4f}", ev.macro_f1) + " loss " + fmt::format("{:.4f}", ev.loss) + " over " + std::to_string(ev.count) +

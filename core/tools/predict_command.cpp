@@ -43,7 +43,8 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
-    const torch::Tensor p = torch::softmax(model.forward(maker.inputs(b->samples.data(), b->size)).to(torch::kFloat), 1);
+    const torch::Tensor p = torch::softmax(
+        model.forward(maker.inputs(b->samples.data(), b->size, b->labels.data())).to(torch::kFloat), 1);
     torch::Tensor values = p, classes_of;
     if (cfg.top_k > 0) std::tie(values, classes_of) = p.topk(r.width, 1);
     values = values.to(torch::kCPU).contiguous();
@@ -53,7 +54,8 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
       r.top_class.insert(r.top_class.end(), classes_of.data_ptr<int64_t>(),
                          classes_of.data_ptr<int64_t>() + classes_of.numel());
     }
-    r.labels.insert(r.labels.end(), b->labels.begin(), b->labels.begin() + b->size);
+    const int64_t w = data.spec().record_width();  // the class label leads each record
+    for (int64_t i = 0; i < b->size; ++i) r.labels.push_back(b->labels[static_cast<size_t>(i * w)]);
   }
   return r;
 }
@@ -82,6 +84,9 @@ std::vector<Piece> pieces_in_order(const std::vector<int64_t>& counts, int world
 int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
   const io::Manifest manifest = io::read_manifest(cfg.data_dir);
+  if (manifest.spec.sequence_targets())
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has sequence targets; lockstep predict "
+                     "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
   const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);

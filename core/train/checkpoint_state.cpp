@@ -38,6 +38,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["mean"] = m.mean;
   o["std"] = m.std;
   o["class_names"] = m.class_names;
+  o["tokens"] = m.tokens;
   o["stopped_early"] = m.stopped_early;
   if (!m.stop_rule.empty()) o["stop_rule"] = io::Json::parse(m.stop_rule);
   o["val_acc"] = m.val_acc;
@@ -82,6 +83,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get_or("mean", &m.mean);
     get_or("std", &m.std);
     get_or("class_names", &m.class_names);
+    get_or("tokens", &m.tokens);
     get_or("stopped_early", &m.stopped_early);
     field = "stop_rule";
     if (t.contains("stop_rule")) m.stop_rule = t["stop_rule"].dump();

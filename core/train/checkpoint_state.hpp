@@ -46,6 +46,7 @@ struct CheckpointMeta {
   int64_t num_classes = 0;
   std::vector<double> mean, std;          // the data's normalisation (empty in older checkpoints)
   std::vector<std::string> class_names;
+  std::vector<std::string> tokens;        // sequence targets' vocabulary (CTC models); empty otherwise
   std::string stopped_early;              // why the run stopped early ("" when it did not)
   std::string stop_rule;                  // JSON of the stop rule's state (stop_rule.hpp)
   std::string lockstep_version, torch_version;

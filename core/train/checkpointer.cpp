@@ -18,11 +18,15 @@
 namespace lockstep {
 namespace {
 
-// Larger is better for accuracy and F1, smaller for loss.
+// Larger is better: accuracy and F1 as they are, the loss and error rates negated.
 double metric_value(const EvalResult& ev, BestMetric metric) {
-  if (metric == BestMetric::kValAcc) return ev.accuracy;
-  if (metric == BestMetric::kValLoss) return -ev.loss;
-  return ev.macro_f1;
+  switch (metric) {
+    case BestMetric::kValAcc: return ev.accuracy;
+    case BestMetric::kValLoss: return -ev.loss;
+    case BestMetric::kValCer: return -ev.cer;
+    case BestMetric::kValWer: return -ev.wer;
+    default: return ev.macro_f1;
+  }
 }
 
 }  // namespace
@@ -84,7 +88,7 @@ void Checkpointer::resume(const std::string& path, RunProgress* p) {
     try {
       const CheckpointMeta b = meta_from_json(io::read_checkpoint_meta(best), best);
       if (b.best_metric == to_string(s_.cfg.best_metric)) {
-        best_value_ = s_.cfg.best_metric == BestMetric::kValLoss ? -b.best_value : b.best_value;
+        best_value_ = lower_is_better(s_.cfg.best_metric) ? -b.best_value : b.best_value;
         best_step_ = b.pos.step;
       }
     } catch (const Error& e) {
@@ -138,6 +142,7 @@ CheckpointMeta Checkpointer::meta_of(const RunProgress& p) const {
   m.mean = s_.manifest.spec.mean;
   m.std = s_.manifest.spec.std;
   m.class_names = s_.manifest.spec.class_names;
+  m.tokens = s_.manifest.spec.tokens;
   m.lockstep_version = lockstep_version();
   m.torch_version = torch_version();
   m.config_ini = cfg.resolved_ini;
@@ -179,7 +184,7 @@ void Checkpointer::update_best(const RunProgress& p) {
   std::string payload = snapshot();
   CheckpointMeta m = meta_of(p);
   m.best_metric = to_string(metric);
-  m.best_value = metric == BestMetric::kValLoss ? -v : v;
+  m.best_value = lower_is_better(metric) ? -v : v;
   rec_.write_best(meta_to_json(m), std::move(payload));
   log::info0(std::string("best ") + to_string(metric) + " so far: " + fmt::format("{:.4f}", m.best_value) + " at step " + std::to_string(p.pos.step) +
              " -> " + best_path());

@@ -82,6 +82,27 @@ void init_weights(const Config& cfg, Net& model) {
                            freeze(model, split_list(cfg.freeze)), cfg.freeze));
 }
 
+// Options that only make sense for class labels, or only for sequence targets.
+void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
+  const std::string what = "dataset '" + spec.name + "' has ";
+  for (const auto& [metric, option] : {std::make_pair(cfg.best_metric, "--ckpt.best-metric"),
+                                       std::make_pair(cfg.early_stop_metric, "--train.early-stop-metric"),
+                                       std::make_pair(cfg.stop_metric, "--train.stop-at")}) {
+    if (spec.sequence_targets() && class_metric(metric))
+      throw UsageError(std::string(option) + " " + to_string(metric) + " needs class labels; " + what +
+                       "sequence targets: set " + option + " val_wer (or val_cer, val_loss)");
+    if (!spec.sequence_targets() && sequence_metric(metric))
+      throw UsageError(std::string(option) + " " + to_string(metric) + " needs sequence targets; " + what +
+                       "class labels: use val_f1, val_acc or val_loss");
+  }
+  if (!spec.sequence_targets()) return;
+  if (cfg.class_weights != "none" || cfg.label_smoothing > 0)
+    throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
+                     "sequence targets (CTC)");
+  if (cfg.random_crop > 0 || cfg.hflip)
+    throw UsageError("--data.random-crop and --data.hflip augment images; " + what + "sequences");
+}
+
 }  // namespace
 
 Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
@@ -89,8 +110,11 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   torch::set_num_threads(cfg.threads);
   // 1. data
   manifest = io::read_manifest(cfg.data_dir);
-  if (!manifest.spec.labeled)
-    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels; lockstep trains classifiers");
+  const bool sequence = manifest.spec.sequence_targets();
+  if (!manifest.spec.labeled && !sequence)
+    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name +
+                     "' has neither class labels nor sequence targets: nothing to train on");
+  check_task_options(cfg, manifest.spec);
   classes = manifest.spec.num_classes;
   global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);

@@ -17,24 +17,29 @@ StopRule::StopRule(const Config& cfg)
 
 bool StopRule::active() const { return early_ != BestMetric::kNone || target_ != BestMetric::kNone; }
 
-double StopRule::value_of(BestMetric m, double accuracy, double macro_f1, double loss) const {
-  return m == BestMetric::kValAcc ? accuracy : m == BestMetric::kValLoss ? loss : macro_f1;
+double StopRule::value_of(BestMetric m, const EvalResult& ev) {
+  switch (m) {
+    case BestMetric::kValAcc: return ev.accuracy;
+    case BestMetric::kValLoss: return ev.loss;
+    case BestMetric::kValCer: return ev.cer;
+    case BestMetric::kValWer: return ev.wer;
+    default: return ev.macro_f1;
+  }
 }
 
-std::string StopRule::observe(double accuracy, double macro_f1, double loss, int64_t step, double seconds) {
+std::string StopRule::observe(const EvalResult& ev, int64_t step, double seconds) {
   if (target_ != BestMetric::kNone) {
-    const double v = value_of(target_, accuracy, macro_f1, loss);
-    const bool reached = target_ == BestMetric::kValLoss ? v <= target_value_ : v >= target_value_;
+    const double v = value_of(target_, ev);
+    const bool reached = lower_is_better(target_) ? v <= target_value_ : v >= target_value_;
     if (reached)
       return fmt::format("{} {:.4f} reached the target {}{:g} at step {} after {:.1f} s (--train.stop-at)",
-                         to_string(target_), v, target_ == BestMetric::kValLoss ? "<=" : ">=", target_value_, step,
-                         seconds);
+                         to_string(target_), v, lower_is_better(target_) ? "<=" : ">=", target_value_, step, seconds);
   }
   if (early_ == BestMetric::kNone) return "";
-  const double v = value_of(early_, accuracy, macro_f1, loss);
+  const double v = value_of(early_, ev);
   history_.emplace_back(step, v);
-  // Larger is better, except for the loss.
-  const double signed_v = early_ == BestMetric::kValLoss ? -v : v;
+  // Larger is better, except for the loss and the error rates.
+  const double signed_v = lower_is_better(early_) ? -v : v;
   if (!have_best_ || signed_v > best_ + min_delta_) {
     best_ = signed_v;
     have_best_ = true;
@@ -47,7 +52,7 @@ std::string StopRule::observe(double accuracy, double macro_f1, double loss, int
     hist += fmt::format("{}{:.4f}@{}", hist.empty() ? "" : " ", history_[i].second, history_[i].first);
   return fmt::format("{} did not improve by more than {:g} for {} evaluation(s) (best {:.4f}; last: {}) "
                      "(--train.early-stop-*)",
-                     to_string(early_), min_delta_, patience_, early_ == BestMetric::kValLoss ? -best_ : best_, hist);
+                     to_string(early_), min_delta_, patience_, lower_is_better(early_) ? -best_ : best_, hist);
 }
 
 std::string StopRule::state_json() const {

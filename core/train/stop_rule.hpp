@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config/config.hpp"
+#include "core/eval/evaluator.hpp"
 
 namespace lockstep {
 
@@ -22,12 +23,12 @@ class StopRule {
   explicit StopRule(const Config& cfg);
   bool active() const;
   // After a validation at STEP (SECONDS since the run started): why to stop, or "".
-  std::string observe(double accuracy, double macro_f1, double loss, int64_t step, double seconds);
+  std::string observe(const EvalResult& ev, int64_t step, double seconds);
   std::string state_json() const;
   void load_state_json(const std::string& json, const std::string& path);
 
  private:
-  double value_of(BestMetric m, double accuracy, double macro_f1, double loss) const;
+  static double value_of(BestMetric m, const EvalResult& ev);
 
   BestMetric early_;
   int patience_;

@@ -18,6 +18,7 @@
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/train/objective.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
@@ -31,14 +32,6 @@ namespace lockstep {
 namespace {
 
 using Row = io::Json;
-
-void add_eval(Row& row, const char* prefix, const EvalResult& ev) {
-  if (ev.count == 0) return;
-  const std::string p = prefix;
-  row[p + "_loss"] = ev.loss;
-  row[p + "_acc"] = ev.accuracy;
-  row[p + "_f1"] = ev.macro_f1;
-}
 
 void add_times(Row& row, const Times& t) {
   row["seconds"] = t.seconds;
@@ -142,23 +135,22 @@ class Trainer {
       const int64_t micro = step * accum + a;
       const io::Batch* b = loader.next();
       LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
-      torch::Tensor x = s_.maker->inputs(b->samples.data(), batch);
+      const int64_t* records = b->labels.data();
+      torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
       if (s_.augment.enabled())
         x = augment_images(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
                                                       static_cast<uint64_t>(s_.mpi.rank())));
-      const torch::Tensor y = s_.maker->labels(b->labels.data(), batch);
       timer_.mark(Phase::kData);
-      torch::Tensor loss, logits;
+      Scored scored;
       {
         AutocastGuard autocast(cfg_.amp, s_.place.device);
-        logits = s_.model->forward(x);
-        loss = (*s_.loss)(logits, y);
+        scored = objective_(*s_.model, *s_.maker, x, records, batch);
       }
       timer_.mark(Phase::kForward);
       s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
-      s_.scaler.scale(accum > 1 ? loss / static_cast<double>(accum) : loss).backward();
+      s_.scaler.scale(accum > 1 ? scored.loss / static_cast<double>(accum) : scored.loss).backward();
       timer_.mark(Phase::kBackward);
-      const torch::Tensor correct = logits.detach().argmax(1).eq(y).sum();
+      const torch::Tensor loss = scored.loss, correct = scored.correct;
       step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
       step_correct = step_correct.defined() ? step_correct + correct : correct;
     }
@@ -227,12 +219,12 @@ class Trainer {
     const std::string scale = s_.scaler.enabled() ? fmt::format(" loss-scale {:g} skipped {}", s_.scaler.current_scale(),
                                                                 s_.scaler.skipped())
                                                   : "";
-    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.4g} {:.0f} samples/s{}; {}{}", epoch + 1,
-                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), w.acc(), p_.lr, sps, scale,
+    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}{}", epoch + 1,
+                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), acc_text(w.acc()), p_.lr, sps, scale,
                            w.times.summary(w.steps), timer_.on_device() ? " (device time)" : ""));
     Row row = base_row("train", epoch);
     row["train_loss"] = number(w.loss());
-    row["train_acc"] = number(w.acc());
+    if (!sequence_) row["train_acc"] = number(w.acc());
     row["samples_per_s"] = sps;
     add_times(row, w.times);
     add_run_state(row);
@@ -249,8 +241,7 @@ class Trainer {
     p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
     last_eval_step_ = p_.pos.step;
     if (rule_.active() && p_.stopped_early.empty()) {
-      p_.stopped_early = rule_.observe(p_.last_eval.accuracy, p_.last_eval.macro_f1, p_.last_eval.loss, p_.pos.step,
-                                       seconds_since(run_start_));
+      p_.stopped_early = rule_.observe(p_.last_eval, p_.pos.step, seconds_since(run_start_));
       p_.stop_rule = rule_.state_json();
       if (!p_.stopped_early.empty()) log::info0(fmt::format("stopping at step {}: {}", p_.pos.step, p_.stopped_early));
     }
@@ -260,6 +251,11 @@ class Trainer {
   void report_eval(const char* what, const std::string& split, const EvalResult& ev, bool detail,
                    const std::string& note = "") {
     if (ev.count == 0) return;
+    if (ev.sequence) {
+      log::info0(fmt::format("{} at step {} on '{}' ({} samples{}): loss {:.4f} CER {:.4f} WER {:.4f}", what, p_.pos.step,
+                             split, ev.count, note, ev.loss, ev.cer, ev.wer));
+      return;
+    }
     log::info0(fmt::format("{} at step {} on '{}' ({} samples{}): loss {:.4f} accuracy {:.4f} macro-F1 {:.4f}", what,
                            p_.pos.step, split, ev.count, note, ev.loss, ev.accuracy, ev.macro_f1));
     if (!detail) return;
@@ -313,11 +309,11 @@ class Trainer {
     report_device_memory(s_.mpi, s_.place.device);
     end_epoch_stats_ = e;
     if (!stopped) {
-      log::info0(fmt::format("epoch {}/{} done: loss {:.4f} acc {:.4f}{} {:.0f} samples/s {:.1f} s; {}", epoch + 1,
-                             cfg_.epochs, e.loss(), e.acc(), val_text(ev), sps, e.times.seconds, e.times.summary(e.steps)));
+      log::info0(fmt::format("epoch {}/{} done: loss {:.4f}{}{} {:.0f} samples/s {:.1f} s; {}", epoch + 1, cfg_.epochs,
+                             e.loss(), acc_text(e.acc()), val_text(ev), sps, e.times.seconds, e.times.summary(e.steps)));
       Row row = base_row("epoch", epoch);
       row["train_loss"] = number(e.loss());
-      row["train_acc"] = number(e.acc());
+      if (!sequence_) row["train_acc"] = number(e.acc());
       add_eval(row, "val", ev);
       row["samples_per_s"] = sps;
       add_times(row, e.times);
@@ -332,10 +328,9 @@ class Trainer {
     last_epoch_ = epoch;
   }
 
-  static std::string val_text(const EvalResult& ev) {
-    if (ev.count == 0) return "";
-    return fmt::format(" val_loss {:.4f} val_acc {:.4f} val_f1 {:.4f}", ev.loss, ev.accuracy, ev.macro_f1);
-  }
+  static std::string val_text(const EvalResult& ev) { return eval_text("val", ev); }
+  // Training accuracy means nothing for CTC: not shown.
+  std::string acc_text(double acc) const { return sequence_ ? "" : fmt::format(" acc {:.4f}", acc); }
 
   // The test split, once, with the weights validation chose; then the end row.
   void finish_run() {
@@ -363,7 +358,9 @@ class Trainer {
     }
     const double total_sps = run_.times.samples_per_s(run_.steps, s_.global_batch);
     const std::string tested =
-        test.count > 0 ? fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen) : "";
+        test.count == 0 ? ""
+        : test.sequence ? fmt::format(", test_cer {:.4f} test_wer {:.4f} ({})", test.cer, test.wer, chosen)
+                        : fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen);
     const std::string skipped =
         s_.scaler.enabled() ? fmt::format(", {} step(s) skipped by the fp16 loss scaler", s_.scaler.skipped()) : "";
     log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", p_.pos.step,
@@ -371,7 +368,7 @@ class Trainer {
                            seconds_since(run_start_), skipped, run_.times.summary(run_.steps)));
     Row row = base_row("end", last_epoch_);
     row["train_loss"] = number(end_epoch_stats_.loss());
-    row["train_acc"] = number(end_epoch_stats_.acc());
+    if (!sequence_) row["train_acc"] = number(end_epoch_stats_.acc());
     add_eval(row, "val", val);
     add_eval(row, "test", test);
     row["samples_per_s"] = total_sps;
@@ -395,6 +392,8 @@ class Trainer {
   Checkpointer& ck_;
   RunProgress& p_;
   StepTimer timer_;
+  const Objective objective_{s_.manifest.spec, *s_.loss};
+  const bool sequence_ = objective_.sequence();  // CTC on sequence targets
   LogWindow window_;
   WindowStats run_;               // this process's steps, for the end row's throughput
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics

@@ -18,11 +18,17 @@ bool ends_with(const std::string& s, const std::string& e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
-io::DatasetSpec spec_for(const std::vector<int64_t>& shape, int64_t classes) {
+io::DatasetSpec spec_for(const std::vector<int64_t>& shape, int64_t classes, const std::vector<std::string>& tokens) {
   io::DatasetSpec spec;
   spec.name = "weights";
   spec.sample_shape = shape;
   spec.num_classes = classes;
+  if (!tokens.empty()) {  // a CTC model: what it was trained on had sequence targets
+    spec.labeled = false;
+    spec.ragged = true;
+    spec.max_target_length = 1;
+    spec.tokens = tokens;
+  }
   return spec;
 }
 
@@ -51,7 +57,9 @@ WeightSource from_checkpoint(const std::string& path) {
   w.mean = m.mean;
   w.std = m.std;
   w.class_names = m.class_names;
-  auto model = make_model(ModelOptions{m.model, 0.0, m.model_width, m.model_depth}, spec_for(m.sample_shape, m.num_classes));
+  w.tokens = m.tokens;
+  auto model = make_model(ModelOptions{m.model, 0.0, m.model_width, m.model_depth},
+                          spec_for(m.sample_shape, m.num_classes, m.tokens));
   load_state(d.payload, *model, nullptr, path);
   for (const auto& [name, t] : named_state(*model)) w.tensors.emplace_back(name, t.detach().clone());
   return w;
@@ -71,6 +79,7 @@ WeightSource from_safetensors_file(const std::string& path) {
   w.mean = meta_json<std::vector<double>>(meta, "mean", {}, path);
   w.std = meta_json<std::vector<double>>(meta, "std", {}, path);
   w.class_names = meta_json<std::vector<std::string>>(meta, "class_names", {}, path);
+  w.tokens = meta_json<std::vector<std::string>>(meta, "tokens", {}, path);
   // A file without lockstep's metadata: torchvision's ResNet names are recognised.
   std::string family = model_family(w.model);
   if (w.model.empty() && st.find("conv1.weight") && st.find("fc.weight") && st.find("layer1.0.conv1.weight"))
@@ -104,9 +113,17 @@ std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fa
     opt.width = src.width;
     opt.depth = src.depth;
   }
-  LOCKSTEP_REQUIRE(src.sample_shape.empty() || src.sample_shape == spec.sample_shape,
+  // Ragged data: the padded length is the dataset's, not the model's; the rest must match.
+  const auto fixed = [&](std::vector<int64_t> s) {
+    if (spec.ragged && !s.empty()) s.pop_back();
+    return s;
+  };
+  LOCKSTEP_REQUIRE(src.sample_shape.empty() || fixed(src.sample_shape) == fixed(spec.sample_shape),
                    src.path + ": its model takes samples " + io::shape_text(src.sample_shape) + ", the data has " +
                        io::shape_text(spec.sample_shape));
+  if (!src.tokens.empty() && src.tokens != spec.tokens)
+    throw UsageError(src.path + ": its model's token vocabulary (" + std::to_string(src.tokens.size()) +
+                     " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
   if (src.num_classes > 0 && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
   auto model = make_model(opt, spec);
@@ -146,6 +163,7 @@ std::map<std::string, std::string> export_metadata(const WeightSource& s) {
   m["mean"] = io::dump_json(io::Json(s.mean));
   m["std"] = io::dump_json(io::Json(s.std));
   m["class_names"] = io::dump_json(io::Json(s.class_names));
+  if (!s.tokens.empty()) m["tokens"] = io::dump_json(io::Json(s.tokens));
   return m;
 }
 

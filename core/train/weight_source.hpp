@@ -24,6 +24,7 @@ struct WeightSource {
   int64_t step = -1;
   std::vector<double> mean, std;      // the normalisation it was trained with (may be empty)
   std::vector<std::string> class_names;
+  std::vector<std::string> tokens;  // a CTC model's vocabulary; empty for classifiers
   NamedTensors tensors;               // lockstep's names, on the CPU
 };
 

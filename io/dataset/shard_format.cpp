@@ -98,12 +98,36 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
+int64_t target_length(const DatasetSpec& spec, const int64_t* r) {
+  const int64_t* t = record_targets(spec, r);
+  int64_t n = 0;
+  while (n < spec.max_target_length && t[n] >= 0) ++n;
+  return n;
+}
+
+void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* records, int64_t n, int64_t first,
                       const std::string& where) {
-  for (int64_t i = 0; spec.labeled && i < n; ++i)
-    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec.num_classes,
-                     where + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(first + i) +
-                         " is outside [0, " + std::to_string(spec.num_classes) + ")");
+  const int64_t w = spec.record_width();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* r = records + i * w;
+    const std::string which = "sample " + std::to_string(first + i);
+    if (spec.labeled)
+      LOCKSTEP_REQUIRE(r[0] >= 0 && r[0] < spec.num_classes, where + ": label " + std::to_string(r[0]) + " of " + which +
+                                                                 " is outside [0, " + std::to_string(spec.num_classes) + ")");
+    if (spec.ragged)
+      LOCKSTEP_REQUIRE(r[1] >= 1 && r[1] <= spec.time_steps(),
+                       where + ": length " + std::to_string(r[1]) + " of " + which + " is outside [1, " +
+                           std::to_string(spec.time_steps()) + "]");
+    if (!spec.sequence_targets()) continue;
+    const int64_t* t = record_targets(spec, r);
+    const int64_t len = target_length(spec, r);
+    LOCKSTEP_REQUIRE(len > 0, where + ": " + which + " has an empty target sequence");
+    for (int64_t k = 0; k < spec.max_target_length; ++k)
+      LOCKSTEP_REQUIRE(k < len ? t[k] < static_cast<int64_t>(spec.tokens.size()) : t[k] == -1,
+                       where + ": target token " + std::to_string(t[k]) + " at position " + std::to_string(k) + " of " +
+                           which + " is outside [0, " + std::to_string(spec.tokens.size()) + ")" +
+                           (k < len ? "" : " (or -1 padding)"));
+  }
   if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
   const int64_t elems = n * spec.sample_elems();
   for (int64_t i = 0; i < elems; ++i) {
@@ -139,7 +163,7 @@ std::string manifest_to_json(const Manifest& m) {
       shards.push_back({{"file", s.file}, {"count", s.count}, {"histogram", s.histogram}, {"crc32", crc_hex(s.crc32)}});
     splits[name] = {{"count", split.count()}, {"shards", shards}};
   }
-  const Json root = {{"lockstep_format", kShardFormatVersion},
+  Json root = {{"lockstep_format", m.spec.format_version()},
                      {"name", m.spec.name},
                      {"source", m.source},
                      {"source_fingerprint", m.source_fingerprint},
@@ -152,6 +176,11 @@ std::string manifest_to_json(const Manifest& m) {
                      {"mean", m.spec.mean},
                      {"std", m.spec.std},
                      {"splits", splits}};
+  if (m.spec.format_version() >= 2) {
+    root["ragged"] = m.spec.ragged;
+    root["max_target_length"] = m.spec.max_target_length;
+    root["tokens"] = m.spec.tokens;
+  }
   return dump_json(root) + "\n";
 }
 
@@ -179,6 +208,11 @@ void check_spec(const DatasetSpec& spec, const std::string& path) {
   LOCKSTEP_REQUIRE(spec.class_names.empty() || static_cast<int64_t>(spec.class_names.size()) == spec.num_classes,
                    fmt::format("{}: class_names has {} names for {} classes", path, spec.class_names.size(),
                                spec.num_classes));
+  LOCKSTEP_REQUIRE(spec.max_target_length >= 0 && spec.max_target_length <= 100000,
+                   fmt::format("{}: max_target_length {} is outside [0, 100000]", path, spec.max_target_length));
+  LOCKSTEP_REQUIRE(!spec.sequence_targets() || (!spec.labeled && !spec.tokens.empty() &&
+                                                static_cast<int64_t>(spec.tokens.size()) <= kMaxClasses),
+                   path + ": sequence targets need a token list and no class labels");
 }
 
 ShardEntry shard_from_json(const Json& sh, const DatasetSpec& spec, const std::string& path) {
@@ -212,8 +246,8 @@ Manifest read_manifest(const std::string& dir) {
   const Json t = parse_json(read_text_file(path), path);
   LOCKSTEP_REQUIRE(t.is_object(), path + ": not a JSON object");
   const int version = json_get<int>(t, "lockstep_format", path);
-  LOCKSTEP_REQUIRE(version == kShardFormatVersion, fmt::format("{}: format version {}, this lockstep reads {}", path,
-                                                               version, kShardFormatVersion));
+  LOCKSTEP_REQUIRE(version >= 1 && version <= kShardFormatVersion,
+                   fmt::format("{}: format version {}, this lockstep reads 1 to {}", path, version, kShardFormatVersion));
   Manifest m;
   m.spec.name = json_get_or<std::string>(t, "name", "", path);
   m.source = json_get_or<std::string>(t, "source", "", path);
@@ -226,6 +260,11 @@ Manifest read_manifest(const std::string& dir) {
   m.spec.class_names = json_get<std::vector<std::string>>(t, "class_names", path);
   m.spec.mean = json_get<std::vector<double>>(t, "mean", path);
   m.spec.std = json_get<std::vector<double>>(t, "std", path);
+  if (version >= 2) {
+    m.spec.ragged = json_get_or<bool>(t, "ragged", false, path);
+    m.spec.max_target_length = json_get_or<int64_t>(t, "max_target_length", 0, path);
+    m.spec.tokens = json_get_or<std::vector<std::string>>(t, "tokens", {}, path);
+  }
   check_spec(m.spec, path);
   const auto splits = t.find("splits");
   LOCKSTEP_REQUIRE(splits != t.end() && splits->is_object() && !splits->empty(), path + ": no splits");

@@ -1,10 +1,17 @@
-// shard_format: lockstep's on-disk dataset format, version 1 (docs/shard-format.md is
-// the specification; this header is its code).
+// shard_format: lockstep's on-disk dataset format, versions 1 and 2 (docs/shard-format.md
+// is the specification; this header is its code).
 //
 // A dataset directory holds, per split, files NAME-00000-of-000NN.h5 and one
 // manifest.json listing every shard with its sample count, class histogram and CRC-32.
 // Each shard has /samples (N x sample_shape) and /labels (N, int64) plus root attributes
 // describing the dataset (shape, dtype, classes, per-channel mean/std).
+// Version 2 adds sequences: variable-length samples ("ragged": the last sample axis is
+// time, stored padded with zeros to sample_shape's length, /lengths (N) the valid steps)
+// and sequence targets (/targets (N x max_target_length) token ids in [0, tokens),
+// padded with -1; no class labels then). A v1 dataset is a v2 one with neither.
+//
+// In memory a sample's labels travel as one int64 RECORD of record_width() values:
+// [class label (-1 when unlabeled), length (ragged only), targets (max_target_length)].
 #pragma once
 
 #include <cstdint>
@@ -13,10 +20,12 @@
 
 namespace lockstep::io {
 
-inline constexpr int kShardFormatVersion = 1;
+inline constexpr int kShardFormatVersion = 2;  // the newest this lockstep reads; v1 data is written as v1
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kSamplesDataset = "samples";
 inline constexpr const char* kLabelsDataset = "labels";
+inline constexpr const char* kLengthsDataset = "lengths";
+inline constexpr const char* kTargetsDataset = "targets";
 inline constexpr int64_t kMaxClasses = 100000;  // a sanity bound on a manifest's num_classes
 
 enum class DType { kUInt8, kInt16, kFloat16, kFloat32 };
@@ -35,8 +44,15 @@ struct DatasetSpec {
   std::vector<std::string> class_names;  // empty or num_classes names
   std::vector<double> mean;              // per channel, in raw sample units
   std::vector<double> std;
+  bool ragged = false;            // v2: last axis is time, padded; per-sample lengths
+  int64_t max_target_length = 0;  // v2: > 0 for sequence targets (then labeled is false)
+  std::vector<std::string> tokens;  // v2: the target vocabulary, token id -> text
 
   int64_t sample_elems() const;
+  int64_t record_width() const { return 1 + (ragged ? 1 : 0) + max_target_length; }
+  bool sequence_targets() const { return max_target_length > 0; }
+  int64_t time_steps() const { return sample_shape.empty() ? 0 : sample_shape.back(); }  // ragged: the padded length
+  int format_version() const { return ragged || sequence_targets() ? 2 : 1; }
   size_t sample_bytes() const { return static_cast<size_t>(sample_elems()) * dtype_size(dtype); }
 };
 
@@ -70,10 +86,17 @@ struct Manifest {
 float half_to_float(uint16_t h);
 
 // What makes samples valid in a shard, checked by the writer before writing and by the
-// reader after reading: labels in [0, num_classes) (labeled data) and finite float
-// samples. The N samples are samples FIRST.. of WHERE (a file), named in the error.
-void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* labels, int64_t n, int64_t first,
+// reader after reading: labels in [0, num_classes) (labeled data), lengths in
+// [1, time_steps()] (ragged), targets of at least one token in [0, tokens) then only -1
+// (sequence targets), and finite float samples. RECORDS holds N record_width() records.
+// The N samples are samples FIRST.. of WHERE (a file), named in the error.
+void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* records, int64_t n, int64_t first,
                       const std::string& where);
+// The valid time steps of record R (time_steps() when not ragged).
+inline int64_t record_length(const DatasetSpec& spec, const int64_t* r) { return spec.ragged ? r[1] : spec.time_steps(); }
+// The target tokens of record R (sequence targets): a pointer to max_target_length values, -1 padded.
+inline const int64_t* record_targets(const DatasetSpec& spec, const int64_t* r) { return r + 1 + (spec.ragged ? 1 : 0); }
+int64_t target_length(const DatasetSpec& spec, const int64_t* r);
 
 // A name that stays inside its directory: no '/', not "." or "..", not empty.
 bool is_plain_file_name(const std::string& name);

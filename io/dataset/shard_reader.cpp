@@ -92,6 +92,19 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
     LOCKSTEP_REQUIRE(ldims.size() == 1 && static_cast<int64_t>(ldims[0]) == count_,
                      path + ": " + std::to_string(count_) + " samples but labels of another length");
   }
+  const auto open_ints = [&](const char* name, int64_t width) {
+    H5Handle d = open_dataset(file_.get(), name, path);
+    const auto dims = dims_of(d.get());
+    const std::vector<hsize_t> want = width > 0 ? std::vector<hsize_t>{static_cast<hsize_t>(count_), static_cast<hsize_t>(width)}
+                                                : std::vector<hsize_t>{static_cast<hsize_t>(count_)};
+    LOCKSTEP_REQUIRE(dims == want, path + ": /" + name + " does not have one entry" + (width > 0 ? " row" : "") +
+                                       " per sample (" + std::to_string(count_) + " samples)");
+    LOCKSTEP_REQUIRE(same_type(d.get(), H5T_NATIVE_INT64),
+                     path + ": /" + name + " is stored as " + type_text(d.get()) + ", expected int64");
+    return d;
+  };
+  if (spec.ragged) lengths_ = open_ints(kLengthsDataset, 0);
+  if (spec.sequence_targets()) targets_ = open_ints(kTargetsDataset, spec.max_target_length);
   LOCKSTEP_REQUIRE(count_ > 0, path + ": empty shard");
   LOCKSTEP_REQUIRE(expected_count < 0 || expected_count == count_,
                    path + ": holds " + std::to_string(count_) + " samples, manifest says " +
@@ -110,7 +123,9 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
     LOCKSTEP_REQUIRE(id == dataset_id, path + ": shard of another import (dataset_id '" + id + "', the manifest's is '" +
                                            dataset_id + "'): the file was replaced after `lockstep shard`");
   }
-  chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get()));
+  chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get())) &&
+                     (!spec.ragged || has_fletcher32(lengths_.get())) &&
+                     (!spec.sequence_targets() || has_fletcher32(targets_.get()));
   if (!chunk_checksums_ && entry) {
     const uint32_t crc = crc32_of_file(path);
     char want[16], got[16];
@@ -121,7 +136,7 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
   }
 }
 
-void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) const {
+void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) const {
   LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count_,
                    path_ + ": read of [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                        ") is outside the shard's " + std::to_string(count_) + " samples");
@@ -138,14 +153,24 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* labels) c
   };
   if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
     throw Error(what("samples"));
-  if (!spec_.labeled) {
-    std::fill(labels, labels + n, int64_t{-1});
+  const int64_t w = spec_.record_width();
+  // Each integer dataset fills its columns of the records.
+  const auto read_columns = [&](const H5Handle& d, const char* name, int64_t first_col, int64_t cols) {
+    std::vector<int64_t> buf(static_cast<size_t>(n * cols));
+    const RowSelection r = select_rows(d.get(), begin, n);
+    if (H5Dread(d.get(), H5T_NATIVE_INT64, r.memory.get(), r.file.get(), H5P_DEFAULT, buf.data()) < 0)
+      throw Error(what(name));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < cols; ++c) records[i * w + first_col + c] = buf[static_cast<size_t>(i * cols + c)];
+  };
+  if (spec_.labeled) {
+    read_columns(labels_, "labels", 0, 1);
   } else {
-    const RowSelection lrows = select_rows(labels_.get(), begin, n);
-    if (H5Dread(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels) < 0)
-      throw Error(what("labels"));
+    for (int64_t i = 0; i < n; ++i) records[i * w] = -1;
   }
-  validate_samples(spec_, samples, labels, n, begin, path_);
+  if (spec_.ragged) read_columns(lengths_, "lengths", 1, 1);
+  if (spec_.sequence_targets()) read_columns(targets_, "targets", 1 + (spec_.ragged ? 1 : 0), spec_.max_target_length);
+  validate_samples(spec_, samples, records, n, begin, path_);
 }
 
 ShardHeader read_shard_header(const std::string& path) {
@@ -168,6 +193,17 @@ ShardHeader read_shard_header(const std::string& path) {
     pos = nl + 1;
   }
   if (h5_has_attr(id, "dataset_id")) h.dataset_id = h5_read_attr_str(id, "dataset_id");
+  if (h5_has_attr(id, "ragged")) h.spec.ragged = h5_read_attr_i64(id, "ragged").at(0) != 0;
+  if (h5_has_attr(id, "max_target_length")) h.spec.max_target_length = h5_read_attr_i64(id, "max_target_length").at(0);
+  if (h5_has_attr(id, "tokens")) {
+    const std::string tokens = h5_read_attr_str(id, "tokens");
+    for (size_t pos = 0; !tokens.empty() && pos <= tokens.size();) {
+      const size_t nl = tokens.find('\n', pos);
+      h.spec.tokens.push_back(tokens.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
   h.spec.mean = h5_read_attr_f64(id, "mean");
   h.spec.std = h5_read_attr_f64(id, "std");
   H5Handle d = open_dataset(id, kSamplesDataset, path);
@@ -207,11 +243,13 @@ std::vector<std::string> verify_dataset(const std::string& dir) {
       LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
       ShardFile f(path, m.spec, &s, m.dataset_id);
       std::vector<unsigned char> samples(m.spec.sample_bytes() * 1024);
-      std::vector<int64_t> labels(1024), hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
+      const int64_t w = m.spec.record_width();
+      std::vector<int64_t> records(static_cast<size_t>(1024 * w)),
+          hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
       for (int64_t i = 0; i < f.count(); i += 1024) {
         const int64_t k = std::min<int64_t>(1024, f.count() - i);
-        f.read(i, k, samples.data(), labels.data());
-        for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(labels[j])];
+        f.read(i, k, samples.data(), records.data());  // checks lengths and targets too
+        for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(records[static_cast<size_t>(j * w)])];
       }
       LOCKSTEP_REQUIRE(hist == s.histogram, path + ": class histogram differs from the manifest");
       std::snprintf(buf, sizeof buf, "ok  %-28s %8lld samples  crc32 %08x", s.file.c_str(),

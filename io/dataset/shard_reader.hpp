@@ -36,15 +36,16 @@ class ShardFile {
   int64_t count() const { return count_; }
   const std::string& path() const { return path_; }
   bool chunk_checksums() const { return chunk_checksums_; }
-  // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and LABELS (N).
-  void read(int64_t begin, int64_t n, void* samples, int64_t* labels) const;
+  // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and their label
+  // records into RECORDS (N * record_width(); class label -1 when unlabeled).
+  void read(int64_t begin, int64_t n, void* samples, int64_t* records) const;
 
  private:
   std::string path_;
   DatasetSpec spec_;
   int64_t count_ = 0;
   bool chunk_checksums_ = false;
-  H5Handle file_, samples_, labels_;
+  H5Handle file_, samples_, labels_, lengths_, targets_;
 };
 
 // The attributes of a shard file, for `lockstep inspect FILE.h5` (no manifest needed).

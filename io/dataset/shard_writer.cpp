@@ -35,7 +35,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   if (!file_.valid()) throw Error("cannot create shard " + tmp_path_ + ": " + h5_last_error());
 
   const hid_t f = file_.get();
-  h5_write_attr_i64(f, "lockstep_format", {kShardFormatVersion});
+  h5_write_attr_i64(f, "lockstep_format", {spec.format_version()});
   if (!opt.dataset_id.empty()) h5_write_attr_str(f, "dataset_id", opt.dataset_id);
   h5_write_attr_str(f, "name", spec.name);
   h5_write_attr_str(f, "split", split);
@@ -48,6 +48,13 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   std::string names;
   for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
   h5_write_attr_str(f, "class_names", names);
+  if (spec.format_version() >= 2) {
+    h5_write_attr_i64(f, "ragged", {spec.ragged ? 1 : 0});
+    h5_write_attr_i64(f, "max_target_length", {spec.max_target_length});
+    std::string tokens;
+    for (size_t i = 0; i < spec.tokens.size(); ++i) tokens += (i ? "\n" : "") + spec.tokens[i];
+    h5_write_attr_str(f, "tokens", tokens);
+  }
 
   std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
   for (const int64_t d : spec.sample_shape) dims.push_back(static_cast<hsize_t>(d));
@@ -68,35 +75,55 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
 
-  if (!spec.labeled) return;
-  const hsize_t ldims = dims[0], lchunk = chunk_dims[0];
-  H5Handle lcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-  H5_CHECK(H5Pset_chunk(lcpl.get(), 1, &lchunk));
-  if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(lcpl.get()));
-  H5Handle lspace(H5_CHECK(H5Screate_simple(1, &ldims, nullptr)));
-  labels_ = H5Handle(H5_CHECK(H5Dcreate2(f, kLabelsDataset, H5T_STD_I64LE, lspace.get(),
-                                         H5P_DEFAULT, lcpl.get(), H5P_DEFAULT)));
+  // The per-sample integer datasets: /labels [N], /lengths [N], /targets [N, L], chunked
+  // like /samples and checksummed the same way.
+  const auto int_dataset = [&](const char* name, hsize_t width) {
+    std::vector<hsize_t> d{dims[0]}, c{chunk_dims[0]};
+    if (width > 0) {
+      d.push_back(width);
+      c.push_back(width);
+    }
+    H5Handle cpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+    H5_CHECK(H5Pset_chunk(cpl.get(), static_cast<int>(c.size()), c.data()));
+    if (opt.compression > 0 && width > 0) H5_CHECK(H5Pset_deflate(cpl.get(), static_cast<unsigned>(opt.compression)));
+    if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(cpl.get()));
+    H5Handle sp(H5_CHECK(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr)));
+    return H5Handle(H5_CHECK(H5Dcreate2(f, name, H5T_STD_I64LE, sp.get(), H5P_DEFAULT, cpl.get(), H5P_DEFAULT)));
+  };
+  if (spec.labeled) labels_ = int_dataset(kLabelsDataset, 0);
+  if (spec.ragged) lengths_ = int_dataset(kLengthsDataset, 0);
+  if (spec.sequence_targets()) targets_ = int_dataset(kTargetsDataset, static_cast<hsize_t>(spec.max_target_length));
 }
 
 ShardWriter::~ShardWriter() {
   if (committed_) return;
   samples_.reset();
   labels_.reset();
+  lengths_.reset();
+  targets_.reset();
   file_.reset();
   remove_file(tmp_path_);
 }
 
-void ShardWriter::append(const void* samples, const int64_t* labels, int64_t n) {
+void ShardWriter::append(const void* samples, const int64_t* records, int64_t n) {
   LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
-  validate_samples(spec_, samples, labels, n, written_, final_path_);
-  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(labels[i])];
+  validate_samples(spec_, samples, records, n, written_, final_path_);
+  const int64_t w = spec_.record_width();
+  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(records[i * w])];
 
   const RowSelection rows = select_rows(samples_.get(), written_, n);
   H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples));
-  if (spec_.labeled) {
-    const RowSelection lrows = select_rows(labels_.get(), written_, n);
-    H5_CHECK(H5Dwrite(labels_.get(), H5T_NATIVE_INT64, lrows.memory.get(), lrows.file.get(), H5P_DEFAULT, labels));
-  }
+  // Each integer dataset takes its columns of the records.
+  const auto write_columns = [&](const H5Handle& d, int64_t first_col, int64_t cols) {
+    std::vector<int64_t> buf(static_cast<size_t>(n * cols));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < cols; ++c) buf[static_cast<size_t>(i * cols + c)] = records[i * w + first_col + c];
+    const RowSelection r = select_rows(d.get(), written_, n);
+    H5_CHECK(H5Dwrite(d.get(), H5T_NATIVE_INT64, r.memory.get(), r.file.get(), H5P_DEFAULT, buf.data()));
+  };
+  if (spec_.labeled) write_columns(labels_, 0, 1);
+  if (spec_.ragged) write_columns(lengths_, 1, 1);
+  if (spec_.sequence_targets()) write_columns(targets_, 1 + (spec_.ragged ? 1 : 0), spec_.max_target_length);
   written_ += n;
 }
 
@@ -112,6 +139,8 @@ ShardEntry ShardWriter::finish() {
   h5_write_attr_f64(file_.get(), "std", spec_.std);
   samples_.reset();
   labels_.reset();
+  lengths_.reset();
+  targets_.reset();
   H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
   file_.reset();
   ShardEntry e;
@@ -132,7 +161,7 @@ void ShardWriter::commit() {
 }
 
 SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
-                       const void* samples, const int64_t* labels, int64_t n, int shards,
+                       const void* samples, const int64_t* records, int64_t n, int shards,
                        const WriteOptions& opt) {
   LOCKSTEP_REQUIRE(shards >= 1, "shard count must be at least 1");
   LOCKSTEP_REQUIRE(n >= shards, "split '" + split + "' has " + std::to_string(n) +
@@ -146,7 +175,7 @@ SplitEntry write_split(const std::string& dir, const std::string& split, const D
     const int64_t slice = 4096;
     for (int64_t i = begin; i < end; i += slice) {
       const int64_t k = std::min(slice, end - i);
-      w.append(bytes + static_cast<size_t>(i) * spec.sample_bytes(), labels + i, k);
+      w.append(bytes + static_cast<size_t>(i) * spec.sample_bytes(), records + i * spec.record_width(), k);
     }
     out.shards.push_back(w.finish());
     w.commit();

@@ -36,8 +36,9 @@ class ShardWriter {
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  // Appends N samples (sample_bytes() each) and their labels (ignored when unlabeled).
-  void append(const void* samples, const int64_t* labels, int64_t n);
+  // Appends N samples (sample_bytes() each) and their label records (record_width() each;
+  // the class label is ignored when unlabeled).
+  void append(const void* samples, const int64_t* records, int64_t n);
   // Per-channel statistics, known only after a whole pass: stored at finish().
   void set_stats(const std::vector<double>& mean, const std::vector<double>& std);
   ShardEntry finish();
@@ -49,13 +50,14 @@ class ShardWriter {
   std::string final_path_, tmp_path_, file_name_;
   int64_t total_ = 0, written_ = 0;
   std::vector<int64_t> histogram_;
-  H5Handle file_, samples_, labels_;
+  H5Handle file_, samples_, labels_, lengths_, targets_;
   bool finished_ = false, committed_ = false;
 };
 
-// Writes N samples as SHARDS files of SPLIT (contiguous, near-equal ranges).
+// Writes N samples (and their label records) as SHARDS files of SPLIT (contiguous,
+// near-equal ranges).
 SplitEntry write_split(const std::string& dir, const std::string& split, const DatasetSpec& spec,
-                       const void* samples, const int64_t* labels, int64_t n, int shards,
+                       const void* samples, const int64_t* records, int64_t n, int shards,
                        const WriteOptions& opt);
 
 // The HDF5 memory type of a sample dtype (float16: raw 16-bit words).

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "io/import/audio_import.hpp"
 #include "io/import/hdf5_import.hpp"
 #include "io/import/idx_import.hpp"
 #include "io/import/ts_import.hpp"
@@ -24,9 +25,10 @@ std::vector<std::string> split_commas(const std::string& s) {
 std::pair<std::string, std::string> kind_and_path(const std::string& spec, const char* option) {
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
-  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts" && kind != "ucihar"))
-    throw UsageError(
-        fmt::format("--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR or hdf5:FILE, got '{}'", option, spec));
+  if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts" &&
+                                     kind != "ucihar" && kind != "audio"))
+    throw UsageError(fmt::format(
+        "--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST or hdf5:FILE, got '{}'", option, spec));
   return {kind, spec.substr(colon + 1)};
 }
 
@@ -40,10 +42,10 @@ OpenedImport open_import(ImportSpec& spec) {
   OpenedImport out;
   if (kind == "idx") {
     if (!spec.test_input.empty())
-      throw UsageError("--test-input is for csv/ts/hdf5; idx takes t10k-* from the same directory");
+      throw UsageError("--test-input is for csv/ts/audio/hdf5; idx takes t10k-* from the same directory");
     out.inputs = open_idx(path, &files);
   } else if (kind == "ucihar") {
-    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/hdf5; ucihar takes DIR/test");
+    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/audio/hdf5; ucihar takes DIR/test");
     out.inputs = open_ucihar(path, spec.har_signals, &names, &files);
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
@@ -57,6 +59,8 @@ OpenedImport open_import(ImportSpec& spec) {
       out.inputs = open_csv(split_files, spec.csv, &names);
     } else if (kind == "ts") {
       out.inputs = open_ts(split_files, &names);
+    } else if (kind == "audio") {
+      out.inputs = open_audio(split_files, &files);  // the WAVs are inputs too: a changed one re-imports
     } else {
       for (const auto& [split, file] : split_files)
         out.inputs.push_back(

@@ -22,13 +22,15 @@ struct BufferedWriter {
   std::string split;
   bool train_stats = false;  // its samples feed the dataset statistics
   std::vector<unsigned char> samples;
-  std::vector<int64_t> labels;
+  std::vector<int64_t> records;  // record_width() per sample
+  int64_t n = 0;
   size_t flush_at = 0;
   void flush() {
-    if (labels.empty()) return;
-    writer->append(samples.data(), labels.data(), static_cast<int64_t>(labels.size()));
+    if (n == 0) return;
+    writer->append(samples.data(), records.data(), n);
     samples.clear();
-    labels.clear();
+    records.clear();
+    n = 0;
   }
 };
 
@@ -180,6 +182,10 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   const int64_t block = std::max<int64_t>(1, (16 << 20) / static_cast<int64_t>(sb));
   std::vector<unsigned char> buf(static_cast<size_t>(block) * sb);
   const auto& labels = in.source->labels();
+  const auto& extras = in.source->extras();
+  const int64_t extra_w = spec.record_width() - 1;
+  LOCKSTEP_REQUIRE(extras.size() == static_cast<size_t>(n * extra_w),
+                   in.source->name() + ": the source's label records do not match its sample count");
   Progress progress(opt.progress, in.split, n);
   for (int64_t b = 0; b < n; b += block) {
     const int64_t k = std::min(block, n - b);
@@ -190,9 +196,12 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       BufferedWriter& bw = writers[static_cast<size_t>(w)];
       const unsigned char* sample = buf.data() + static_cast<size_t>(j) * sb;
       bw.samples.insert(bw.samples.end(), sample, sample + sb);
-      bw.labels.push_back(labels[static_cast<size_t>(b + j)]);
-      if (bw.train_stats) stats.add(sample, 1);
-      if (bw.labels.size() >= bw.flush_at) bw.flush();
+      bw.records.push_back(spec.labeled ? labels[static_cast<size_t>(b + j)] : -1);
+      const auto* extra = extras.data() + (b + j) * extra_w;
+      bw.records.insert(bw.records.end(), extra, extra + extra_w);
+      ++bw.n;
+      if (bw.train_stats) stats.add(sample, 1, spec.ragged ? extra[0] : 0);
+      if (static_cast<size_t>(bw.n) >= bw.flush_at) bw.flush();
     }
     progress.update(b + k);
   }
@@ -248,8 +257,10 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   }
   for (const auto& in : inputs) {
     const DatasetSpec& s = in.source->spec();
-    LOCKSTEP_REQUIRE(s.sample_shape == spec.sample_shape && s.dtype == spec.dtype && s.labeled == spec.labeled,
-                     in.source->name() + ": samples differ in shape or dtype from " + inputs[0].source->name());
+    LOCKSTEP_REQUIRE(s.sample_shape == spec.sample_shape && s.dtype == spec.dtype && s.labeled == spec.labeled &&
+                         s.ragged == spec.ragged && s.max_target_length == spec.max_target_length &&
+                         s.tokens == spec.tokens,
+                     in.source->name() + ": samples differ in shape, dtype or targets from " + inputs[0].source->name());
     spec.num_classes = std::max(spec.num_classes, s.num_classes);
   }
   if (!opt.class_names.empty())
@@ -292,7 +303,7 @@ ChannelStats::ChannelStats(const DatasetSpec& spec)
       sum_(static_cast<size_t>(channels_), 0.0),
       sq_(sum_) {}
 
-void ChannelStats::add(const void* samples, int64_t n) {
+void ChannelStats::add(const void* samples, int64_t n, int64_t length) {
   auto value = [&](int64_t idx) -> double {
     switch (spec_.dtype) {
       case DType::kUInt8: return static_cast<const uint8_t*>(samples)[idx];
@@ -302,17 +313,23 @@ void ChannelStats::add(const void* samples, int64_t n) {
     }
     return 0.0;
   };
+  // Ragged samples: only the first LENGTH steps of each channel's row are data.
+  const int64_t steps = spec_.time_steps();
+  const int64_t rows = steps > 0 ? per_channel_ / steps : 0;
+  const bool trim = length > 0 && length < steps;
   for (int64_t s = 0; s < n; ++s)
     for (int64_t c = 0; c < channels_; ++c) {
       const int64_t base = s * spec_.sample_elems() + c * per_channel_;
       double sum = 0.0, sq = 0.0;
       for (int64_t i = 0; i < per_channel_; ++i) {
+        if (trim && i % steps >= length) continue;
         const double v = value(base + i);
         sum += v;
         sq += v * v;
       }
       sum_[static_cast<size_t>(c)] += sum;
       sq_[static_cast<size_t>(c)] += sq;
+      values_ += trim ? rows * length : per_channel_;
     }
   samples_ += n;
 }
@@ -320,7 +337,7 @@ void ChannelStats::add(const void* samples, int64_t n) {
 void ChannelStats::finish(std::vector<double>* mean, std::vector<double>* std) const {
   mean->assign(static_cast<size_t>(channels_), 0.0);
   std->assign(static_cast<size_t>(channels_), 1.0);
-  const double count = static_cast<double>(samples_ * per_channel_);
+  const double count = static_cast<double>(values_) / static_cast<double>(std::max<int64_t>(1, channels_));
   if (count <= 0) return;
   for (size_t c = 0; c < sum_.size(); ++c) {
     (*mean)[c] = sum_[c] / count;

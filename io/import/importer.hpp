@@ -63,7 +63,8 @@ std::string file_fingerprint(const std::vector<std::string>& paths);
 class ChannelStats {
  public:
   explicit ChannelStats(const DatasetSpec& spec);
-  void add(const void* samples, int64_t n);
+  // LENGTH > 0: ragged samples whose first LENGTH time steps are data (N must be 1).
+  void add(const void* samples, int64_t n, int64_t length = 0);
   void finish(std::vector<double>* mean, std::vector<double>* std) const;
 
  private:
@@ -71,6 +72,7 @@ class ChannelStats {
   int64_t channels_, per_channel_;
   std::vector<double> sum_, sq_;
   int64_t samples_ = 0;
+  int64_t values_ = 0;  // summed over channels
 };
 
 }  // namespace lockstep::io

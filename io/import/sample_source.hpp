@@ -21,6 +21,10 @@ class SampleSource {
   // Group ids (subject, speaker, trial) per sample, or empty: a validation split then takes
   // whole groups, so no group is in two splits (import_plan.hpp).
   virtual const std::vector<int64_t>& groups() const { return no_groups_; }
+  // The rest of each sample's label record after the class label (shard_format.hpp):
+  // record_width() - 1 values per sample ([length] for ragged data, then the targets), or
+  // empty when the width is 1.
+  virtual const std::vector<int64_t>& extras() const { return no_groups_; }
   // Reads samples [BEGIN, BEGIN+N) into OUT (N * spec().sample_bytes()).
   virtual void read(int64_t begin, int64_t n, void* out) = 0;
   virtual std::string name() const = 0;  // the file or directory, for messages
@@ -33,11 +37,12 @@ class SampleSource {
 class MemorySource final : public SampleSource {
  public:
   MemorySource(std::string name, DatasetSpec spec, std::vector<unsigned char> samples,
-               std::vector<int64_t> labels, std::vector<int64_t> groups = {});
+               std::vector<int64_t> labels, std::vector<int64_t> groups = {}, std::vector<int64_t> extras = {});
   const DatasetSpec& spec() const override { return spec_; }
   int64_t count() const override { return static_cast<int64_t>(labels_.size()); }
   const std::vector<int64_t>& labels() const override { return labels_; }
   const std::vector<int64_t>& groups() const override { return groups_; }
+  const std::vector<int64_t>& extras() const override { return extras_; }
   void read(int64_t begin, int64_t n, void* out) override;
   std::string name() const override { return name_; }
 
@@ -47,6 +52,7 @@ class MemorySource final : public SampleSource {
   std::vector<unsigned char> samples_;
   std::vector<int64_t> labels_;
   std::vector<int64_t> groups_;
+  std::vector<int64_t> extras_;
 };
 
 }  // namespace lockstep::io

@@ -14,7 +14,7 @@ EpochLoader::EpochLoader(const RankReader& reader, EpochOrder order, int64_t bat
   LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
   for (Batch& b : pool_) {
     b.samples.resize(static_cast<size_t>(batch) * reader.spec().sample_bytes());
-    b.labels.resize(static_cast<size_t>(batch));
+    b.labels.resize(static_cast<size_t>(batch * reader.spec().record_width()));
     free_.push_back(&b);
   }
   thread_ = std::thread(&EpochLoader::run, this);

@@ -24,7 +24,7 @@ namespace lockstep::io {
 
 struct Batch {
   std::vector<unsigned char> samples;
-  std::vector<int64_t> labels;
+  std::vector<int64_t> labels;  // label records, spec.record_width() per sample
   int64_t step = 0;
   int64_t size = 0;  // samples in this batch (the last evaluation batch may be short)
 };

@@ -42,17 +42,18 @@ void RankReader::load_group(const EpochOrder& order, int64_t g, StreamCache& cac
   for (const Block& b : blocks) n += b.size();
   const size_t sb = spec_.sample_bytes();
   cache.samples.resize(static_cast<size_t>(n) * sb);
-  cache.labels.resize(static_cast<size_t>(n));
+  const int64_t w = spec_.record_width();
+  cache.labels.resize(static_cast<size_t>(n * w));
   int64_t at = 0;
   for (const Block& b : blocks) {
     files_[static_cast<size_t>(b.shard)]->read(b.begin, b.size(), cache.samples.data() + static_cast<size_t>(at) * sb,
-                                               cache.labels.data() + at);
+                                               cache.labels.data() + at * w);
     at += b.size();
   }
   cache.group = g;
 }
 
-void RankReader::fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* labels,
+void RankReader::fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* records,
                       StreamCache& cache) const {
   const int64_t total = static_cast<int64_t>(order.ids.size());
   LOCKSTEP_REQUIRE(total > 0, "rank " + std::to_string(rank_) + " has no samples to read");
@@ -61,7 +62,7 @@ void RankReader::fill(const EpochOrder& order, int64_t pos, int64_t n, void* sam
   if (store_) {
     std::vector<int64_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = order.ids[static_cast<size_t>((pos + i) % total)];
-    store_->gather(ids.data(), n, samples, labels);
+    store_->gather(ids.data(), n, samples, records);
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -82,7 +83,9 @@ void RankReader::fill(const EpochOrder& order, int64_t pos, int64_t n, void* sam
       offset += b.size();
     }
     std::memcpy(out + static_cast<size_t>(i) * sb, cache.samples.data() + static_cast<size_t>(offset) * sb, sb);
-    labels[i] = cache.labels[static_cast<size_t>(offset)];
+    const auto w = static_cast<size_t>(spec_.record_width());
+    std::memcpy(records + static_cast<size_t>(i) * w, cache.labels.data() + static_cast<size_t>(offset) * w,
+                w * sizeof(int64_t));
   }
 }
 

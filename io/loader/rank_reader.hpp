@@ -33,7 +33,7 @@ struct ReaderOptions {
 struct StreamCache {
   int64_t group = -1;
   std::vector<unsigned char> samples;  // the group's blocks, concatenated
-  std::vector<int64_t> labels;
+  std::vector<int64_t> labels;  // record_width() per sample
 };
 
 class RankReader {
@@ -47,7 +47,8 @@ class RankReader {
   bool streaming() const { return !store_.has_value(); }
   const DatasetSpec& spec() const { return spec_; }
   EpochOrder order(bool shuffle, uint64_t seed, int64_t epoch) const;
-  void fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* labels,
+  // RECORDS receives n * spec().record_width() label values.
+  void fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* records,
             StreamCache& cache) const;
 
  private:

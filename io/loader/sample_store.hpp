@@ -15,11 +15,13 @@ namespace lockstep::io {
 
 class SampleStore {
  public:
-  SampleStore(DatasetSpec spec, std::vector<unsigned char> samples, std::vector<int64_t> labels);
-  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
+  // RECORDS: record_width() label values per sample (shard_format.hpp).
+  SampleStore(DatasetSpec spec, std::vector<unsigned char> samples, std::vector<int64_t> records);
+  int64_t size() const { return static_cast<int64_t>(labels_.size()) / spec_.record_width(); }
   const DatasetSpec& spec() const { return spec_; }
-  // Copies samples IDX[0..n) into OUT_SAMPLES (n * sample_bytes) and OUT_LABELS (n).
-  void gather(const int64_t* idx, int64_t n, void* out_samples, int64_t* out_labels) const;
+  // Copies samples IDX[0..n) into OUT_SAMPLES (n * sample_bytes) and their records into
+  // OUT_RECORDS (n * record_width()).
+  void gather(const int64_t* idx, int64_t n, void* out_samples, int64_t* out_records) const;
   const unsigned char* raw_samples() const { return samples_.data(); }
   const int64_t* raw_labels() const { return labels_.data(); }
 

@@ -1,0 +1,26 @@
+// objective: see objective.hpp.
+#include "core/train/objective.hpp"
+
+#include <torch/torch.h>
+
+namespace lockstep {
+
+Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::Tensor& x, const int64_t* records,
+                             int64_t n) const {
+  Scored s;
+  if (sequence_) {
+    const SequenceTargets t = maker.targets(records, n);
+    torch::Tensor out_lengths;
+    const torch::Tensor logits = model.forward_sequence(x, t.lengths, &out_lengths);
+    s.loss = ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, blank_);
+    s.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(s.loss.device()));
+    return s;
+  }
+  const torch::Tensor y = maker.labels(records, n);
+  const torch::Tensor logits = model.forward(x);
+  s.loss = loss_(logits, y);
+  s.correct = logits.detach().argmax(1).eq(y).sum();
+  return s;
+}
+
+}  // namespace lockstep

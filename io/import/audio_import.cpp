@@ -1,0 +1,212 @@
+// audio_import: see audio_import.hpp.
+#include "io/import/audio_import.hpp"
+
+#include <sndfile.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/base/error.hpp"
+#include "io/import/log_mel.hpp"
+#include "io/import/text_fields.hpp"
+#include "io/util/file_util.hpp"
+
+namespace lockstep::io {
+namespace {
+
+// An open sound file (RAII over SNDFILE*).
+class SoundFile {
+ public:
+  explicit SoundFile(const std::string& path) : path_(path) {
+    std::memset(&info_, 0, sizeof info_);
+    file_ = sf_open(path.c_str(), SFM_READ, &info_);
+    if (!file_) throw Error(path + ": cannot read as audio: " + sf_strerror(nullptr));
+  }
+  ~SoundFile() {
+    if (file_) sf_close(file_);
+  }
+  SoundFile(const SoundFile&) = delete;
+  SoundFile& operator=(const SoundFile&) = delete;
+
+  // The checks every utterance passes before import: 16 kHz, mono, one frame at least.
+  int64_t checked_samples(const LogMel& mel, const std::string& where) const {
+    const int rate = mel.options().sample_rate;
+    LOCKSTEP_REQUIRE(info_.samplerate == rate,
+                     where + ": sample rate " + std::to_string(info_.samplerate) + " Hz; lockstep reads " +
+                         std::to_string(rate) + " Hz mono (resample first, e.g. ffmpeg -i IN -ar 16000 -ac 1 OUT.wav)");
+    LOCKSTEP_REQUIRE(info_.channels == 1, where + ": " + std::to_string(info_.channels) +
+                                              " channels; lockstep reads mono (downmix first, e.g. ffmpeg -ac 1)");
+    LOCKSTEP_REQUIRE(mel.frames(info_.frames) > 0,
+                     where + ": " + std::to_string(info_.frames) + " samples, shorter than one " +
+                         std::to_string(mel.options().window) + "-sample frame (empty or truncated audio?)");
+    return static_cast<int64_t>(info_.frames);
+  }
+
+  std::vector<float> read_all() const {
+    std::vector<float> wave(static_cast<size_t>(info_.frames));
+    const sf_count_t got = sf_readf_float(file_, wave.data(), info_.frames);
+    LOCKSTEP_REQUIRE(got == info_.frames, path_ + ": read " + std::to_string(got) + " of " +
+                                              std::to_string(info_.frames) + " samples (truncated file?)");
+    return wave;
+  }
+
+ private:
+  std::string path_;
+  SF_INFO info_;
+  SNDFILE* file_ = nullptr;
+};
+
+class AudioSource final : public SampleSource {
+ public:
+  AudioSource(std::string manifest, std::vector<Utterance> utts, DatasetSpec spec, std::vector<int64_t> extras,
+              std::vector<int64_t> groups)
+      : manifest_(std::move(manifest)),
+        utts_(std::move(utts)),
+        spec_(std::move(spec)),
+        labels_(utts_.size(), 0),
+        extras_(std::move(extras)),
+        groups_(std::move(groups)) {}
+  const DatasetSpec& spec() const override { return spec_; }
+  int64_t count() const override { return static_cast<int64_t>(utts_.size()); }
+  const std::vector<int64_t>& labels() const override { return labels_; }
+  const std::vector<int64_t>& groups() const override { return groups_; }
+  const std::vector<int64_t>& extras() const override { return extras_; }
+  std::string name() const override { return manifest_; }
+
+  void read(int64_t begin, int64_t n, void* out) override {
+    LOCKSTEP_REQUIRE(begin >= 0 && begin + n <= count(), manifest_ + ": read past the end");
+    const int64_t t_max = spec_.time_steps(), elems = spec_.sample_elems();
+    auto* f = static_cast<float*>(out);
+    std::fill(f, f + n * elems, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      const Utterance& u = utts_[static_cast<size_t>(begin + i)];
+      const SoundFile sound(u.path);
+      const std::vector<float> wave = sound.read_all();
+      mel_.compute(wave.data(), static_cast<int64_t>(wave.size()), f + i * elems, t_max);
+    }
+  }
+
+ private:
+  std::string manifest_;
+  std::vector<Utterance> utts_;
+  DatasetSpec spec_;
+  std::vector<int64_t> labels_, extras_, groups_;
+  LogMel mel_;
+};
+
+}  // namespace
+
+std::vector<std::string> utf8_chars(const std::string& text, const std::string& where) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    LOCKSTEP_REQUIRE(len > 0 && i + len <= text.size(), where + ": the transcript is not valid UTF-8");
+    for (size_t k = 1; k < len; ++k)
+      LOCKSTEP_REQUIRE((static_cast<unsigned char>(text[i + k]) >> 6) == 0x2, where + ": the transcript is not valid UTF-8");
+    out.push_back(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::vector<Utterance> read_audio_manifest(const std::string& path) {
+  std::ifstream in(path);
+  LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the audio manifest");
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  std::vector<Utterance> out;
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty() || trim(line)[0] == '#') continue;
+    const std::string where = path + ":" + std::to_string(no);
+    const std::vector<std::string> f = split_fields(line, '\t');
+    LOCKSTEP_REQUIRE(f.size() == 2 || f.size() == 3,
+                     where + ": expected PATH<TAB>TRANSCRIPT[<TAB>SPEAKER], got " + std::to_string(f.size()) + " field(s)");
+    Utterance u;
+    const std::string p = trim(f[0]);
+    LOCKSTEP_REQUIRE(!p.empty(), where + ": empty audio path");
+    u.path = p[0] == '/' ? p : dir + "/" + p;
+    u.transcript = trim(f[1]);
+    LOCKSTEP_REQUIRE(!u.transcript.empty(), where + ": empty transcript");
+    if (f.size() == 3) {
+      u.speaker = trim(f[2]);
+      LOCKSTEP_REQUIRE(!u.speaker.empty(), where + ": empty speaker");
+    }
+    u.line = no;
+    LOCKSTEP_REQUIRE(out.empty() || out.front().speaker.empty() == u.speaker.empty(),
+                     where + ": a speaker column on some lines only");
+    out.push_back(std::move(u));
+  }
+  LOCKSTEP_REQUIRE(!out.empty(), path + ": no utterances");
+  return out;
+}
+
+std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
+                                   std::vector<std::string>* files) {
+  const LogMel mel;
+  std::vector<std::vector<Utterance>> manifests;
+  for (const auto& [split, file] : split_files) manifests.push_back(read_audio_manifest(file));
+  // The vocabulary: the training transcripts' characters, sorted.
+  std::set<std::string> chars;
+  for (const Utterance& u : manifests[0])
+    for (const std::string& c : utf8_chars(u.transcript, split_files[0].second + ":" + std::to_string(u.line)))
+      chars.insert(c);
+  const std::vector<std::string> tokens(chars.begin(), chars.end());
+  std::map<std::string, int64_t> id;
+  for (size_t i = 0; i < tokens.size(); ++i) id[tokens[i]] = static_cast<int64_t>(i);
+  // One pass over the headers: frames and target lengths, so every split shares one shape.
+  int64_t t_max = 0, l_max = 0;
+  std::vector<std::vector<int64_t>> frames(manifests.size()), targets(manifests.size());
+  for (size_t s = 0; s < manifests.size(); ++s) {
+    for (const Utterance& u : manifests[s]) {
+      const std::string where = split_files[s].second + ":" + std::to_string(u.line);
+      const int64_t n = mel.frames(SoundFile(u.path).checked_samples(mel, u.path + " (" + where + ")"));
+      frames[s].push_back(n);
+      files->push_back(u.path);
+      t_max = std::max(t_max, n);
+      const auto cs = utf8_chars(u.transcript, where);
+      for (const std::string& c : cs) {
+        const auto it = id.find(c);
+        LOCKSTEP_REQUIRE(it != id.end(), where + ": character '" + c + "' is not in the vocabulary of the training "
+                                             "manifest " + split_files[0].second);
+        targets[s].push_back(it->second);
+      }
+      targets[s].push_back(-2);  // end of this utterance
+      l_max = std::max<int64_t>(l_max, static_cast<int64_t>(cs.size()));
+    }
+  }
+  DatasetSpec spec;
+  spec.sample_shape = {mel.options().mels, t_max};
+  spec.dtype = DType::kFloat32;
+  spec.labeled = false;
+  spec.ragged = true;
+  spec.max_target_length = l_max;
+  spec.tokens = tokens;
+  std::vector<InputSplit> out;
+  for (size_t s = 0; s < manifests.size(); ++s) {
+    std::vector<int64_t> extras, groups;
+    std::map<std::string, int64_t> speakers;
+    size_t at = 0;
+    for (size_t i = 0; i < manifests[s].size(); ++i) {
+      extras.push_back(frames[s][i]);
+      int64_t k = 0;
+      for (; targets[s][at] != -2; ++at, ++k) extras.push_back(targets[s][at]);
+      ++at;
+      for (; k < l_max; ++k) extras.push_back(-1);
+      if (!manifests[s][i].speaker.empty())
+        groups.push_back(speakers.emplace(manifests[s][i].speaker, static_cast<int64_t>(speakers.size())).first->second);
+    }
+    out.push_back({split_files[s].first,
+                   std::make_unique<AudioSource>(split_files[s].second, std::move(manifests[s]), spec, std::move(extras),
+                                                 std::move(groups)),
+                   s == 0});
+  }
+  return out;
+}
+
+}  // namespace lockstep::io

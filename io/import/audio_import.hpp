@@ -1,0 +1,49 @@
+// audio_import: speech for CTC, `lockstep shard --input audio:TRAIN.tsv [--test-input
+// audio:TEST.tsv]`.
+//
+// A manifest is a text file, one utterance per line, tab-separated:
+//   PATH<TAB>TRANSCRIPT[<TAB>SPEAKER]
+// PATH (relative to the manifest's directory, or absolute) is a 16 kHz mono WAV (or any
+// file libsndfile reads); TRANSCRIPT its text; SPEAKER, when every line has one, a group
+// id: the validation split then takes whole speakers (import_plan.hpp). Blank lines and
+// lines starting with '#' are skipped.
+//
+// Each utterance becomes a ragged float32 sample [40, T] of log-mel features (log_mel.hpp;
+// T = its frame count, padded to the longest utterance of all the manifests) and a
+// sequence target: its characters as token ids. The vocabulary is the set of characters
+// (UTF-8 code points) of the training manifest's transcripts, sorted; a test transcript
+// with another character is refused.
+//
+// Refused, with one line naming the file (and manifest line): a sample rate other than
+// 16 kHz or more than one channel (resample/downmix first, e.g. ffmpeg -ar 16000 -ac 1;
+// lockstep does not resample), audio shorter than one 25 ms frame (zero-length included),
+// an unreadable file, an empty transcript, a missing tab, speakers on some lines only.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/import/importer.hpp"
+
+namespace lockstep::io {
+
+struct Utterance {
+  std::string path;        // resolved
+  std::string transcript;
+  std::string speaker;     // empty when the manifest has none
+  int line = 0;            // in the manifest, for messages
+};
+
+// Parses a manifest (PATH names it in messages).
+std::vector<Utterance> read_audio_manifest(const std::string& path);
+
+// UTF-8 code points of TEXT, each as a string; throws naming WHERE on invalid UTF-8.
+std::vector<std::string> utf8_chars(const std::string& text, const std::string& where);
+
+// SPLIT_FILES: (split, manifest) pairs, the first one (train) gets --val-fraction and
+// defines the vocabulary. Every audio file read is appended to FILES.
+std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
+                                   std::vector<std::string>* files);
+
+}  // namespace lockstep::io

@@ -1,0 +1,100 @@
+// Sequence (CTC) training pieces: the gru model, CTC loss, ragged batches.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/data/batch_maker.hpp"
+#include "core/model/registry.hpp"
+#include "core/optim/loss.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+io::DatasetSpec speech_spec() {
+  io::DatasetSpec s;
+  s.name = "speech";
+  s.sample_shape = {3, 20};
+  s.dtype = io::DType::kFloat32;
+  s.labeled = false;
+  s.ragged = true;
+  s.max_target_length = 4;
+  s.tokens = {" ", "a", "b"};
+  s.mean = {1.0, 1.0, 1.0};
+  s.std = {2.0, 2.0, 2.0};
+  return s;
+}
+
+}  // namespace
+
+TEST(SequenceModels, GruIgnoresPaddingAndHalvesTime) {
+  torch::manual_seed(0);
+  auto net = make_model(ModelOptions{"gru", 0.0, 8, 18}, speech_spec());
+  net->eval();
+  ASSERT_TRUE(net->sequence_output());
+  torch::Tensor x = torch::randn({2, 3, 20});
+  const torch::Tensor lengths = torch::tensor({20, 11}, torch::kLong);
+  torch::Tensor out_len;
+  const torch::Tensor y = net->forward_sequence(x, lengths, &out_len);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 10, 4}));  // tokens + blank
+  EXPECT_EQ(out_len[0].item<int64_t>(), 10);
+  EXPECT_EQ(out_len[1].item<int64_t>(), 6);  // floor((11-1)/2)+1
+  // Garbage past sample 1's length changes nothing in its valid frames (the conv sees
+  // two steps past the end at most; the GRU, packed, none).
+  torch::Tensor x2 = x.clone();
+  x2.index_put_({1, torch::indexing::Slice(), torch::indexing::Slice(13, torch::indexing::None)}, 100.0);
+  torch::Tensor out_len2;
+  const torch::Tensor y2 = net->forward_sequence(x2, lengths, &out_len2);
+  EXPECT_TRUE(torch::allclose(y.index({1, torch::indexing::Slice(0, 5)}), y2.index({1, torch::indexing::Slice(0, 5)})));
+}
+
+TEST(SequenceModels, ModelsRefuseTheWrongKindOfTarget) {
+  EXPECT_ERROR_CONTAINS(make_model(ModelOptions{"cnn1d", 0.0, 8, 18}, speech_spec()), "has sequence targets (CTC)");
+  io::DatasetSpec classes = speech_spec();
+  classes.max_target_length = 0;
+  classes.tokens.clear();
+  classes.labeled = true;
+  classes.num_classes = 3;
+  EXPECT_ERROR_CONTAINS(make_model(ModelOptions{"gru", 0.0, 8, 18}, classes), "no sequence targets");
+}
+
+TEST(SequenceModels, CtcLossMatchesTorchAndTrains) {
+  torch::manual_seed(1);
+  const torch::Tensor logits = torch::randn({2, 6, 4}, torch::requires_grad());
+  const torch::Tensor out_len = torch::tensor({6, 4}, torch::kLong);
+  const torch::Tensor targets = torch::tensor({1, 2, 1, 0}, torch::kLong);  // [1,2,1] and [0]
+  const torch::Tensor target_len = torch::tensor({3, 1}, torch::kLong);
+  const torch::Tensor ours = ctc_loss_mean(logits, out_len, targets, target_len, 3);
+  const torch::Tensor lp = torch::log_softmax(logits, -1).transpose(0, 1);
+  const torch::Tensor per = torch::ctc_loss(lp, targets, out_len, target_len, 3, at::Reduction::None);
+  EXPECT_NEAR(ours.item<double>(), ((per[0] / 3 + per[1] / 1) / 2).item<double>(), 1e-5);
+  // A free logit table learns to emit [1,2,1] and [0].
+  torch::Tensor w = torch::zeros({2, 6, 4}, torch::requires_grad());
+  torch::optim::Adam opt({w}, 0.1);
+  double first = 0, last = 0;
+  for (int i = 0; i < 60; ++i) {
+    opt.zero_grad();
+    const torch::Tensor loss = ctc_loss_mean(w, out_len, targets, target_len, 3);
+    loss.backward();
+    opt.step();
+    (i == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, first * 0.1);
+}
+
+TEST(SequenceModels, RaggedBatchesAreCutAndMasked) {
+  const io::DatasetSpec s = speech_spec();
+  const BatchMaker maker(s, torch::kCPU);
+  std::vector<float> raw(2 * 3 * 20, 5.0f);  // raw 5 -> (5-1)/2 = 2 where valid
+  const std::vector<int64_t> records{-1, 7, 1, 2, -1, -1, -1, 12, 0, -1, -1, -1};
+  const torch::Tensor x = maker.inputs(raw.data(), 2, records.data());
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{2, 3, 12}));  // cut to the longest, 12
+  EXPECT_FLOAT_EQ(x[0][1][6].item<float>(), 2.0f);
+  EXPECT_FLOAT_EQ(x[0][1][7].item<float>(), 0.0f);  // padding: zero after normalisation
+  EXPECT_FLOAT_EQ(x[1][2][11].item<float>(), 2.0f);
+  const SequenceTargets t = maker.targets(records.data(), 2);
+  EXPECT_TRUE(torch::equal(t.targets, torch::tensor({1, 2, 0}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(t.target_lengths, torch::tensor({2, 1}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(t.lengths, torch::tensor({7, 12}, torch::kLong)));
+}
