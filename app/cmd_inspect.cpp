@@ -45,7 +45,9 @@ void print_spec(const io::DatasetSpec& s) {
     for (const std::string& t : s.tokens) std::cout << " '" << t << "'";
     std::cout << "\n";
   }
-  std::cout << "classes      " << (s.labeled ? std::to_string(s.num_classes) : "none (no class labels)");
+  std::cout << "classes      "
+            << (s.labeled ? std::to_string(s.num_classes)
+                : s.sequence_targets() ? "none (token-sequence targets)" : "none (unlabeled data)");
   for (size_t i = 0; i < s.class_names.size(); ++i) std::cout << (i ? ", " : ": ") << s.class_names[i];
   std::cout << "\nmean / std   " << list(s.mean) << " / " << list(s.std) << "\n";
 }

@@ -90,6 +90,8 @@ po::options_description common_options(Config* c) {
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
       ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
+      ("data.bucket-batches", po::value(&c->bucket_batches)->default_value(c->bucket_batches),
+       "ragged data (memory mode): batches per window sorted by length, so a batch pads little; 0: off")
       ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | lmu | torchscript:PATH (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
       ("model.width", po::value(&c->model_width)->default_value(c->model_width), "channels/units scale; 0: the model's default (alias --width)")

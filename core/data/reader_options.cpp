@@ -11,6 +11,7 @@ io::ReaderOptions reader_options(const Config& cfg) {
   o.memory_budget_mb = cfg.memory_budget_mb;
   o.block_samples = cfg.block_samples;
   o.shuffle_blocks = cfg.shuffle_blocks;
+  o.bucket_batches = cfg.bucket_batches;
   return o;
 }
 

@@ -12,6 +12,10 @@
 // buffers. Here THETA = L (the memory spans the window), ORDER = min(64, L), hidden units
 // WIDTH (128); e_h and e_m start at zero. The last h goes through dropout to the
 // classifier. Reference module: docs/python/lockstep_models.py (Lmu).
+// Sequence targets (CTC, e.g. speech): every step's h goes through dropout to FC (tokens +
+// blank), one output per input frame; the memory then spans THETA = min(L, 50) frames
+// (half a second of 10 ms frames) with ORDER = min(32, THETA). Causal: padding after a
+// sample's length never reaches its valid frames.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -41,8 +45,11 @@ std::pair<torch::Tensor, torch::Tensor> legendre_delay(int64_t order, double the
 
 class Lmu final : public Net {
  public:
-  Lmu(int64_t channels, int64_t length, int64_t classes, int64_t hidden, double dropout)
-      : one_channel_(channels == 0), hidden_(hidden), order_(std::min<int64_t>(64, length)) {
+  Lmu(int64_t channels, int64_t length, int64_t classes, int64_t hidden, double dropout, bool sequence)
+      : one_channel_(channels == 0),
+        sequence_(sequence),
+        hidden_(hidden),
+        order_(sequence ? std::min<int64_t>(32, std::min<int64_t>(50, length)) : std::min<int64_t>(64, length)) {
     const int64_t in = one_channel_ ? 1 : channels;
     e_x_ = register_module("e_x", nn::Linear(nn::LinearOptions(in, 1).bias(false)));
     e_h_ = register_module("e_h", nn::Linear(nn::LinearOptions(hidden, 1).bias(false)));
@@ -57,12 +64,31 @@ class Lmu final : public Net {
       e_h_->weight.zero_();
       e_m_->weight.zero_();
     }
-    auto [abar, bbar] = legendre_delay(order_, static_cast<double>(length));
+    auto [abar, bbar] = legendre_delay(order_, static_cast<double>(sequence ? std::min<int64_t>(50, length) : length));
     abar_t_ = register_buffer("abar_t", abar.t().contiguous());  // m_t = m_{t-1} @ Abar^T + u Bbar
     bbar_ = register_buffer("bbar", bbar.unsqueeze(0));
   }
 
+  bool sequence_output() const override { return sequence_; }
+
   torch::Tensor forward(torch::Tensor x) override {
+    if (sequence_) {
+      torch::Tensor out_lengths;
+      return forward_sequence(x, torch::full({x.size(0)}, x.size(-1), torch::kLong), &out_lengths);
+    }
+    return fc_(drop_(run(x, nullptr)));
+  }
+
+  torch::Tensor forward_sequence(torch::Tensor x, const torch::Tensor& lengths, torch::Tensor* out_lengths) override {
+    std::vector<torch::Tensor> hs;
+    run(x, &hs);
+    *out_lengths = lengths.to(torch::kLong);
+    return fc_(drop_(torch::stack(hs, 1)));  // [N, L, classes]
+  }
+
+ private:
+  // The recurrence over X's steps; the last h, and every step's in ALL when given.
+  torch::Tensor run(torch::Tensor x, std::vector<torch::Tensor>* all) {
     if (one_channel_) x = x.unsqueeze(1);
     const torch::Tensor xs = x.permute({2, 0, 1});  // [L, N, C]
     const torch::Tensor ux = e_x_(xs), hx = w_x_(xs);  // the input's terms, all steps at once
@@ -73,12 +99,12 @@ class Lmu final : public Net {
       const torch::Tensor u = ux[t] + e_h_(h) + e_m_(m);  // [N, 1]
       m = torch::addmm(u * bbar_, m, abar_t_);
       h = torch::tanh(hx[t] + w_h_(h) + w_m_(m));
+      if (all) all->push_back(h);
     }
-    return fc_(drop_(h));
+    return h;
   }
 
- private:
-  bool one_channel_;
+  bool one_channel_, sequence_;
   int64_t hidden_, order_;
   nn::Linear e_x_{nullptr}, e_h_{nullptr}, e_m_{nullptr}, w_x_{nullptr}, w_h_{nullptr}, w_m_{nullptr};
   nn::Dropout drop_{nullptr};
@@ -90,7 +116,9 @@ class Lmu final : public Net {
 
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec) {
   const auto [channels, length] = require_series("lmu", spec);
-  return std::make_shared<Lmu>(channels, length, spec.num_classes, opt.width > 0 ? opt.width : 128, opt.dropout);
+  const bool sequence = spec.sequence_targets();
+  return std::make_shared<Lmu>(channels, length, sequence ? static_cast<int64_t>(spec.tokens.size()) + 1 : spec.num_classes,
+                               opt.width > 0 ? opt.width : 128, opt.dropout, sequence);
 }
 
 }  // namespace lockstep

@@ -13,7 +13,8 @@
 //            global average pool, dropout, FC. Width 64.
 //   lmu      time series [C,L] (or [L]): a Legendre Memory Unit (memory of order
 //            min(64, L) over a window of L steps, WIDTH hidden units: 128), the last
-//            hidden state through dropout to FC (lmu.cpp has the equations).
+//            hidden state through dropout to FC (lmu.cpp has the equations). With sequence
+//            targets a CTC model: every step's state to FC (tokens + blank).
 //   gru      sequence to sequence (CTC) for ragged series [C,T] with sequence targets:
 //            conv1d k5 stride 2 + BatchNorm + ReLU front-end (halves T), 2 bidirectional
 //            GRU layers of WIDTH units (160) over the valid steps only (packed), FC to

@@ -43,6 +43,8 @@ std::string meta_to_json(const CheckpointMeta& m) {
   if (!m.stop_rule.empty()) o["stop_rule"] = io::Json::parse(m.stop_rule);
   o["val_acc"] = m.val_acc;
   o["val_f1"] = m.val_f1;
+  o["val_cer"] = m.val_cer;
+  o["val_wer"] = m.val_wer;
   o["best_metric"] = m.best_metric;
   o["best_value"] = m.best_value;
   if (!m.epoch_stats.empty()) o["epoch_stats"] = io::Json::parse(m.epoch_stats);
@@ -89,6 +91,8 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     if (t.contains("stop_rule")) m.stop_rule = t["stop_rule"].dump();
     get_or("val_acc", &m.val_acc);
     get_or("val_f1", &m.val_f1);
+    get_or("val_cer", &m.val_cer);
+    get_or("val_wer", &m.val_wer);
     get_or("best_metric", &m.best_metric);
     get_or("best_value", &m.best_value);
     field = "epoch_stats";

@@ -53,6 +53,8 @@ struct CheckpointMeta {
   std::string config_ini;
   double val_acc = -1.0;  // of the last evaluation before the checkpoint, -1 when none
   double val_f1 = -1.0;
+  double val_cer = -1.0;  // sequence targets: of the last evaluation, -1 when none
+  double val_wer = -1.0;
   std::string best_metric;  // set in best.ckpt: the metric and its value
   double best_value = 0.0;
 };

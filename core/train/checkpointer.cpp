@@ -78,6 +78,11 @@ void Checkpointer::resume(const std::string& path, RunProgress* p) {
     p->last_eval.accuracy = m.val_acc;
     p->last_eval.macro_f1 = m.val_f1;
   }
+  if (m.val_cer >= 0) {
+    p->last_eval.sequence = true;
+    p->last_eval.cer = m.val_cer;
+    p->last_eval.wer = m.val_wer;
+  }
   p->epoch = m.epoch_stats.empty() ? WindowStats{} : WindowStats::from_json(m.epoch_stats, path);
   p->stopped_early = m.stopped_early;
   p->stop_rule = m.stop_rule;
@@ -146,7 +151,10 @@ CheckpointMeta Checkpointer::meta_of(const RunProgress& p) const {
   m.lockstep_version = lockstep_version();
   m.torch_version = torch_version();
   m.config_ini = cfg.resolved_ini;
-  if (p.last_eval.count > 0) {
+  if (p.last_eval.count > 0 && p.last_eval.sequence) {
+    m.val_cer = p.last_eval.cer;
+    m.val_wer = p.last_eval.wer;
+  } else if (p.last_eval.count > 0) {
     m.val_acc = p.last_eval.accuracy;
     m.val_f1 = p.last_eval.macro_f1;
   }

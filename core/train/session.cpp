@@ -213,7 +213,9 @@ std::string Session::describe() const {
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
       lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(), cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
-      cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(), train->streaming() ? "stream" : "memory",
+      cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(), train->streaming() ? "stream"
+      : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
+                           : "memory",
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
       parameter_count(), sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "",
       reducer->buckets().size(), place.overlap ? "during backward" : "after backward",  //

@@ -70,7 +70,7 @@ class Trainer {
       const int64_t epoch = p_.pos.epoch;
       const int64_t first = p_.pos.samples_done_in_epoch / s_.global_batch;
       // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
-      io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch), cfg_.batch_size,
+      io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch, cfg_.batch_size), cfg_.batch_size,
                              s_.steps_per_epoch * cfg_.grad_accum, first * cfg_.grad_accum, cfg_.prefetch);
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 #include "io/import/log_mel.hpp"
 #include "io/import/text_fields.hpp"
 #include "io/util/file_util.hpp"
@@ -179,6 +180,18 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
       targets[s].push_back(-2);  // end of this utterance
       l_max = std::max<int64_t>(l_max, static_cast<int64_t>(cs.size()));
     }
+  }
+  // A speaker in both the training and a test manifest makes the test speaker-dependent.
+  std::set<std::string> train_speakers;
+  for (const Utterance& u : manifests[0]) train_speakers.insert(u.speaker);
+  for (size_t s = 1; s < manifests.size(); ++s) {
+    std::set<std::string> shared;
+    for (const Utterance& u : manifests[s])
+      if (!u.speaker.empty() && train_speakers.count(u.speaker)) shared.insert(u.speaker);
+    if (!shared.empty())
+      log::warn(split_files[s].second + ": " + std::to_string(shared.size()) + " speaker(s) also in the training "
+                "manifest (e.g. '" + *shared.begin() + "'): the " + split_files[s].first +
+                " split does not measure unseen speakers");
   }
   DatasetSpec spec;
   spec.sample_shape = {mel.options().mels, t_max};

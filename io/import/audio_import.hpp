@@ -18,6 +18,7 @@
 // 16 kHz or more than one channel (resample/downmix first, e.g. ffmpeg -ar 16000 -ac 1;
 // lockstep does not resample), audio shorter than one 25 ms frame (zero-length included),
 // an unreadable file, an empty transcript, a missing tab, speakers on some lines only.
+// Warned: speakers found in both the training and the test manifest.
 #pragma once
 
 #include <string>

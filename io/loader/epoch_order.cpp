@@ -1,6 +1,7 @@
 // epoch_order: see epoch_order.hpp.
 #include "io/loader/epoch_order.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/base/error.hpp"
@@ -29,6 +30,27 @@ EpochOrder memory_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, i
     o.ids.resize(static_cast<size_t>(n));
     std::iota(o.ids.begin(), o.ids.end(), int64_t{0});
   }
+  return o;
+}
+
+EpochOrder bucketed_order(const std::vector<int64_t>& lengths, int64_t batch, int64_t window, uint64_t seed,
+                          int64_t epoch, int rank) {
+  LOCKSTEP_REQUIRE(batch >= 1 && window >= 1, "bucketing needs a batch and a window of at least 1");
+  const auto n = static_cast<int64_t>(lengths.size());
+  std::vector<int64_t> perm = epoch_permutation(n, seed, epoch, rank);
+  const int64_t span = batch * window;
+  for (int64_t w = 0; w < n; w += span) {
+    const auto first = perm.begin() + w, last = perm.begin() + std::min(n, w + span);
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
+      return lengths[static_cast<size_t>(a)] < lengths[static_cast<size_t>(b)];
+    });
+  }
+  const int64_t full = n / batch;
+  const auto batch_order = epoch_permutation(full, mix_seed(seed, 0xb0c4e7ULL), epoch, rank);
+  EpochOrder o;
+  o.ids.reserve(static_cast<size_t>(n));
+  for (const int64_t b : batch_order) o.ids.insert(o.ids.end(), perm.begin() + b * batch, perm.begin() + (b + 1) * batch);
+  o.ids.insert(o.ids.end(), perm.begin() + full * batch, perm.end());
   return o;
 }
 

@@ -10,6 +10,14 @@
 //    group and visits its samples in an order permuted by (seed, epoch, rank, group).
 // Sequential reads of ~MiB blocks, yet every epoch sees a different order.
 // Evaluation visits samples in their natural order (shuffle = false).
+// Length bucketing (ragged data in memory, training), a pure function too:
+// 1. the memory-mode permutation;
+// 2. cut into windows of WINDOW x BATCH positions, each sorted by sample length (stable);
+// 3. each window cut into batches of BATCH; all full batches of the epoch permuted by
+//    (seed, epoch, rank), the remainder (n mod BATCH samples) kept last.
+// A batch then holds samples of similar length (little padding), batches of all lengths
+// still come in random order, every epoch differs, and each rank's step count is the
+// one the shard plan fixed (bucketing only reorders a rank's own samples).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +44,8 @@ struct EpochOrder {
 std::vector<Block> make_blocks(const std::vector<SampleRange>& ranges, int64_t block);
 
 EpochOrder memory_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank);
+EpochOrder bucketed_order(const std::vector<int64_t>& lengths, int64_t batch, int64_t window, uint64_t seed,
+                          int64_t epoch, int rank);
 EpochOrder streaming_order(const std::vector<SampleRange>& ranges, int64_t block, int64_t group, bool shuffle,
                            uint64_t seed, int64_t epoch, int rank);
 

@@ -10,7 +10,7 @@ namespace lockstep::io {
 
 RankReader::RankReader(const std::string& dir, const Manifest& m, const std::string& split, int rank, int world,
                        const ReaderOptions& opt)
-    : spec_(m.spec), rank_(rank) {
+    : spec_(m.spec), rank_(rank), bucket_batches_(opt.bucket_batches) {
   const SplitEntry& entry = m.split(split, dir);
   ranges_ = plan_rank_ranges(shard_counts(entry), rank, world);
   for (const auto& r : ranges_) size_ += r.size();
@@ -31,7 +31,13 @@ RankReader::RankReader(const std::string& dir, const Manifest& m, const std::str
   group_ = std::max<int64_t>(1, opt.shuffle_blocks);
 }
 
-EpochOrder RankReader::order(bool shuffle, uint64_t seed, int64_t epoch) const {
+EpochOrder RankReader::order(bool shuffle, uint64_t seed, int64_t epoch, int64_t batch) const {
+  if (shuffle && batch > 0 && bucketing()) {
+    std::vector<int64_t> lengths(static_cast<size_t>(size_));
+    const int64_t w = spec_.record_width();
+    for (int64_t i = 0; i < size_; ++i) lengths[static_cast<size_t>(i)] = store_->raw_labels()[i * w + 1];
+    return bucketed_order(lengths, batch, bucket_batches_, seed, epoch, rank_);
+  }
   if (store_) return memory_order(size_, shuffle, seed, epoch, rank_);
   return streaming_order(ranges_, block_, group_, shuffle, seed, epoch, rank_);
 }

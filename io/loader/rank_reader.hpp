@@ -28,6 +28,7 @@ struct ReaderOptions {
   int64_t memory_budget_mb = 4096;  // per rank
   int64_t block_samples = 0;        // stream: samples per read; 0: about 4 MiB (bench/io.sh)
   int64_t shuffle_blocks = 16;      // stream: blocks per shuffle window
+  int64_t bucket_batches = 0;       // ragged data, memory mode: length-bucketing window (epoch_order.hpp)
 };
 
 struct StreamCache {
@@ -46,7 +47,10 @@ class RankReader {
   int64_t size() const { return size_; }
   bool streaming() const { return !store_.has_value(); }
   const DatasetSpec& spec() const { return spec_; }
-  EpochOrder order(bool shuffle, uint64_t seed, int64_t epoch) const;
+  // BATCH > 0 (training): ragged samples are length-bucketed in batches of BATCH when
+  // the reader holds them in memory and bucket_batches > 0.
+  EpochOrder order(bool shuffle, uint64_t seed, int64_t epoch, int64_t batch = 0) const;
+  bool bucketing() const { return store_.has_value() && spec_.ragged && bucket_batches_ > 0; }
   // RECORDS receives n * spec().record_width() label values.
   void fill(const EpochOrder& order, int64_t pos, int64_t n, void* samples, int64_t* records,
             StreamCache& cache) const;
@@ -61,6 +65,7 @@ class RankReader {
   std::optional<SampleStore> store_;
   std::vector<std::unique_ptr<ShardFile>> files_;  // stream mode, by shard index
   int64_t block_ = 1, group_ = 1;
+  int64_t bucket_batches_ = 0;
 };
 
 }  // namespace lockstep::io

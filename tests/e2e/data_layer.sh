@@ -87,7 +87,7 @@ expect_rc 0 "$LOCKSTEP" shard --input csv:features.csv --label-column none --out
 expect_rc 0 "$LOCKSTEP" inspect unlabeled --verify
 expect_output "classes +none \(unlabeled data\)"
 expect_rc 2 run_mpi 2 train --data unlabeled --data.val-split none
-expect_output "has no labels; lockstep trains classifiers"
+expect_output "has neither class labels nor sequence targets: nothing to train on"
 pass "unlabeled data: sharded and verified; training refuses it in one line"
 
 printf 'a,b,label\n1,2,0\n3,oops,1\n' > bad.csv

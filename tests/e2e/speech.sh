@@ -45,7 +45,9 @@ pass "log-mel features equal the torch.fft reference"
 # 3. Train gru + CTC on 2 ranks; rows carry CER/WER; the test split is scored once.
 ARGS=(--data digits --model gru --model.width 64 --epochs 8 --batch-size 8 --optimizer adam --lr 0.003
       --ckpt.best-metric val_wer --log-every 5)
-expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir run
+expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir run --model.sync-bn true
+expect_output "length-bucketed \(50 batches per sorting window\)"
+expect_output "sync-bn over 1 layer"
 expect_output "validation at step [0-9]+ on 'val' \([0-9]+ samples\): loss [0-9.]+ CER [0-9.]+ WER [0-9.]+"
 expect_output "finished at step [0-9]+: val_loss [0-9.]+ val_cer [0-9.]+ val_wer [0-9.]+, test_cer [0-9.]+ test_wer [0-9.]+ \(the best val_wer checkpoint"
 "$PYTHON" - run/metrics.jsonl <<'PY' || fail "metrics rows of a CTC run"
@@ -60,6 +62,12 @@ assert 0 <= test["test_cer"] < 0.9 and test["selected_by"] == "val_wer", test  #
 print("test CER", test["test_cer"], "WER", test["test_wer"])
 PY
 pass "gru + CTC trains on 2 ranks, CER/WER in every row, best.ckpt by val_wer"
+
+# The LMU acoustic model (jobs/speech_digits_lmu.ini's) trains on the same path.
+expect_rc 0 run_mpi 2 train --data digits --model lmu --model.width 32 --epochs 1 --batch-size 8 --optimizer adam \
+  --lr 0.003 --ckpt.best-metric val_cer --run-dir lmu
+expect_output "finished at step [0-9]+: val_loss [0-9.]+ val_cer [0-9.]+ val_wer [0-9.]+, test_cer"
+pass "lmu + CTC trains on 2 ranks"
 
 # 4. CER/WER are all-reduced sums: 1 and 2 ranks score a checkpoint identically.
 for np in 1 2; do
@@ -118,4 +126,9 @@ bad 'good.wav\tone\tspk1\ngood.wav\ttwo\n' "bad.tsv:2: a speaker column on some 
 bad '# nothing\n' "bad.tsv: no utterances"
 bad 'good.wav\tone two\n' "badtest.tsv:1: character 's' is not in the vocabulary of the training manifest" 'good.wav\tsix\n'
 pass "bad audio input: one line naming the file, non-zero exit, nothing written"
+printf 'good.wav\tone\tspk1\n' >tr.tsv
+printf 'good.wav\tone\tspk1\n' >te.tsv
+expect_rc 0 "$LOCKSTEP" shard --input audio:tr.tsv --test-input audio:te.tsv --output overlap --val-fraction 0
+expect_output "te.tsv: 1 speaker\(s\) also in the training manifest \(e.g. 'spk1'\): the test split does not measure unseen speakers"
+pass "a speaker in both train and test manifests is warned about"
 echo "speech: all passed"

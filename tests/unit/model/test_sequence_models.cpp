@@ -98,3 +98,21 @@ TEST(SequenceModels, RaggedBatchesAreCutAndMasked) {
   EXPECT_TRUE(torch::equal(t.target_lengths, torch::tensor({2, 1}, torch::kLong)));
   EXPECT_TRUE(torch::equal(t.lengths, torch::tensor({7, 12}, torch::kLong)));
 }
+
+TEST(SequenceModels, LmuEmitsOneCausalOutputPerFrame) {
+  torch::manual_seed(0);
+  auto net = make_model(ModelOptions{"lmu", 0.0, 8, 18}, speech_spec());
+  net->eval();
+  ASSERT_TRUE(net->sequence_output());
+  const torch::Tensor x = torch::randn({2, 3, 20});
+  const torch::Tensor lengths = torch::tensor({20, 9}, torch::kLong);
+  torch::Tensor out_len;
+  const torch::Tensor y = net->forward_sequence(x, lengths, &out_len);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 20, 4}));
+  EXPECT_TRUE(torch::equal(out_len, lengths));
+  torch::Tensor x2 = x.clone();
+  x2.index_put_({1, torch::indexing::Slice(), torch::indexing::Slice(9, torch::indexing::None)}, 50.0);
+  torch::Tensor out_len2;
+  const torch::Tensor y2 = net->forward_sequence(x2, lengths, &out_len2);
+  EXPECT_TRUE(torch::allclose(y.index({1, torch::indexing::Slice(0, 9)}), y2.index({1, torch::indexing::Slice(0, 9)})));
+}

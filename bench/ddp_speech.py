@@ -1,0 +1,168 @@
+"""The sequence path, the PyTorch DDP way: the script a lockstep user would otherwise write
+for jobs/speech_digits.ini (bench/speech_vs_ddp.sh runs both and prints the ratio).
+
+Same data (lockstep's v2 shards via h5py: log-mel [40, T] padded, /lengths, /targets; the
+manifest's per-band normalisation), model (conv1d k5 stride 2 + BatchNorm + ReLU, 2
+bidirectional GRU layers over packed sequences, FC to tokens + blank), CTC loss (mean over
+target lengths), Adam (LR x sqrt(world)), 1 warmup epoch then cosine, gradient clipping,
+batch per rank, one intra-op thread per rank, gloo, and a distributed length-bucketing
+sampler like lockstep's (each rank's DistributedSampler share permuted per epoch, windows
+of 50 batches sorted by length, batch order shuffled; every rank the same step count).
+Batches are cut to their longest sample and padding zeroed, as lockstep does.
+
+  torchrun --nproc_per_node 2 bench/ddp_speech.py --data data/speech-digits --epochs 3
+
+Prints one JSON line (rank 0): training samples/s per epoch (validation excluded), wall
+seconds, and test CER/WER with the last weights.
+"""
+import argparse, json, math, os, random, time
+
+T0 = time.time()
+
+import h5py
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def load_split(root, manifest, split):
+    xs, ls, ts = [], [], []
+    for shard in manifest["splits"][split]["shards"]:
+        with h5py.File(os.path.join(root, shard["file"]), "r") as f:
+            xs.append(f["samples"][...])
+            ls.append(f["lengths"][...])
+            ts.append(f["targets"][...])
+    mean = torch.tensor(manifest["mean"], dtype=torch.float32).view(1, -1, 1)
+    std = torch.tensor(manifest["std"], dtype=torch.float32).view(1, -1, 1)
+    x = (torch.from_numpy(np.concatenate(xs)) - mean) / std
+    lengths = torch.from_numpy(np.concatenate(ls).astype(np.int64))
+    mask = torch.arange(x.shape[-1])[None, :] < lengths[:, None]
+    return x * mask[:, None, :], lengths, torch.from_numpy(np.concatenate(ts).astype(np.int64))
+
+
+class Gru(nn.Module):
+    def __init__(self, features, classes, hidden=160, dropout=0.1):
+        super().__init__()
+        self.conv = nn.Conv1d(features, hidden, 5, stride=2, padding=2, bias=False)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.gru = nn.GRU(hidden, hidden, num_layers=2, bidirectional=True, batch_first=True, dropout=dropout)
+        self.drop = nn.Dropout(dropout)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x, lengths):
+        x = F.relu(self.bn(self.conv(x))).transpose(1, 2)
+        out_len = torch.clamp((lengths - 1) // 2 + 1, min=1)
+        packed = nn.utils.rnn.pack_padded_sequence(x, out_len, batch_first=True, enforce_sorted=False)
+        y, _ = nn.utils.rnn.pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=x.shape[1])
+        return self.fc(self.drop(y)), out_len
+
+
+def bucketed(share, lengths, batch, window, rng):
+    ids = share[:]
+    rng.shuffle(ids)
+    span = batch * window
+    for w in range(0, len(ids), span):
+        ids[w:w + span] = sorted(ids[w:w + span], key=lambda i: lengths[i])
+    batches = [ids[b:b + batch] for b in range(0, len(ids) - batch + 1, batch)]
+    rng.shuffle(batches)
+    return batches
+
+
+def ctc(logits, out_len, targets, blank):
+    tl = (targets >= 0).sum(1)
+    flat = targets[targets >= 0]
+    return F.ctc_loss(logits.log_softmax(-1).transpose(0, 1), flat, out_len, tl, blank=blank, reduction="mean",
+                      zero_infinity=True)
+
+
+@torch.no_grad()
+def error_rates(model, x, lengths, targets, blank, space, rank, world):
+    model.eval()
+    lo, hi = len(x) * rank // world, len(x) * (rank + 1) // world
+    sums = torch.zeros(4, dtype=torch.float64)  # char edits, chars, word edits, words
+    def edits(a, b):
+        row = list(range(len(b) + 1))
+        for i in range(1, len(a) + 1):
+            prev, row[0] = row[0], i
+            for j in range(1, len(b) + 1):
+                cur = min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] != b[j - 1]))
+                prev, row[j] = row[j], cur
+        return row[len(b)]
+    def words(s):
+        return tuple(" ".join(map(str, s)).split(str(space))) if space >= 0 else (tuple(s),)
+    for b in range(lo, hi, 64):
+        e = min(b + 64, hi)
+        m = int(lengths[b:e].max())
+        logits, out_len = model(x[b:e, :, :m], lengths[b:e])
+        best = logits.argmax(-1)
+        for i in range(e - b):
+            hyp, prev = [], -1
+            for c in best[i, :out_len[i]].tolist():
+                if c != prev and c != blank:
+                    hyp.append(c)
+                prev = c
+            ref = [t for t in targets[b + i].tolist() if t >= 0]
+            hw = [w.split() for w in " ".join(map(str, hyp)).split(str(space))] if space >= 0 else [hyp]
+            rw = [w.split() for w in " ".join(map(str, ref)).split(str(space))] if space >= 0 else [ref]
+            hw, rw = [tuple(w) for w in hw if w], [tuple(w) for w in rw if w]
+            sums += torch.tensor([edits(hyp, ref), len(ref), edits(hw, rw), len(rw)], dtype=torch.float64)
+    dist.all_reduce(sums)
+    model.train()
+    return (sums[0] / sums[1]).item(), (sums[2] / sums[3]).item()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", default="data/speech-digits")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=0.002)
+    p.add_argument("--width", type=int, default=160)
+    p.add_argument("--bucket-batches", type=int, default=50)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=42)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    manifest = json.load(open(os.path.join(a.data, "manifest.json")))
+    tokens = manifest["tokens"]
+    blank, space = len(tokens), tokens.index(" ") if " " in tokens else -1
+    x, lengths, targets = load_split(a.data, manifest, "train")
+    torch.manual_seed(a.seed)
+    model = nn.parallel.DistributedDataParallel(Gru(x.shape[1], blank + 1, a.width))
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr * math.sqrt(world))
+    share = list(range(rank, len(x) - len(x) % world, world))  # DistributedSampler's share, no padding
+    steps = len(share) // a.batch_size
+    total, warm = a.epochs * steps, steps
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warm) / max(1, total - warm)))))
+    rng = random.Random(a.seed * 1000 + rank)
+    lens = lengths.tolist()
+    per_epoch = []
+    for epoch in range(a.epochs):
+        t = time.time()
+        for sel in bucketed(share, lens, a.batch_size, a.bucket_batches, rng)[:steps]:
+            sel = torch.tensor(sel)
+            m = int(lengths[sel].max())
+            opt.zero_grad(set_to_none=True)
+            logits, out_len = model(x[sel, :, :m], lengths[sel])
+            ctc(logits, out_len, targets[sel], blank).backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            sched.step()
+        per_epoch.append(steps * a.batch_size * world / (time.time() - t))
+        if rank == 0:
+            print(f"epoch {epoch + 1}: {per_epoch[-1]:.1f} samples/s", flush=True)
+    xt, lt, tt = load_split(a.data, manifest, "test")
+    cer, wer = error_rates(model.module, xt, lt, tt, blank, space, rank, world)
+    if rank == 0:
+        print(json.dumps({"impl": "ddp", "world": world, "epochs": a.epochs, "samples_per_s": per_epoch,
+                          "test_cer": cer, "test_wer": wer, "seconds": time.time() - T0}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
