@@ -42,7 +42,7 @@ int cmd_shard(const Args& args) {
       "usage: lockstep shard --input KIND:PATH --output DIR [options]\n"
       "  KIND:PATH  idx:DIR (MNIST-family IDX files, raw or .gz; t10k-* becomes 'test')\n"
       "             csv:FILE (numeric columns + a label column)\n"
-      "             ts:FILE (UEA/UCR time-series classification .ts, equal length: samples [D, L])\n"
+      "             ts:FILE (UEA/UCR time-series classification .ts: samples [D, L], ragged when unequal)\n"
       "             ucihar:DIR (the UCI-HAR layout: train/, test/, Inertial Signals/, subjects as groups)\n"
       "             audio:FILE (a manifest of PATH<TAB>TRANSCRIPT[<TAB>SPEAKER] lines: 16 kHz mono WAVs\n"
       "               -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"

@@ -73,8 +73,9 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   torch::Tensor confusion, loss_sum;
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
-    const torch::Tensor logits =
-        model.forward(maker.inputs(b->samples.data(), b->size, b->labels.data())).to(torch::kFloat);
+    const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
+    const torch::Tensor lengths = data.spec().ragged ? maker.lengths(b->labels.data(), b->size) : torch::Tensor();
+    const torch::Tensor logits = class_logits(model, x, lengths).to(torch::kFloat);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     const torch::Tensor cells = torch::bincount(y * classes + logits.argmax(1), {}, classes * classes);

@@ -29,13 +29,42 @@ class Cnn1d final : public Net {
   }
 
   torch::Tensor forward(torch::Tensor x) override {
-    if (one_channel_) x = x.unsqueeze(1);
-    for (size_t i = 0; i < convs_.size(); ++i) {
-      x = torch::relu(bns_[i](convs_[i](x)));
-      if (pool_ && i + 1 < convs_.size()) x = F::max_pool1d(x, F::MaxPool1dFuncOptions(2));
-    }
-    return fc_(drop_(x.mean(2)));
+    torch::Tensor no_lengths;
+    return fc_(drop_(features(x, no_lengths).mean(2)));
   }
+
+  bool takes_ragged() const override { return true; }
+
+  // Every layer's output is zeroed past each sample's valid steps (so a sample's logits do
+  // not depend on its padding), and the global average is over the valid steps only.
+  torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths) override {
+    torch::Tensor len = lengths.to(torch::kLong).to(x.device());
+    const torch::Tensor f = features(x, len);  // [N, C, T'], LEN now T' per sample
+    return fc_(drop_(f.sum(2) / len.unsqueeze(1).to(f.scalar_type())));
+  }
+
+ private:
+  // LEN defined: masks padding after every layer and ends as each sample's valid length
+  // at the output's resolution (each pool halves it).
+  torch::Tensor features(torch::Tensor x, torch::Tensor& len) {
+    if (one_channel_) x = x.unsqueeze(1);
+    const auto mask = [&](const torch::Tensor& t) {
+      if (!len.defined()) return t;
+      const torch::Tensor steps = torch::arange(t.size(2), torch::TensorOptions().dtype(torch::kLong).device(t.device()));
+      return t * steps.unsqueeze(0).lt(len.unsqueeze(1)).unsqueeze(1).to(t.scalar_type());
+    };
+    for (size_t i = 0; i < convs_.size(); ++i) {
+      x = mask(torch::relu(bns_[i](convs_[i](x))));
+      if (pool_ && i + 1 < convs_.size()) {
+        x = F::max_pool1d(x, F::MaxPool1dFuncOptions(2));
+        if (len.defined()) len = torch::clamp_max(torch::clamp_min(torch::floor_divide(len, 2), 1), x.size(2));
+        x = mask(x);
+      }
+    }
+    return x;
+  }
+
+ public:
 
  private:
   bool one_channel_;

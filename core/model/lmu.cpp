@@ -79,6 +79,18 @@ class Lmu final : public Net {
     return fc_(drop_(run(x, nullptr)));
   }
 
+  bool takes_ragged() const override { return !sequence_; }
+
+  // The hidden state at each sample's last valid step (the recurrence is causal).
+  torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths) override {
+    std::vector<torch::Tensor> hs;
+    run(x, &hs);
+    const torch::Tensor all = torch::stack(hs, 1);  // [N, L, H]
+    const torch::Tensor last = (torch::clamp(lengths.to(torch::kLong), 1, all.size(1)) - 1).to(all.device());
+    const torch::Tensor h = all.gather(1, last.view({-1, 1, 1}).expand({all.size(0), 1, all.size(2)})).squeeze(1);
+    return fc_(drop_(h));
+  }
+
   torch::Tensor forward_sequence(torch::Tensor x, const torch::Tensor& lengths, torch::Tensor* out_lengths) override {
     std::vector<torch::Tensor> hs;
     run(x, &hs);

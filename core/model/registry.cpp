@@ -10,6 +10,14 @@ torch::Tensor Net::forward_sequence(torch::Tensor, const torch::Tensor&, torch::
   throw UsageError("this model classifies whole samples; it has no per-frame (CTC) output");
 }
 
+torch::Tensor Net::forward_ragged(torch::Tensor, const torch::Tensor&) {
+  throw UsageError("this model needs fixed-length samples");
+}
+
+torch::Tensor class_logits(Net& net, const torch::Tensor& x, const torch::Tensor& lengths) {
+  return lengths.defined() ? net.forward_ragged(x, lengths) : net.forward(x);
+}
+
 namespace {
 
 std::shared_ptr<Net> make_any(const ModelOptions& opt, const io::DatasetSpec& spec) {
@@ -32,6 +40,9 @@ std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& 
   if (spec.sequence_targets() && !net->sequence_output())
     throw UsageError("--model.name " + opt.name + " classifies whole samples, but dataset '" + spec.name +
                      "' has sequence targets (CTC): use a sequence model (gru, lmu)");
+  if (spec.ragged && !spec.sequence_targets() && !net->takes_ragged())
+    throw UsageError("--model.name " + opt.name + " needs fixed-length samples, but dataset '" + spec.name +
+                     "' is ragged (variable-length series): use cnn1d or lmu");
   if (!spec.sequence_targets() && net->sequence_output())
     throw UsageError("--model.name " + opt.name + " is a sequence (CTC) model, but dataset '" + spec.name +
                      "' has class labels, not sequence targets");

@@ -42,6 +42,11 @@ class Net : public torch::nn::Module {
   // sample's valid T' (CPU int64).
   virtual bool sequence_output() const { return false; }
   virtual torch::Tensor forward_sequence(torch::Tensor x, const torch::Tensor& lengths, torch::Tensor* out_lengths);
+  // Ragged class data (variable-length series, last axis time): logits [N, classes] for X
+  // [N, C, T] whose valid lengths are LENGTHS [N] (CPU int64), padding ignored. Models
+  // that can say true here; the others need fixed-length samples.
+  virtual bool takes_ragged() const { return false; }
+  virtual torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths);
   // Parameters, then buffers: everything that defines the function (broadcast at start,
   // copied for the best weights).
   std::vector<torch::Tensor> state_tensors() {
@@ -59,7 +64,8 @@ struct ModelOptions {
 };
 
 // Throws UsageError naming the model when it is unknown, the file does not load, or the
-// data does not fit it.
+// data does not fit it (sequence targets need a sequence model, ragged class data a model
+// that takes_ragged).
 std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec);
 
 // The built-in models (model_*.cpp).
@@ -69,6 +75,10 @@ std::shared_ptr<Net> make_mlp(const ModelOptions& opt, const io::DatasetSpec& sp
 std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_gru(const ModelOptions& opt, const io::DatasetSpec& spec);
+
+// Class logits of a batch: forward(X), or forward_ragged(X, LENGTHS) for ragged data
+// (LENGTHS defined).
+torch::Tensor class_logits(Net& net, const torch::Tensor& x, const torch::Tensor& lengths);
 std::shared_ptr<Net> load_script_model(const std::string& path, const io::DatasetSpec& spec);
 
 }  // namespace lockstep

@@ -43,8 +43,9 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
-    const torch::Tensor p = torch::softmax(
-        model.forward(maker.inputs(b->samples.data(), b->size, b->labels.data())).to(torch::kFloat), 1);
+    const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
+    const torch::Tensor lengths = data.spec().ragged ? maker.lengths(b->labels.data(), b->size) : torch::Tensor();
+    const torch::Tensor p = torch::softmax(class_logits(model, x, lengths).to(torch::kFloat), 1);
     torch::Tensor values = p, classes_of;
     if (cfg.top_k > 0) std::tie(values, classes_of) = p.topk(r.width, 1);
     values = values.to(torch::kCPU).contiguous();

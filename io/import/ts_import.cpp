@@ -126,21 +126,22 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
     LOCKSTEP_REQUIRE(dims == t.dims, where + ": " + std::to_string(dims) +
                                          " dimension(s), the first case has " +
                                          std::to_string(t.dims));
+    int64_t case_length = 0;
     for (int64_t d = 0; d < dims; ++d) {
       const int64_t n = parse_series(fields[static_cast<size_t>(d)], where, d, &t.values);
-      if (t.cases == 0 && d == 0) {
+      if (d == 0) {
         LOCKSTEP_REQUIRE(declared_length == 0 || n == declared_length,
                          where + ": series of length " + std::to_string(n) +
                              ", @seriesLength says " + std::to_string(declared_length));
-        t.length = n;
+        case_length = n;
       }
-      LOCKSTEP_REQUIRE(
-          n == t.length,
-          where + ": dimension " + std::to_string(d) + " has length " + std::to_string(n) +
-              ", the first case's has " + std::to_string(t.length) +
-              ": unequal-length series cannot be stored in one sample shape (use the archive's "
-              "equal-length variant, e.g. *_eq_TRAIN.ts, or resample)");
+      LOCKSTEP_REQUIRE(n == case_length, where + ": dimension " + std::to_string(d) + " has length " +
+                                             std::to_string(n) + ", dimension 0 has " +
+                                             std::to_string(case_length) +
+                                             ": the dimensions of one case must have equal length");
     }
+    t.lengths.push_back(case_length);
+    t.length = std::max(t.length, case_length);
     if (labeled) {
       const auto it = std::find(t.classes.begin(), t.classes.end(), label);
       LOCKSTEP_REQUIRE(it != t.classes.end(), where + ": class label '" + label.substr(0, 40) +
@@ -158,6 +159,10 @@ TsTable parse_ts(std::istream& in, const std::string& path) {
   return t;
 }
 
+bool TsTable::equal_length() const {
+  return std::all_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n == length; });
+}
+
 std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::string>>& split_files,
                                 std::vector<std::string>* class_names) {
   std::vector<TsTable> tables;
@@ -167,13 +172,15 @@ std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::st
     tables.push_back(parse_ts(in, path));
   }
   const TsTable& first = tables[0];
+  int64_t longest = 0;
+  bool ragged = false;
   for (const TsTable& t : tables) {
-    LOCKSTEP_REQUIRE(t.dims == first.dims && t.length == first.length,
-                     t.path + ": cases of " + std::to_string(t.dims) + " x " +
-                         std::to_string(t.length) + ", " + first.path + " has " +
-                         std::to_string(first.dims) + " x " + std::to_string(first.length));
+    LOCKSTEP_REQUIRE(t.dims == first.dims, t.path + ": cases of " + std::to_string(t.dims) + " dimension(s), " +
+                                               first.path + " has " + std::to_string(first.dims));
     LOCKSTEP_REQUIRE(t.classes == first.classes,
                      t.path + ": declares other class labels (@classLabel) than " + first.path);
+    longest = std::max(longest, t.length);
+    ragged = ragged || !t.equal_length() || t.length != first.length;
   }
   *class_names = first.classes;
   std::vector<InputSplit> out;
@@ -181,15 +188,27 @@ std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::st
     TsTable& t = tables[i];
     DatasetSpec spec;
     spec.dtype = DType::kFloat32;
-    spec.sample_shape = {t.dims, t.length};
+    spec.sample_shape = {t.dims, longest};
     spec.num_classes = static_cast<int64_t>(t.classes.size());
     spec.labeled = !t.classes.empty();
-    std::vector<unsigned char> bytes(t.values.size() * sizeof(float));
-    std::memcpy(bytes.data(), t.values.data(), bytes.size());
-    out.push_back(
-        {split_files[i].first,
-         std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(t.labels)),
-         i == 0});
+    spec.ragged = ragged;
+    // Each case's [dims, its length] rows, zero-padded to the longest case.
+    std::vector<float> padded(static_cast<size_t>(t.cases * t.dims * longest), 0.0f);
+    size_t at = 0;
+    for (int64_t c = 0; c < t.cases; ++c) {
+      const int64_t n = t.lengths[static_cast<size_t>(c)];
+      for (int64_t d = 0; d < t.dims; ++d, at += static_cast<size_t>(n))
+        std::copy(t.values.begin() + static_cast<std::ptrdiff_t>(at),
+                  t.values.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n)),
+                  padded.begin() + (c * t.dims + d) * longest);
+    }
+    std::vector<unsigned char> bytes(padded.size() * sizeof(float));
+    std::memcpy(bytes.data(), padded.data(), bytes.size());
+    std::vector<int64_t> extras = ragged ? t.lengths : std::vector<int64_t>{};
+    out.push_back({split_files[i].first,
+                   std::make_unique<MemorySource>(t.path, spec, std::move(bytes), std::move(t.labels),
+                                                  std::vector<int64_t>{}, std::move(extras)),
+                   i == 0});
   }
   return out;
 }

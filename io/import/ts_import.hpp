@@ -8,10 +8,13 @@
 // (dimensions as channels, time last: what cnn1d takes); classes are numbered in the order
 // @classLabel declares them, which become the class names.
 //
-// Refused, each with a line naming the file and line: unequal-length series (shard format
-// v1 stores one shape — use the _eq variant the archive ships, or resample), missing
-// values ('?'), timestamped series, a case with another dimension count, a label not
-// declared, a file without @data or cases, and test files declaring other classes.
+// Unequal-length cases (JapaneseVowels, SpokenArabicDigits, ...) become ragged samples
+// (shard format v2): [D, L] padded with zeros to the longest case of all the files, each
+// case's own length stored; models that take them (cnn1d, lmu) see only the valid steps.
+// Refused, each with a line naming the file and line: the dimensions of one case with
+// different lengths, missing values ('?'), timestamped series, a case with another
+// dimension count, a label not declared, a file without @data or cases, and test files
+// declaring other classes or dimension counts.
 #pragma once
 
 #include <istream>
@@ -26,8 +29,10 @@ namespace lockstep::io {
 struct TsTable {
   std::string path;
   std::vector<std::string> classes;  // as @classLabel declares them; empty: unlabeled
-  int64_t dims = 0, length = 0, cases = 0;
-  std::vector<float> values;        // cases x dims x length
+  int64_t dims = 0, length = 0, cases = 0;  // LENGTH: the longest case's
+  std::vector<float> values;        // per case dims x its length, concatenated
+  std::vector<int64_t> lengths;     // per case
+  bool equal_length() const;
   std::vector<int64_t> labels;      // class ids, or zeros when unlabeled
 };
 

@@ -3,12 +3,15 @@
 # jobs/japanese_vowels.ini) from the .ts files the `aeon` wheel on PyPI ships inside its
 # package: the wheel alone is fetched (pip download --no-deps, pinned, cached in
 # ~/.cache/lockstep/wheels), nothing is downloaded when a job runs.
-#   bash jobs/data/uea.sh basicmotions|japanese-vowels [OUT_DIR]     (default data/NAME)
-# JapaneseVowels uses the archive's equal-length variant (*_eq_*.ts, padded to 25 frames):
-# shard format v1 stores one sample shape. The .ts files are kept beside it, in OUT_DIR.ts/.
+#   bash jobs/data/uea.sh basicmotions|japanese-vowels|japanese-vowels-ragged [OUT_DIR]
+#                                                                    (default data/NAME)
+# japanese-vowels is the archive's equal-length variant (*_eq_*.ts, 25 frames), what
+# jobs/japanese_vowels.ini was tuned on; japanese-vowels-ragged the original utterances
+# of 7-29 frames, imported as ragged samples (shard format v2; docs/sequences.md). The
+# .ts files are kept beside the shards, in OUT_DIR.ts/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-NAME=${1:?usage: uea.sh basicmotions|japanese-vowels [OUT_DIR]}
+NAME=${1:?usage: uea.sh basicmotions|japanese-vowels|japanese-vowels-ragged [OUT_DIR]}
 OUT=${2:-$ROOT/data/$NAME}
 BUILD=${LOCKSTEP_BUILD:-$ROOT/build}
 LOCKSTEP=${LOCKSTEP:-$(command -v lockstep 2>/dev/null || echo "$BUILD/lockstep")}
@@ -17,7 +20,8 @@ AEON=aeon==1.6.0
 case "$NAME" in
   basicmotions) FILES=(BasicMotions/BasicMotions_TRAIN.ts BasicMotions/BasicMotions_TEST.ts) ;;
   japanese-vowels) FILES=(JapaneseVowels/JapaneseVowels_eq_TRAIN.ts JapaneseVowels/JapaneseVowels_eq_TEST.ts) ;;
-  *) echo "uea.sh: unknown set '$NAME' (basicmotions, japanese-vowels)" >&2; exit 2 ;;
+  japanese-vowels-ragged) FILES=(JapaneseVowels/JapaneseVowels_TRAIN.ts JapaneseVowels/JapaneseVowels_TEST.ts) ;;
+  *) echo "uea.sh: unknown set '$NAME' (basicmotions, japanese-vowels, japanese-vowels-ragged)" >&2; exit 2 ;;
 esac
 WHEELS=${LOCKSTEP_WHEELS:-$HOME/.cache/lockstep/wheels}
 mkdir -p "$WHEELS"

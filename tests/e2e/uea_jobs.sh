@@ -24,12 +24,24 @@ expect_output "6x100 float32"
 expect_output "Standing, Running, Walking, Badminton"
 pass "BasicMotions shards: [6, 100], class names from @classLabel"
 
+# JapaneseVowels' original utterances (7-29 frames) import as ragged samples and train
+# with padding masked (cnn1d: every layer, average over valid steps).
+expect_rc 0 bash "$ROOT/jobs/data/uea.sh" japanese-vowels-ragged "$WORK/data/jv-ragged"
+"$LOCKSTEP" inspect data/jv-ragged >"$WORK/out.txt" 2>&1
+expect_output "12x29 float32 \(ragged: the last axis is time"
+expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/japanese_vowels.ini" --data "$WORK/data/jv-ragged" --run.dir "$WORK/runs/jvr"
+acc=$(end_field runs/jvr test_acc)
+meets "$acc" 0.95 || fail "JapaneseVowels (ragged): test accuracy $acc below 0.95"
+expect_rc nonzero "$LOCKSTEP" train --data data/jv-ragged --model mlp --run-dir bad-mlp
+expect_output "needs fixed-length samples, but dataset 'japanese-vowels-ragged' is ragged"
+pass "JapaneseVowels as ragged sequences: test accuracy $acc; fixed-length models refused"
+
 # Bad .ts input: one line naming the file and line, exit 1, nothing written.
 TS=data/basicmotions.ts/BasicMotions_TRAIN.ts
 head -n 14 "$TS" >ragged.ts
 sed -n 15p "$TS" | sed 's/,[^,:]*:/:/' >>ragged.ts  # one value short in dimension 0
 expect_rc 1 "$LOCKSTEP" shard --input ts:ragged.ts --output bad-out
-expect_output "ragged.ts:15: dimension 0 has length 99, the first case's has 100"
+expect_output "ragged.ts:15: series of length 99, @seriesLength says 100"
 [ ! -e bad-out/manifest.json ] || fail "a failed import wrote a manifest"
 head -n 13 "$TS" >nolabel.ts && sed -n 14p "$TS" | sed 's/:[A-Za-z]*$/:Swimming/' >>nolabel.ts
 expect_rc 1 "$LOCKSTEP" shard --input ts:nolabel.ts --output bad-out

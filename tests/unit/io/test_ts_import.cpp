@@ -61,7 +61,7 @@ TEST(TsImport, EveryMalformedFileIsOneErrorNamingFileAndLine) {
     std::string text, expect;
   } cases[] = {
       {h + "1,2,3:4,5:walk\n", "tiny.ts:11: dimension 1 has length 2"},
-      {h + "1,2,3:4,5,6:walk\n1,2:4,5:walk\n", "unequal-length"},
+      {h + "1,2,3:4,5,6:walk\n1,2:4,5:walk\n", "tiny.ts:12: series of length 2, @seriesLength says 3"},
       {h + "1,?,3:4,5,6:walk\n", "tiny.ts:11: dimension 0 has a missing value"},
       {h + "1,x,3:4,5,6:walk\n", "value 'x' is not a finite number"},
       {h + "1,1e99,3:4,5,6:walk\n", "value '1e99' is not a finite number"},
@@ -117,12 +117,32 @@ TEST(TsImport, TrainAndTestFilesMustAgreeOnShapeAndClasses) {
         }
       },
       Error);
-  std::ofstream(dir + "/short.ts") << "@classLabel true walk run sit\n@data\n1,2:4,5:run\n";
+  std::ofstream(dir + "/one.ts") << "@classLabel true walk run sit\n@data\n1,2:run\n";
   try {
-    open_ts({{"train", dir + "/train.ts"}, {"test", dir + "/short.ts"}}, &names);
-    ADD_FAILURE() << "a test file of another shape was accepted";
+    open_ts({{"train", dir + "/train.ts"}, {"test", dir + "/one.ts"}}, &names);
+    ADD_FAILURE() << "a test file of another dimension count was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("short.ts: cases of 2 x 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one.ts: cases of 1 dimension(s)"), std::string::npos) << e.what();
   }
   EXPECT_THROW(open_ts({{"train", dir + "/missing.ts"}}, &names), Error);
+}
+
+TEST(TsImport, UnequalLengthsBecomeRaggedSamples) {
+  // Cases of lengths 3 and 2 in train, 4 in test: [2, 4] samples, zero-padded, lengths kept.
+  const std::string dir = fresh_dir("tsragged");
+  std::ofstream(dir + "/train.ts") << "@classLabel true a b\n@data\n1,2,3:4,5,6:a\n7,8:9,10:b\n";
+  std::ofstream(dir + "/test.ts") << "@classLabel true a b\n@data\n1,2,3,4:5,6,7,8:b\n";
+  std::vector<std::string> names;
+  auto inputs = open_ts({{"train", dir + "/train.ts"}, {"test", dir + "/test.ts"}}, &names);
+  const DatasetSpec& spec = inputs[0].source->spec();
+  EXPECT_TRUE(spec.ragged);
+  EXPECT_EQ(spec.sample_shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(spec.record_width(), 2);
+  EXPECT_EQ(inputs[0].source->extras(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(inputs[1].source->extras(), (std::vector<int64_t>{4}));
+  std::vector<float> got(16);
+  inputs[0].source->read(0, 2, got.data());
+  EXPECT_EQ(got, (std::vector<float>{1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 0, 0, 9, 10, 0, 0}));
+  EXPECT_NE(error_of("@classLabel true a\n@data\n1,2,3:4,5:a\n").find("dimension 1 has length 2, dimension 0 has 3"),
+            std::string::npos);
 }

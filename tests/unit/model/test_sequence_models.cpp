@@ -116,3 +116,33 @@ TEST(SequenceModels, LmuEmitsOneCausalOutputPerFrame) {
   const torch::Tensor y2 = net->forward_sequence(x2, lengths, &out_len2);
   EXPECT_TRUE(torch::allclose(y.index({1, torch::indexing::Slice(0, 9)}), y2.index({1, torch::indexing::Slice(0, 9)})));
 }
+
+TEST(SequenceModels, RaggedClassifiersIgnorePadding) {
+  io::DatasetSpec s;
+  s.name = "vowels";
+  s.sample_shape = {3, 24};
+  s.dtype = io::DType::kFloat32;
+  s.num_classes = 4;
+  s.ragged = true;
+  s.mean = {0, 0, 0};
+  s.std = {1, 1, 1};
+  for (const char* name : {"cnn1d", "lmu"}) {
+    torch::manual_seed(0);
+    auto net = make_model(ModelOptions{name, 0.0, 8, 18}, s);
+    net->eval();
+    ASSERT_TRUE(net->takes_ragged()) << name;
+    const torch::Tensor x = torch::randn({2, 3, 24});
+    const torch::Tensor lengths = torch::tensor({24, 13}, torch::kLong);
+    torch::Tensor x2 = x.clone();
+    x2.index_put_({1, torch::indexing::Slice(), torch::indexing::Slice(13, torch::indexing::None)}, 0.0);
+    const torch::Tensor a = net->forward_ragged(x2, lengths);
+    EXPECT_EQ(a.sizes(), (std::vector<int64_t>{2, 4})) << name;
+    // Sample 1 alone, cut to its 13 steps: the same logits as in the padded batch (the
+    // cnn's BatchNorm is in eval mode, so batch composition does not matter).
+    const torch::Tensor alone = net->forward_ragged(x2.index({torch::indexing::Slice(1, 2), torch::indexing::Slice(),
+                                                               torch::indexing::Slice(0, 13)}),
+                                                    torch::tensor({13}, torch::kLong));
+    EXPECT_TRUE(torch::allclose(a[1], alone[0], 1e-4, 1e-5)) << name << a[1] << alone[0];
+  }
+  EXPECT_ERROR_CONTAINS(make_model(ModelOptions{"mlp", 0.0, 8, 18}, s), "is ragged (variable-length series)");
+}
