@@ -30,6 +30,10 @@ class BatchMaker {
   torch::Tensor labels(const int64_t* records, int64_t n) const;
   // Valid time steps of N records -> [N] int64 on the CPU (time_steps() when not ragged).
   torch::Tensor lengths(const int64_t* records, int64_t n) const;
+  // lengths() for ragged data, an undefined tensor otherwise: what class_logits takes.
+  torch::Tensor ragged_lengths(const int64_t* records, int64_t n) const {
+    return spec_.ragged ? lengths(records, n) : torch::Tensor();
+  }
   SequenceTargets targets(const int64_t* records, int64_t n) const;
   torch::Device device() const { return device_; }
 

@@ -74,8 +74,7 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
     const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
-    const torch::Tensor lengths = data.spec().ragged ? maker.lengths(b->labels.data(), b->size) : torch::Tensor();
-    const torch::Tensor logits = class_logits(model, x, lengths).to(torch::kFloat);
+    const torch::Tensor logits = class_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size)).to(torch::kFloat);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     const torch::Tensor cells = torch::bincount(y * classes + logits.argmax(1), {}, classes * classes);
@@ -100,6 +99,16 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   r.macro_f1 = r.metrics.macro_f1;
   if (r.count > 0) r.loss = sums[k2] / static_cast<double>(r.count);
   return r;
+}
+
+double metric_value(const EvalResult& ev, BestMetric metric) {
+  switch (metric) {
+    case BestMetric::kValAcc: return ev.accuracy;
+    case BestMetric::kValLoss: return ev.loss;
+    case BestMetric::kValCer: return ev.cer;
+    case BestMetric::kValWer: return ev.wer;
+    default: return ev.macro_f1;
+  }
 }
 
 void add_eval(io::Json& row, const char* prefix, const EvalResult& ev) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/config/enums.hpp"
 #include "core/data/batch_maker.hpp"
 #include "core/eval/class_metrics.hpp"
 #include "core/model/registry.hpp"
@@ -34,6 +35,11 @@ struct EvalResult {
 // Reads DATA in natural order through a prefetching loader (PREFETCH batches ahead).
 EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
                     int64_t classes, const MpiRuntime& mpi);
+
+// The value of METRIC (val_acc, val_f1, val_loss, val_cer, val_wer) in EV, as it is
+// (lower_is_better() says which way is better); the one mapping best.ckpt and the stop
+// rule both use.
+double metric_value(const EvalResult& ev, BestMetric metric);
 
 // PREFIX_loss, _acc and _f1 (or, for sequences, _loss, _cer and _wer) into ROW; nothing
 // when EV counted no samples.

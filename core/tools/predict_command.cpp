@@ -44,8 +44,8 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
-    const torch::Tensor lengths = data.spec().ragged ? maker.lengths(b->labels.data(), b->size) : torch::Tensor();
-    const torch::Tensor p = torch::softmax(class_logits(model, x, lengths).to(torch::kFloat), 1);
+    const torch::Tensor p =
+        torch::softmax(class_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size)).to(torch::kFloat), 1);
     torch::Tensor values = p, classes_of;
     if (cfg.top_k > 0) std::tie(values, classes_of) = p.topk(r.width, 1);
     values = values.to(torch::kCPU).contiguous();

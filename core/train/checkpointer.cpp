@@ -19,14 +19,9 @@ namespace lockstep {
 namespace {
 
 // Larger is better: accuracy and F1 as they are, the loss and error rates negated.
-double metric_value(const EvalResult& ev, BestMetric metric) {
-  switch (metric) {
-    case BestMetric::kValAcc: return ev.accuracy;
-    case BestMetric::kValLoss: return -ev.loss;
-    case BestMetric::kValCer: return -ev.cer;
-    case BestMetric::kValWer: return -ev.wer;
-    default: return ev.macro_f1;
-  }
+double signed_metric(const EvalResult& ev, BestMetric metric) {
+  const double v = metric_value(ev, metric);
+  return lower_is_better(metric) ? -v : v;
 }
 
 }  // namespace
@@ -183,7 +178,7 @@ void Checkpointer::save(const RunProgress& p) {
 void Checkpointer::update_best(const RunProgress& p) {
   const BestMetric metric = s_.cfg.best_metric;
   if (metric == BestMetric::kNone || p.last_eval.count == 0) return;
-  const double v = metric_value(p.last_eval, metric);
+  const double v = signed_metric(p.last_eval, metric);
   if (best_step_ >= 0 && !(v > best_value_)) return;
   best_value_ = v;
   best_step_ = p.pos.step;
@@ -192,7 +187,7 @@ void Checkpointer::update_best(const RunProgress& p) {
   std::string payload = snapshot();
   CheckpointMeta m = meta_of(p);
   m.best_metric = to_string(metric);
-  m.best_value = lower_is_better(metric) ? -v : v;
+  m.best_value = metric_value(p.last_eval, metric);  // as it is, not signed
   rec_.write_best(meta_to_json(m), std::move(payload));
   log::info0(std::string("best ") + to_string(metric) + " so far: " + fmt::format("{:.4f}", m.best_value) + " at step " + std::to_string(p.pos.step) +
              " -> " + best_path());

@@ -17,7 +17,7 @@ Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::T
     return s;
   }
   const torch::Tensor y = maker.labels(records, n);
-  const torch::Tensor logits = class_logits(model, x, ragged_ ? maker.lengths(records, n) : torch::Tensor());
+  const torch::Tensor logits = class_logits(model, x, maker.ragged_lengths(records, n));
   s.loss = loss_(logits, y);
   s.correct = logits.detach().argmax(1).eq(y).sum();
   return s;

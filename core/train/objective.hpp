@@ -22,15 +22,14 @@ struct Scored {
 class Objective {
  public:
   Objective(const io::DatasetSpec& spec, const Loss& loss)
-      : sequence_(spec.sequence_targets()), ragged_(spec.ragged), blank_(static_cast<int64_t>(spec.tokens.size())),
-        loss_(loss) {}
+      : sequence_(spec.sequence_targets()), blank_(static_cast<int64_t>(spec.tokens.size())), loss_(loss) {}
   bool sequence() const { return sequence_; }
   // X: the batch's inputs (BatchMaker::inputs); RECORDS: its N label records.
   Scored operator()(Net& model, const BatchMaker& maker, const torch::Tensor& x, const int64_t* records,
                     int64_t n) const;
 
  private:
-  bool sequence_, ragged_;
+  bool sequence_;
   int64_t blank_;
   const Loss& loss_;
 };

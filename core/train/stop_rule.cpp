@@ -17,26 +17,16 @@ StopRule::StopRule(const Config& cfg)
 
 bool StopRule::active() const { return early_ != BestMetric::kNone || target_ != BestMetric::kNone; }
 
-double StopRule::value_of(BestMetric m, const EvalResult& ev) {
-  switch (m) {
-    case BestMetric::kValAcc: return ev.accuracy;
-    case BestMetric::kValLoss: return ev.loss;
-    case BestMetric::kValCer: return ev.cer;
-    case BestMetric::kValWer: return ev.wer;
-    default: return ev.macro_f1;
-  }
-}
-
 std::string StopRule::observe(const EvalResult& ev, int64_t step, double seconds) {
   if (target_ != BestMetric::kNone) {
-    const double v = value_of(target_, ev);
+    const double v = metric_value(ev, target_);
     const bool reached = lower_is_better(target_) ? v <= target_value_ : v >= target_value_;
     if (reached)
       return fmt::format("{} {:.4f} reached the target {}{:g} at step {} after {:.1f} s (--train.stop-at)",
                          to_string(target_), v, lower_is_better(target_) ? "<=" : ">=", target_value_, step, seconds);
   }
   if (early_ == BestMetric::kNone) return "";
-  const double v = value_of(early_, ev);
+  const double v = metric_value(ev, early_);
   history_.emplace_back(step, v);
   // Larger is better, except for the loss and the error rates.
   const double signed_v = lower_is_better(early_) ? -v : v;

@@ -28,7 +28,6 @@ class StopRule {
   void load_state_json(const std::string& json, const std::string& path);
 
  private:
-  static double value_of(BestMetric m, const EvalResult& ev);
 
   BestMetric early_;
   int patience_;

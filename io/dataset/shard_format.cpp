@@ -114,9 +114,10 @@ void validate_samples(const DatasetSpec& spec, const void* samples, const int64_
     if (spec.labeled)
       LOCKSTEP_REQUIRE(r[0] >= 0 && r[0] < spec.num_classes, where + ": label " + std::to_string(r[0]) + " of " + which +
                                                                  " is outside [0, " + std::to_string(spec.num_classes) + ")");
+    const int64_t length = record_length(spec, r);
     if (spec.ragged)
-      LOCKSTEP_REQUIRE(r[1] >= 1 && r[1] <= spec.time_steps(),
-                       where + ": length " + std::to_string(r[1]) + " of " + which + " is outside [1, " +
+      LOCKSTEP_REQUIRE(length >= 1 && length <= spec.time_steps(),
+                       where + ": length " + std::to_string(length) + " of " + which + " is outside [1, " +
                            std::to_string(spec.time_steps()) + "]");
     if (!spec.sequence_targets()) continue;
     const int64_t* t = record_targets(spec, r);
@@ -154,6 +155,23 @@ std::string shard_file_name(const std::string& split, int index, int count) {
 }
 
 std::string crc_hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+std::string join_lines(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "\n" : "") + items[i];
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; !text.empty() && pos <= text.size();) {
+    const size_t nl = text.find('\n', pos);
+    out.push_back(text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return out;
+}
 
 std::string manifest_to_json(const Manifest& m) {
   Json splits = Json::object();

@@ -49,7 +49,10 @@ struct DatasetSpec {
   std::vector<std::string> tokens;  // v2: the target vocabulary, token id -> text
 
   int64_t sample_elems() const;
-  int64_t record_width() const { return 1 + (ragged ? 1 : 0) + max_target_length; }
+  int64_t record_width() const { return targets_column() + max_target_length; }
+  // Where a record's length (ragged) and first target token sit (the layout above).
+  static constexpr int64_t kLengthColumn = 1;
+  int64_t targets_column() const { return ragged ? 2 : 1; }
   bool sequence_targets() const { return max_target_length > 0; }
   int64_t time_steps() const { return sample_shape.empty() ? 0 : sample_shape.back(); }  // ragged: the padded length
   int format_version() const { return ragged || sequence_targets() ? 2 : 1; }
@@ -93,15 +96,20 @@ float half_to_float(uint16_t h);
 void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* records, int64_t n, int64_t first,
                       const std::string& where);
 // The valid time steps of record R (time_steps() when not ragged).
-inline int64_t record_length(const DatasetSpec& spec, const int64_t* r) { return spec.ragged ? r[1] : spec.time_steps(); }
+inline int64_t record_length(const DatasetSpec& spec, const int64_t* r) {
+  return spec.ragged ? r[DatasetSpec::kLengthColumn] : spec.time_steps();
+}
 // The target tokens of record R (sequence targets): a pointer to max_target_length values, -1 padded.
-inline const int64_t* record_targets(const DatasetSpec& spec, const int64_t* r) { return r + 1 + (spec.ragged ? 1 : 0); }
+inline const int64_t* record_targets(const DatasetSpec& spec, const int64_t* r) { return r + spec.targets_column(); }
 int64_t target_length(const DatasetSpec& spec, const int64_t* r);
 
 // A name that stays inside its directory: no '/', not "." or "..", not empty.
 bool is_plain_file_name(const std::string& name);
 std::string shape_text(const std::vector<int64_t>& shape);  // "[1,28,28]"
 std::string crc_hex(uint32_t crc);  // "1d00157d"
+// The newline-separated form of a name list (shard attributes class_names, tokens), and back.
+std::string join_lines(const std::vector<std::string>& items);
+std::vector<std::string> split_lines(const std::string& text);
 
 // "train-00003-of-00016.h5"
 std::string shard_file_name(const std::string& split, int index, int count);

@@ -168,8 +168,8 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   } else {
     for (int64_t i = 0; i < n; ++i) records[i * w] = -1;
   }
-  if (spec_.ragged) read_columns(lengths_, "lengths", 1, 1);
-  if (spec_.sequence_targets()) read_columns(targets_, "targets", 1 + (spec_.ragged ? 1 : 0), spec_.max_target_length);
+  if (spec_.ragged) read_columns(lengths_, "lengths", DatasetSpec::kLengthColumn, 1);
+  if (spec_.sequence_targets()) read_columns(targets_, "targets", spec_.targets_column(), spec_.max_target_length);
   validate_samples(spec_, samples, records, n, begin, path_);
 }
 
@@ -185,25 +185,11 @@ ShardHeader read_shard_header(const std::string& path) {
   h.spec.dtype = dtype_from_name(h5_read_attr_str(id, "dtype"));
   h.spec.num_classes = h5_read_attr_i64(id, "num_classes").at(0);
   h.spec.labeled = !h5_has_attr(id, "labeled") || h5_read_attr_i64(id, "labeled").at(0) != 0;
-  const std::string names = h5_read_attr_str(id, "class_names");
-  for (size_t pos = 0; !names.empty() && pos <= names.size();) {
-    const size_t nl = names.find('\n', pos);
-    h.spec.class_names.push_back(names.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
-    if (nl == std::string::npos) break;
-    pos = nl + 1;
-  }
+  h.spec.class_names = split_lines(h5_read_attr_str(id, "class_names"));
   if (h5_has_attr(id, "dataset_id")) h.dataset_id = h5_read_attr_str(id, "dataset_id");
   if (h5_has_attr(id, "ragged")) h.spec.ragged = h5_read_attr_i64(id, "ragged").at(0) != 0;
   if (h5_has_attr(id, "max_target_length")) h.spec.max_target_length = h5_read_attr_i64(id, "max_target_length").at(0);
-  if (h5_has_attr(id, "tokens")) {
-    const std::string tokens = h5_read_attr_str(id, "tokens");
-    for (size_t pos = 0; !tokens.empty() && pos <= tokens.size();) {
-      const size_t nl = tokens.find('\n', pos);
-      h.spec.tokens.push_back(tokens.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
-  }
+  if (h5_has_attr(id, "tokens")) h.spec.tokens = split_lines(h5_read_attr_str(id, "tokens"));
   h.spec.mean = h5_read_attr_f64(id, "mean");
   h.spec.std = h5_read_attr_f64(id, "std");
   H5Handle d = open_dataset(id, kSamplesDataset, path);

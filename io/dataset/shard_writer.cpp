@@ -45,15 +45,11 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   h5_write_attr_str(f, "dtype", dtype_name(spec.dtype));
   h5_write_attr_i64(f, "num_classes", {spec.num_classes});
   h5_write_attr_i64(f, "labeled", {spec.labeled ? 1 : 0});
-  std::string names;
-  for (size_t i = 0; i < spec.class_names.size(); ++i) names += (i ? "\n" : "") + spec.class_names[i];
-  h5_write_attr_str(f, "class_names", names);
+  h5_write_attr_str(f, "class_names", join_lines(spec.class_names));
   if (spec.format_version() >= 2) {
     h5_write_attr_i64(f, "ragged", {spec.ragged ? 1 : 0});
     h5_write_attr_i64(f, "max_target_length", {spec.max_target_length});
-    std::string tokens;
-    for (size_t i = 0; i < spec.tokens.size(); ++i) tokens += (i ? "\n" : "") + spec.tokens[i];
-    h5_write_attr_str(f, "tokens", tokens);
+    h5_write_attr_str(f, "tokens", join_lines(spec.tokens));
   }
 
   std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
@@ -122,8 +118,8 @@ void ShardWriter::append(const void* samples, const int64_t* records, int64_t n)
     H5_CHECK(H5Dwrite(d.get(), H5T_NATIVE_INT64, r.memory.get(), r.file.get(), H5P_DEFAULT, buf.data()));
   };
   if (spec_.labeled) write_columns(labels_, 0, 1);
-  if (spec_.ragged) write_columns(lengths_, 1, 1);
-  if (spec_.sequence_targets()) write_columns(targets_, 1 + (spec_.ragged ? 1 : 0), spec_.max_target_length);
+  if (spec_.ragged) write_columns(lengths_, DatasetSpec::kLengthColumn, 1);
+  if (spec_.sequence_targets()) write_columns(targets_, spec_.targets_column(), spec_.max_target_length);
   written_ += n;
 }
 

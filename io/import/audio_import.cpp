@@ -162,7 +162,8 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
   for (size_t i = 0; i < tokens.size(); ++i) id[tokens[i]] = static_cast<int64_t>(i);
   // One pass over the headers: frames and target lengths, so every split shares one shape.
   int64_t t_max = 0, l_max = 0;
-  std::vector<std::vector<int64_t>> frames(manifests.size()), targets(manifests.size());
+  std::vector<std::vector<int64_t>> frames(manifests.size());
+  std::vector<std::vector<std::vector<int64_t>>> targets(manifests.size());  // per split, per utterance
   for (size_t s = 0; s < manifests.size(); ++s) {
     for (const Utterance& u : manifests[s]) {
       const std::string where = split_files[s].second + ":" + std::to_string(u.line);
@@ -170,15 +171,14 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
       frames[s].push_back(n);
       files->push_back(u.path);
       t_max = std::max(t_max, n);
-      const auto cs = utf8_chars(u.transcript, where);
-      for (const std::string& c : cs) {
+      std::vector<int64_t>& ids = targets[s].emplace_back();
+      for (const std::string& c : utf8_chars(u.transcript, where)) {
         const auto it = id.find(c);
         LOCKSTEP_REQUIRE(it != id.end(), where + ": character '" + c + "' is not in the vocabulary of the training "
                                              "manifest " + split_files[0].second);
-        targets[s].push_back(it->second);
+        ids.push_back(it->second);
       }
-      targets[s].push_back(-2);  // end of this utterance
-      l_max = std::max<int64_t>(l_max, static_cast<int64_t>(cs.size()));
+      l_max = std::max<int64_t>(l_max, static_cast<int64_t>(ids.size()));
     }
   }
   // A speaker in both the training and a test manifest makes the test speaker-dependent.
@@ -204,13 +204,11 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
   for (size_t s = 0; s < manifests.size(); ++s) {
     std::vector<int64_t> extras, groups;
     std::map<std::string, int64_t> speakers;
-    size_t at = 0;
     for (size_t i = 0; i < manifests[s].size(); ++i) {
       extras.push_back(frames[s][i]);
-      int64_t k = 0;
-      for (; targets[s][at] != -2; ++at, ++k) extras.push_back(targets[s][at]);
-      ++at;
-      for (; k < l_max; ++k) extras.push_back(-1);
+      const std::vector<int64_t>& ids = targets[s][i];
+      extras.insert(extras.end(), ids.begin(), ids.end());
+      extras.insert(extras.end(), static_cast<size_t>(l_max) - ids.size(), int64_t{-1});
       if (!manifests[s][i].speaker.empty())
         groups.push_back(speakers.emplace(manifests[s][i].speaker, static_cast<int64_t>(speakers.size())).first->second);
     }

@@ -317,7 +317,7 @@ void ChannelStats::add(const void* samples, int64_t n, int64_t length) {
   const int64_t steps = spec_.time_steps();
   const int64_t rows = steps > 0 ? per_channel_ / steps : 0;
   const bool trim = length > 0 && length < steps;
-  for (int64_t s = 0; s < n; ++s)
+  for (int64_t s = 0; s < n; ++s) {
     for (int64_t c = 0; c < channels_; ++c) {
       const int64_t base = s * spec_.sample_elems() + c * per_channel_;
       double sum = 0.0, sq = 0.0;
@@ -329,15 +329,15 @@ void ChannelStats::add(const void* samples, int64_t n, int64_t length) {
       }
       sum_[static_cast<size_t>(c)] += sum;
       sq_[static_cast<size_t>(c)] += sq;
-      values_ += trim ? rows * length : per_channel_;
     }
-  samples_ += n;
+    values_ += trim ? rows * length : per_channel_;
+  }
 }
 
 void ChannelStats::finish(std::vector<double>* mean, std::vector<double>* std) const {
   mean->assign(static_cast<size_t>(channels_), 0.0);
   std->assign(static_cast<size_t>(channels_), 1.0);
-  const double count = static_cast<double>(values_) / static_cast<double>(std::max<int64_t>(1, channels_));
+  const double count = static_cast<double>(values_);
   if (count <= 0) return;
   for (size_t c = 0; c < sum_.size(); ++c) {
     (*mean)[c] = sum_[c] / count;

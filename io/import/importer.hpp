@@ -71,8 +71,7 @@ class ChannelStats {
   DatasetSpec spec_;
   int64_t channels_, per_channel_;
   std::vector<double> sum_, sq_;
-  int64_t samples_ = 0;
-  int64_t values_ = 0;  // summed over channels
+  int64_t values_ = 0;  // per channel: the data values each channel's sums cover
 };
 
 }  // namespace lockstep::io

@@ -35,7 +35,7 @@ EpochOrder RankReader::order(bool shuffle, uint64_t seed, int64_t epoch, int64_t
   if (shuffle && batch > 0 && bucketing()) {
     std::vector<int64_t> lengths(static_cast<size_t>(size_));
     const int64_t w = spec_.record_width();
-    for (int64_t i = 0; i < size_; ++i) lengths[static_cast<size_t>(i)] = store_->raw_labels()[i * w + 1];
+    for (int64_t i = 0; i < size_; ++i) lengths[static_cast<size_t>(i)] = record_length(spec_, store_->raw_labels() + i * w);
     return bucketed_order(lengths, batch, bucket_batches_, seed, epoch, rank_);
   }
   if (store_) return memory_order(size_, shuffle, seed, epoch, rank_);
