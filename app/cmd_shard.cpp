@@ -37,7 +37,8 @@ int cmd_shard(const Args& args) {
   io::ImportSpec spec;
   io::ImportOptions& opt = spec.options;
   io::CsvOptions& csv = spec.csv;
-  std::string delimiter;
+  std::string delimiter, frame_size, color, clip_edges;
+  io::VideoOptions& video = spec.video;
   po::options_description d(
       "usage: lockstep shard --input KIND:PATH --output DIR [options]\n"
       "  KIND:PATH  idx:DIR (MNIST-family IDX files, raw or .gz; t10k-* becomes 'test')\n"
@@ -46,11 +47,13 @@ int cmd_shard(const Args& args) {
       "             ucihar:DIR (the UCI-HAR layout: train/, test/, Inertial Signals/, subjects as groups)\n"
       "             audio:FILE (a manifest of PATH<TAB>TRANSCRIPT[<TAB>SPEAKER] lines: 16 kHz mono WAVs\n"
       "               -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"
+      "             video:FILE (a CSV of video,frame,label[,trial] rows: per-frame labels on mp4/mkv/avi\n"
+      "               files -> uint8 clips [C, T, H, W] around each labelled frame; trials as groups)\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n\nOptions");
   d.add_options()
       ("help,h", "print this help and exit")
       ("input", po::value(&spec.input)->required(), "source of the 'train' split")
-      ("test-input", po::value(&spec.test_input), "csv/ts/hdf5 source of the 'test' split")
+      ("test-input", po::value(&spec.test_input), "csv/ts/audio/video/hdf5 source of the 'test' split")
       ("output", po::value(&opt.output_dir)->required(), "dataset directory to write (shards + manifest.json)")
       ("shards", po::value(&opt.plan.shards)->default_value(opt.plan.shards), "shards per split")
       ("val-fraction", po::value(&opt.plan.val_fraction)->default_value(0.1),
@@ -75,7 +78,17 @@ int cmd_shard(const Args& args) {
       ("har-signals", po::value(&spec.har_signals)->default_value("inertial"),
        "ucihar: inertial (the nine raw signals, [9, 128]) | features (X_*.txt, [561])")
       ("group-column", po::value(&csv.group_column),
-       "csv: column of group ids (subject, trial): windows never cross groups, --val-fraction takes whole groups")
+       "csv: column of group ids (subject, trial): windows never cross groups, --val-fraction takes whole groups; "
+       "video: the trial column (default: 'trial' when present; 'none': no groups)")
+      ("clip-frames", po::value(&video.clip_frames)->default_value(video.clip_frames),
+       "video: frames per clip, centred on the labelled frame")
+      ("clip-stride", po::value(&video.clip_stride)->default_value(video.clip_stride),
+       "video: one clip every N labelled frames of each trial")
+      ("clip-edges", po::value(&clip_edges)->default_value("pad"),
+       "video: pad (repeat the first/last frame past a video's edges) | skip (drop those clips)")
+      ("frame-size", po::value(&frame_size), "video: resize frames to HxW (default: the videos' own size)")
+      ("color", po::value(&color)->default_value("gray"), "video: gray (1 channel) | rgb (3)")
+      ("decode-threads", po::value(&video.threads)->default_value(0), "video: videos decoded at once; 0: every core")
       ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples")
       ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels")
       ("force", "rewrite even when the output already matches the input, and write into a directory that "
@@ -98,6 +111,13 @@ int cmd_shard(const Args& args) {
   if (delimiter == "space") delimiter = " ";
   if (delimiter.size() != 1) throw UsageError("--delimiter must be one character or 'space', not '" + delimiter + "'");
   csv.delimiter = delimiter[0];
+  if (!frame_size.empty()) io::parse_frame_size(frame_size, &video);
+  if (color != "gray" && color != "rgb") throw UsageError("--color must be gray or rgb, not '" + color + "'");
+  video.rgb = color == "rgb";
+  if (clip_edges != "pad" && clip_edges != "skip")
+    throw UsageError("--clip-edges must be pad or skip, not '" + clip_edges + "'");
+  video.skip_edges = clip_edges == "skip";
+  if (video.threads < 0) throw UsageError("--decode-threads must be >= 0");
   opt.plan.shuffle = !vm.count("no-shuffle");
   opt.force = vm.count("force") > 0;
   opt.progress = ::isatty(STDERR_FILENO) != 0;

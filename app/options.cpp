@@ -92,16 +92,19 @@ po::options_description common_options(Config* c) {
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
       ("data.bucket-batches", po::value(&c->bucket_batches)->default_value(c->bucket_batches),
        "ragged data (memory mode): batches per window sorted by length, so a batch pads little; 0: off")
-      ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | lmu | torchscript:PATH (alias --model)")
+      ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | lmu | gru | c3d | r3d | torchscript:PATH (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
       ("model.width", po::value(&c->model_width)->default_value(c->model_width), "channels/units scale; 0: the model's default (alias --width)")
-      ("model.depth", po::value(&c->model_depth)->default_value(c->model_depth), "resnet depth: 18 | 34")
+      ("model.depth", po::value(&c->model_depth)->default_value(c->model_depth), "resnet depth: 18 | 34; r3d: 10 | 18")
+      ("model.checkpoint-activations", po::value(&c->checkpoint_activations)->default_value(c->checkpoint_activations)->implicit_value(true), "recompute each block's activations in backward instead of storing them (resnet, r3d, c3d): less memory, ~1/3 more compute")
       ("model.sync-bn", po::value(&c->sync_bn)->default_value(c->sync_bn)->implicit_value(true), "BatchNorm statistics over all ranks' batches (alias --sync-bn)")
       ("train.threads", po::value(&c->threads)->default_value(c->threads), "intra-op threads per rank (alias --threads)")
       ("train.batch-size", po::value(&c->batch_size)->default_value(c->batch_size), "samples per rank per step (alias --batch-size)")
       ("dist.backend", enum_value(&c->backend), "auto | mpi | nccl (alias --backend)")
       ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor")
-      ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended");
+      ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended")
+      ("dist.straggler-windows", po::value(&c->straggler_windows)->default_value(c->straggler_windows), "warn when one rank is the slowest (busy time) in this many log windows in a row; 0: off")
+      ("dist.straggler-percent", po::value(&c->straggler_percent)->default_value(c->straggler_percent), "... each time more than this many percent slower than the median rank");
   return d;
 }
 
@@ -110,8 +113,11 @@ po::options_description train_options(Config* c) {
   d.add_options()
       ("train.epochs", po::value(&c->epochs)->default_value(c->epochs), "epochs (alias --epochs)")
       ("data.remainder", enum_value(&c->remainder), "drop | wrap: ranks' leftover samples each epoch (docs/shard-format.md)")
-      ("data.random-crop", po::value(&c->random_crop)->default_value(c->random_crop), "augment: random crops with this zero padding (images), 0: off")
-      ("data.hflip", po::value(&c->hflip)->default_value(c->hflip), "augment: random horizontal flips (images)")
+      ("data.random-crop", po::value(&c->random_crop)->default_value(c->random_crop), "augment: random crops with this zero padding (images, clips), 0: off")
+      ("data.hflip", po::value(&c->hflip)->default_value(c->hflip), "augment: random horizontal flips (images, clips)")
+      ("data.time-jitter", po::value(&c->time_jitter)->default_value(c->time_jitter), "augment clips: shift each clip by up to this many frames (edge frames repeated), 0: off")
+      ("data.brightness", po::value(&c->brightness)->default_value(c->brightness), "augment: add a random shift in [-b, b] to each sample (normalised units), 0: off")
+      ("data.contrast", po::value(&c->contrast)->default_value(c->contrast), "augment: scale each sample about its mean by a random factor in [1-c, 1+c], 0: off")
       ("train.optimizer", enum_value(&c->optimizer), "sgd | adam | adamw (alias --optimizer)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
       ("train.lr-scaling", enum_value(&c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
@@ -151,7 +157,8 @@ po::options_description train_options(Config* c) {
       ("dist.overlap", enum_value(&c->overlap), "auto | true | false: reduce gradient buckets during backward (auto = true); false: all after backward, on the training thread")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
-      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill")
+      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow")
+      ("debug.slow-ms", po::value(&c->fault_slow_ms)->default_value(c->fault_slow_ms), "slow: the fault rank sleeps this long every step from the fault step on")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
   return d;

@@ -27,13 +27,17 @@ struct Config {
   int64_t block_samples = 0;         // stream: samples per read, 0: ~4 MiB
   int64_t shuffle_blocks = 16;       // stream: blocks per shuffle window
   int64_t bucket_batches = 50;       // ragged data: batches per length-sorting window, 0: no bucketing
-  int64_t random_crop = 0;           // pad for random crops of images, 0: off
-  bool hflip = false;                // random horizontal flips of images
+  int64_t random_crop = 0;           // pad for random crops of images and clips, 0: off
+  bool hflip = false;                // random horizontal flips of images and clips
+  int64_t time_jitter = 0;           // clips: random temporal shift of up to this many frames
+  double brightness = 0.0;           // random brightness shift in [-b, b] (normalised units)
+  double contrast = 0.0;             // random contrast factor in [1-c, 1+c]
   // [model]
-  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | lmu | torchscript:PATH (core/model/registry.hpp)
+  std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | lmu | gru | c3d | r3d | torchscript:PATH (core/model/registry.hpp)
   double dropout = 0.25;
   int64_t model_width = 0;  // 0: the model's default
-  int model_depth = 18;     // resnet: 18 | 34
+  int model_depth = 18;     // resnet: 18 | 34; r3d: 10 | 18
+  bool checkpoint_activations = false;  // recompute block activations in backward (resnet, r3d, c3d)
   bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
   std::string init_from;             // a checkpoint or safetensors file: warm start, weights only
   std::string init_exclude;          // comma-separated name prefixes not loaded (a new head)
@@ -85,11 +89,14 @@ struct Config {
   Overlap overlap = Overlap::kAuto;  // reduce buckets during backward (core/dist/placement.hpp)
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
+  int straggler_windows = 3;        // warn when one rank is the slowest this many log windows in a row (0: off)
+  double straggler_percent = 20.0;  // ... each time this much slower than the median rank
   bool sync_buffers = false;    // before evaluation/checkpoints: average BatchNorm statistics (else rank 0's)
   // [debug] fault injection for the no-hang tests
   Fault fault = Fault::kNone;
   int fault_rank = 1;
   int64_t fault_step = 0;
+  double fault_slow_ms = 50.0;  // slow: the fault rank sleeps this long every step from fault_step on
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_split = "test";  // evaluate --split

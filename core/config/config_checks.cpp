@@ -36,6 +36,12 @@ std::string check_config(Config* c) {
   if (c->comm_timeout <= 0) return "--dist.comm-timeout must be positive";
   if (c->prefetch < 1) return "--data.prefetch must be at least 1";
   if (c->random_crop < 0) return "--data.random-crop must be >= 0";
+  if (c->straggler_windows < 0) return "--dist.straggler-windows must be >= 0";
+  if (!(c->straggler_percent >= 0)) return "--dist.straggler-percent must be >= 0";
+  if (!(c->fault_slow_ms >= 0 && c->fault_slow_ms <= 60000)) return "--debug.slow-ms must be in [0, 60000]";
+  if (c->time_jitter < 0) return "--data.time-jitter must be >= 0";
+  if (!(c->brightness >= 0 && c->brightness <= 10)) return "--data.brightness must be in [0, 10]";
+  if (!(c->contrast >= 0 && c->contrast < 1)) return "--data.contrast must be in [0, 1)";
   if (c->label_smoothing < 0 || c->label_smoothing >= 1)
     return "--train.label-smoothing must be in [0, 1)";
   if (c->clip_norm < 0) return "--train.clip-norm must be >= 0";
@@ -48,7 +54,8 @@ std::string check_config(Config* c) {
   if (c->weight_decay < 0) return "--train.weight-decay must be >= 0";
   if (c->warmup_steps < 0) return "--train.warmup-steps must be >= 0";
   if (c->dropout < 0 || c->dropout >= 1) return "--model.dropout must be in [0, 1)";
-  if (c->model_depth != 18 && c->model_depth != 34) return "--model.depth must be 18 or 34";
+  if (c->model_depth != 10 && c->model_depth != 18 && c->model_depth != 34)
+    return "--model.depth must be 10 or 18 (r3d), or 18 or 34 (resnet)";
   if (c->memory_budget_mb < 0) return "--data.memory-budget-mb must be >= 0";
   if (c->block_samples < 0) return "--data.block-samples must be >= 0";
   if (c->shuffle_blocks < 1) return "--data.shuffle-blocks must be at least 1";

@@ -27,7 +27,7 @@ inline bool lower_is_better(BestMetric m) {
 inline bool sequence_metric(BestMetric m) { return m == BestMetric::kValCer || m == BestMetric::kValWer; }
 inline bool class_metric(BestMetric m) { return m == BestMetric::kValAcc || m == BestMetric::kValF1; }
 enum class ProgressMode { kAuto, kBar, kLines };  // train.progress
-enum class Fault { kNone, kThrow, kStall, kKill };  // debug.fault
+enum class Fault { kNone, kThrow, kStall, kKill, kSlow };  // debug.fault
 
 // Each enum's (value, name) table, in the order --help lists them.
 template <typename E>

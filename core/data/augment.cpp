@@ -1,4 +1,5 @@
-// augment: see augment.hpp.
+// augment: see augment.hpp. One gather per transformed axis over the whole batch (no
+// per-sample loop of kernels), so it costs a few launches on a GPU.
 #include "core/data/augment.hpp"
 
 #include <torch/torch.h>
@@ -7,26 +8,86 @@
 #include "io/loader/sample_order.hpp"
 
 namespace lockstep {
+namespace {
 
-torch::Tensor augment_images(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed) {
+// Uniform in [-1, 1) from 53 bits of R.
+double symmetric_unit(uint64_t r) { return static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0; }
+
+// X gathered along DIM with per-sample indices IDX [N, L] (L: the output's size on DIM).
+torch::Tensor gather_along(const torch::Tensor& x, int64_t dim, const torch::Tensor& idx) {
+  std::vector<int64_t> view(static_cast<size_t>(x.dim()), 1);
+  view[0] = idx.size(0);
+  view[static_cast<size_t>(dim)] = idx.size(1);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape[static_cast<size_t>(dim)] = idx.size(1);
+  return x.gather(dim, idx.view(view).expand(shape));
+}
+
+}  // namespace
+
+void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape, const std::string& data) {
+  if (!opt.enabled()) return;
+  const std::string has = data + " has samples of shape " + c10::str(shape);
+  if (shape.size() != 3 && shape.size() != 4)
+    throw UsageError("--data.random-crop, --data.hflip, --data.brightness and --data.contrast augment images "
+                     "[C,H,W] and clips [C,T,H,W]; " + has);
+  if (opt.time_jitter > 0 && shape.size() != 4)
+    throw UsageError("--data.time-jitter shifts video clips [C,T,H,W]; " + has);
+}
+
+torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed) {
   if (!opt.enabled()) return x;
-  LOCKSTEP_REQUIRE(x.dim() == 4, "image augmentation needs [N, C, H, W] samples, got " + std::to_string(x.dim()) +
-                                     "-d (turn off --data.random-crop / --data.hflip)");
+  LOCKSTEP_REQUIRE(x.dim() == 4 || x.dim() == 5, "augmentation needs [N, C, H, W] or [N, C, T, H, W] batches, got " +
+                                                     std::to_string(x.dim()) + "-d");
+  LOCKSTEP_REQUIRE(opt.time_jitter == 0 || x.dim() == 5, "--data.time-jitter needs [N, C, T, H, W] clips");
   torch::NoGradGuard no_grad;
-  const int64_t n = x.size(0), h = x.size(2), w = x.size(3), p = opt.crop_pad;
-  torch::Tensor padded = p > 0 ? torch::nn::functional::pad(x, torch::nn::functional::PadFuncOptions({p, p, p, p}))
-                               : x;
-  torch::Tensor out = torch::empty_like(x);
+  const int64_t n = x.size(0), h = x.size(-2), w = x.size(-1), p = opt.crop_pad;
+  const bool clip = x.dim() == 5;
+  const int64_t t = clip ? x.size(2) : 1;
+  // The draws, on the host: row/column offsets (with the flip folded into the columns),
+  // the temporal shift, and the photometric factors.
+  std::vector<int64_t> rows(static_cast<size_t>(n * h)), cols(static_cast<size_t>(n * w)), times(static_cast<size_t>(n * t));
+  std::vector<float> shift(static_cast<size_t>(n), 0.0f), scale(static_cast<size_t>(n), 1.0f);
+  const bool extra = opt.time_jitter > 0 || opt.brightness > 0 || opt.contrast > 0;
   uint64_t state = seed;
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t r = io::splitmix64(state);
-    const int64_t dy = p > 0 ? static_cast<int64_t>(r % static_cast<uint64_t>(2 * p + 1)) : 0;
-    const int64_t dx = p > 0 ? static_cast<int64_t>((r >> 16) % static_cast<uint64_t>(2 * p + 1)) : 0;
-    torch::Tensor crop = padded[i].narrow(1, dy, h).narrow(2, dx, w);
-    if (opt.hflip && ((r >> 40) & 1)) crop = crop.flip({2});
-    out[i].copy_(crop);
+    const int64_t dy = p > 0 ? static_cast<int64_t>(r % static_cast<uint64_t>(2 * p + 1)) : p;
+    const int64_t dx = p > 0 ? static_cast<int64_t>((r >> 16) % static_cast<uint64_t>(2 * p + 1)) : p;
+    const bool flip = opt.hflip && ((r >> 40) & 1);
+    for (int64_t k = 0; k < h; ++k) rows[static_cast<size_t>(i * h + k)] = dy + k;
+    for (int64_t k = 0; k < w; ++k) cols[static_cast<size_t>(i * w + k)] = dx + (flip ? w - 1 - k : k);
+    int64_t j = 0;
+    if (extra) {
+      const uint64_t r1 = io::splitmix64(state), r2 = io::splitmix64(state), r3 = io::splitmix64(state);
+      if (opt.time_jitter > 0) j = static_cast<int64_t>(r1 % static_cast<uint64_t>(2 * opt.time_jitter + 1)) - opt.time_jitter;
+      shift[static_cast<size_t>(i)] = static_cast<float>(opt.brightness * symmetric_unit(r2));
+      scale[static_cast<size_t>(i)] = static_cast<float>(1.0 + opt.contrast * symmetric_unit(r3));
+    }
+    for (int64_t k = 0; k < t; ++k) times[static_cast<size_t>(i * t + k)] = std::clamp<int64_t>(k + j, 0, t - 1);
   }
-  return out;
+  const auto on = [&](std::vector<int64_t>& v, int64_t len) {
+    return torch::from_blob(v.data(), {n, len}, torch::kLong).to(x.device());
+  };
+  torch::Tensor y = x;
+  if (p > 0 || opt.hflip) {
+    const int64_t d = x.dim();
+    if (p > 0) y = torch::nn::functional::pad(y, torch::nn::functional::PadFuncOptions({p, p, p, p}));
+    if (p > 0) y = gather_along(y, d - 2, on(rows, h));
+    y = gather_along(y, d - 1, on(cols, w));
+  }
+  if (opt.time_jitter > 0) y = gather_along(y, 2, on(times, t));
+  if (opt.brightness > 0 || opt.contrast > 0) {
+    std::vector<int64_t> view(static_cast<size_t>(x.dim()), 1);
+    view[0] = n;
+    const torch::Tensor c = torch::from_blob(scale.data(), {n}, torch::kFloat).to(x.device(), x.scalar_type()).view(view);
+    const torch::Tensor b = torch::from_blob(shift.data(), {n}, torch::kFloat).to(x.device(), x.scalar_type()).view(view);
+    std::vector<int64_t> dims;
+    for (int64_t k = 1; k < x.dim(); ++k) dims.push_back(k);
+    const torch::Tensor mean = y.mean(dims, /*keepdim=*/true);
+    y = (y - mean) * c + mean + b;
+  }
+  return y.contiguous();
 }
 
 }  // namespace lockstep

@@ -1,5 +1,5 @@
 // registry: see registry.hpp. The factory; each family lives in its own file (cnn, resnet,
-// mlp, cnn1d, lmu, torchscript).
+// mlp, cnn1d, lmu, gru, c3d, r3d, torchscript).
 #include "core/model/registry.hpp"
 
 #include "core/base/error.hpp"
@@ -29,13 +29,18 @@ std::shared_ptr<Net> make_any(const ModelOptions& opt, const io::DatasetSpec& sp
   if (opt.name == "cnn1d") return make_cnn1d(opt, spec);
   if (opt.name == "lmu") return make_lmu(opt, spec);
   if (opt.name == "gru") return make_gru(opt, spec);
-  throw UsageError("unknown model '" + opt.name + "' (built in: cnn, resnet, mlp, cnn1d, lmu, gru; or torchscript:PATH)");
+  if (opt.name == "c3d") return make_c3d(opt, spec);
+  if (opt.name == "r3d") return make_r3d(opt, spec);
+  throw UsageError("unknown model '" + opt.name +
+                   "' (built in: cnn, resnet, mlp, cnn1d, lmu, gru, c3d, r3d; or torchscript:PATH)");
 }
 
 }  // namespace
 
 std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec) {
   if (opt.width < 0) throw UsageError("--model.width must be >= 0");
+  if (opt.checkpoint_activations && opt.name != "resnet" && opt.name != "r3d" && opt.name != "c3d")
+    throw UsageError("--model.checkpoint-activations is built into resnet, r3d and c3d, not " + opt.name);
   auto net = make_any(opt, spec);
   if (spec.sequence_targets() && !net->sequence_output())
     throw UsageError("--model.name " + opt.name + " classifies whole samples, but dataset '" + spec.name +

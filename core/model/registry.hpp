@@ -19,6 +19,13 @@
 //            conv1d k5 stride 2 + BatchNorm + ReLU front-end (halves T), 2 bidirectional
 //            GRU layers of WIDTH units (160) over the valid steps only (packed), FC to
 //            tokens + 1 (the last class is CTC's blank).
+//   c3d      video clips [C,T,H,W]: 4 x [conv3d 3x3x3, BatchNorm, ReLU], max-pools
+//            (1,2,2), (2,2,2), (2,2,2), none; widths WIDTH x {1,2,4,8} (32); global average
+//            pool, dropout, FC.
+//   r3d      3-D ResNet-18 (--model.depth 10: one block a stage) for clips [C,T,H,W]:
+//            BasicBlocks of 3x3x3 convolutions, stage widths WIDTH x {1,2,4,8} (16: ~2.1M
+//            parameters at depth 18), stride 2 in T,H,W from stage 2; a 3x3x3 stem for
+//            frames up to 64 px, the (3,7,7)/(1,2,2) stem with max-pool above.
 //   torchscript:PATH  a module saved with torch.jit.script(m).save(PATH): forward(x)
 //            takes [N, *sample_shape] float32 and returns [N, classes] logits.
 // Every BatchNorm is core/norm's, so --model.sync-bn can synchronise it.
@@ -60,7 +67,10 @@ struct ModelOptions {
   std::string name = "cnn";
   double dropout = 0.25;
   int64_t width = 0;  // 0: the model's default
-  int depth = 18;     // resnet: 18 | 34
+  int depth = 18;     // resnet: 18 | 34; r3d: 10 | 18
+  // Recompute each block's activations in backward instead of storing them (resnet, r3d,
+  // c3d; core/model/activation_checkpoint.hpp).
+  bool checkpoint_activations = false;
 };
 
 // Throws UsageError naming the model when it is unknown, the file does not load, or the
@@ -75,6 +85,8 @@ std::shared_ptr<Net> make_mlp(const ModelOptions& opt, const io::DatasetSpec& sp
 std::shared_ptr<Net> make_cnn1d(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec);
 std::shared_ptr<Net> make_gru(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_c3d(const ModelOptions& opt, const io::DatasetSpec& spec);
+std::shared_ptr<Net> make_r3d(const ModelOptions& opt, const io::DatasetSpec& spec);
 
 // Class logits of a batch: forward(X), or forward_ragged(X, LENGTHS) for ragged data
 // (LENGTHS defined).

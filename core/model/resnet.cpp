@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
+#include "core/model/activation_checkpoint.hpp"
 #include "core/model/layers.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
@@ -12,7 +13,7 @@ namespace {
 namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
-class BasicBlockImpl : public nn::Module {
+class BasicBlockImpl : public RecomputableBlock {
  public:
   BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
       : conv1_(register_module("conv1", conv(in, out, 3, stride))),
@@ -24,7 +25,7 @@ class BasicBlockImpl : public nn::Module {
       down_bn_ = register_module("down_bn", BatchNorm(out));
     }
   }
-  torch::Tensor forward(const torch::Tensor& x) {
+  torch::Tensor run(const torch::Tensor& x) override {
     torch::Tensor y = bn2_(conv2_(torch::relu(bn1_(conv1_(x)))));
     return torch::relu(y + (down_conv_ ? down_bn_(down_conv_(x)) : x));
   }
@@ -41,7 +42,7 @@ TORCH_MODULE(BasicBlock);
 
 class ResNet final : public Net {
  public:
-  ResNet(const io::DatasetSpec& spec, int64_t w, int depth, double dropout) {
+  ResNet(const io::DatasetSpec& spec, int64_t w, int depth, double dropout, bool checkpoint) : checkpoint_(checkpoint) {
     const int64_t channels = spec.sample_shape[0];
     small_input_ = spec.sample_shape[1] <= 64 && spec.sample_shape[2] <= 64;
     stem_ = register_module("stem", small_input_ ? conv(channels, w, 3) : conv(channels, w, 7, 2));
@@ -64,12 +65,12 @@ class ResNet final : public Net {
   torch::Tensor forward(torch::Tensor x) override {
     x = torch::relu(stem_bn_(stem_(x)));
     if (!small_input_) x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
-    for (auto& block : blocks_) x = block(x);
+    for (auto& block : blocks_) x = run_block(*block, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3})));
   }
 
  private:
-  bool small_input_ = true;
+  bool checkpoint_, small_input_ = true;
   nn::Conv2d stem_{nullptr};
   BatchNorm stem_bn_{nullptr};
   std::vector<BasicBlock> blocks_;
@@ -83,7 +84,7 @@ std::shared_ptr<Net> make_resnet(const ModelOptions& opt, const io::DatasetSpec&
   require_image("resnet", spec, 8);
   if (opt.depth != 18 && opt.depth != 34)
     throw UsageError("--model.depth must be 18 or 34 for resnet, not " + std::to_string(opt.depth));
-  return std::make_shared<ResNet>(spec, opt.width > 0 ? opt.width : 64, opt.depth, opt.dropout);
+  return std::make_shared<ResNet>(spec, opt.width > 0 ? opt.width : 64, opt.depth, opt.dropout, opt.checkpoint_activations);
 }
 
 }  // namespace lockstep

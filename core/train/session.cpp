@@ -83,6 +83,10 @@ void init_weights(const Config& cfg, Net& model) {
 }
 
 // Options that only make sense for class labels, or only for sequence targets.
+AugmentOptions augment_options(const Config& cfg) {
+  return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast};
+}
+
 void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
   const std::string what = "dataset '" + spec.name + "' has ";
   for (const auto& [metric, option] : {std::make_pair(cfg.best_metric, "--ckpt.best-metric"),
@@ -99,8 +103,9 @@ void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
   if (cfg.class_weights != "none" || cfg.label_smoothing > 0)
     throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
                      "sequence targets (CTC)");
-  if (cfg.random_crop > 0 || cfg.hflip)
-    throw UsageError("--data.random-crop and --data.hflip augment images; " + what + "sequences");
+  if (augment_options(cfg).enabled())
+    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness and --data.contrast "
+                     "augment images and clips; " + what + "sequences");
 }
 
 }  // namespace
@@ -124,7 +129,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                                     : cfg.epochs * steps_per_epoch;
   const io::ReaderOptions ropt = reader_options(cfg);
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), ropt);
-  augment = AugmentOptions{cfg.random_crop, cfg.hflip};
+  augment = augment_options(cfg);
+  check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
   val = optional_split(*this, cfg.val_split, "validation", ropt);
   test = optional_split(*this, cfg.test_split, "the final test evaluation", ropt);
   if (val && cfg.val_split == cfg.test_split)
@@ -133,7 +139,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
 
   // 2. model, preflight, placement
   torch::manual_seed(cfg.seed);
-  model = make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth}, manifest.spec);
+  model = make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations},
+                     manifest.spec);
   preflight_check(mpi, {{"resolved config", cfg.resolved_ini},
                         {"model parameters", param_shapes_text(*model)},
                         {"dataset manifest", io::manifest_to_json(manifest)},

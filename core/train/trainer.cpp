@@ -22,6 +22,7 @@
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
+#include "core/train/rank_spread.hpp"
 #include "core/train/stop_rule.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "core/model/torch_errors.hpp"
@@ -49,7 +50,8 @@ class Trainer {
  public:
   Trainer(Session& s, Recorder& rec, Checkpointer& ck, RunProgress& p)
       : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), p_(p), timer_(s.place.device),
-        window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16) {}
+        window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16),
+        ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {}
 
   int run() {
     if (!p_.stopped_early.empty()) {
@@ -116,7 +118,11 @@ class Trainer {
 
   // --debug.fault: what the no-hang tests make one rank do at one step.
   void inject_fault() {
-    if (cfg_.fault == Fault::kNone || s_.mpi.rank() != cfg_.fault_rank || p_.pos.step != cfg_.fault_step) return;
+    if (cfg_.fault == Fault::kSlow && s_.mpi.rank() == cfg_.fault_rank && p_.pos.step >= cfg_.fault_step)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg_.fault_slow_ms));  // every step
+    if (cfg_.fault == Fault::kNone || cfg_.fault == Fault::kSlow || s_.mpi.rank() != cfg_.fault_rank ||
+        p_.pos.step != cfg_.fault_step)
+      return;
     log::warn(fmt::format("injecting fault '{}' at step {} (--debug.fault)", to_string(cfg_.fault), p_.pos.step));
     if (cfg_.fault == Fault::kThrow) throw Error(fmt::format("injected failure at step {} (--debug.fault throw)", p_.pos.step));
     if (cfg_.fault == Fault::kKill) std::raise(SIGKILL);
@@ -138,7 +144,7 @@ class Trainer {
       const int64_t* records = b->labels.data();
       torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
       if (s_.augment.enabled())
-        x = augment_images(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+        x = augment_batch(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
                                                       static_cast<uint64_t>(s_.mpi.rank())));
       timer_.mark(Phase::kData);
       Scored scored;
@@ -219,10 +225,11 @@ class Trainer {
     const std::string scale = s_.scaler.enabled() ? fmt::format(" loss-scale {:g} skipped {}", s_.scaler.current_scale(),
                                                                 s_.scaler.skipped())
                                                   : "";
-    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}{}", epoch + 1,
-                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), acc_text(w.acc()), p_.lr, sps, scale,
-                           w.times.summary(w.steps), timer_.on_device() ? " (device time)" : ""));
     Row row = base_row("train", epoch);
+    const std::string spread = ranks_.observe(w.times, w.steps, &row);  // collective
+    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}{}{}", epoch + 1,
+                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), acc_text(w.acc()), p_.lr, sps, scale,
+                           w.times.summary(w.steps), timer_.on_device() ? " (device time)" : "", spread));
     row["train_loss"] = number(w.loss());
     if (!sequence_) row["train_acc"] = number(w.acc());
     row["samples_per_s"] = sps;
@@ -395,6 +402,7 @@ class Trainer {
   const Objective objective_{s_.manifest.spec, *s_.loss};
   const bool sequence_ = objective_.sequence();  // CTC on sequence targets
   LogWindow window_;
+  RankMonitor ranks_;  // every rank's breakdown at log rows, stragglers
   WindowStats run_;               // this process's steps, for the end row's throughput
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
   int64_t last_epoch_ = 0;

@@ -11,6 +11,7 @@
 #include "io/import/idx_import.hpp"
 #include "io/import/ts_import.hpp"
 #include "io/import/ucihar_import.hpp"
+#include "io/import/video_import.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -26,9 +27,9 @@ std::pair<std::string, std::string> kind_and_path(const std::string& spec, const
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts" &&
-                                     kind != "ucihar" && kind != "audio"))
+                                     kind != "ucihar" && kind != "audio" && kind != "video"))
     throw UsageError(fmt::format(
-        "--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST or hdf5:FILE, got '{}'", option, spec));
+        "--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv or hdf5:FILE, got '{}'", option, spec));
   return {kind, spec.substr(colon + 1)};
 }
 
@@ -42,10 +43,10 @@ OpenedImport open_import(ImportSpec& spec) {
   OpenedImport out;
   if (kind == "idx") {
     if (!spec.test_input.empty())
-      throw UsageError("--test-input is for csv/ts/audio/hdf5; idx takes t10k-* from the same directory");
+      throw UsageError("--test-input is for csv/ts/audio/video/hdf5; idx takes t10k-* from the same directory");
     out.inputs = open_idx(path, &files);
   } else if (kind == "ucihar") {
-    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/audio/hdf5; ucihar takes DIR/test");
+    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/audio/video/hdf5; ucihar takes DIR/test");
     out.inputs = open_ucihar(path, spec.har_signals, &names, &files);
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
@@ -59,6 +60,10 @@ OpenedImport open_import(ImportSpec& spec) {
       out.inputs = open_csv(split_files, spec.csv, &names);
     } else if (kind == "ts") {
       out.inputs = open_ts(split_files, &names);
+    } else if (kind == "video") {
+      VideoOptions video = spec.video;
+      video.group_column = spec.csv.group_column;
+      out.inputs = open_video(split_files, video, opt.class_names, &names, &files);  // the videos are inputs too
     } else if (kind == "audio") {
       out.inputs = open_audio(split_files, &files);  // the WAVs are inputs too: a changed one re-imports
     } else {
@@ -73,11 +78,12 @@ OpenedImport open_import(ImportSpec& spec) {
   const CsvOptions& csv = spec.csv;
   out.fingerprint = fmt::format(
       "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
-      "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}",
+      "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}|video={},{},{}x{},{},{}",
       kind, file_fingerprint(files), opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
       opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
       csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
-      spec.samples_dataset, spec.labels_dataset, spec.har_signals);
+      spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
+      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // import_spec: what `lockstep shard` is told, turned into the importer's inputs.
 //
 // INPUT (and TEST_INPUT) is KIND:PATH: idx:DIR (MNIST-family IDX; t10k-* becomes 'test'),
-// csv:FILE, ts:FILE (UEA/UCR .ts) or hdf5:FILE (the 'train' split; --test-input the 'test'
+// csv:FILE, ts:FILE (UEA/UCR .ts), audio:MANIFEST (speech), video:LABELS.csv (clips of
+// per-frame labelled video) or hdf5:FILE (the 'train' split; --test-input the 'test'
 // one), ucihar:DIR (the UCI-HAR layout, train/ and test/). open_import
 // opens every source, fills OPTIONS (class names, the files it reads) and describes the
 // inputs and every option as the fingerprint that lets a second identical run skip the
@@ -13,6 +14,7 @@
 
 #include "io/import/csv_import.hpp"
 #include "io/import/importer.hpp"
+#include "io/import/video_import.hpp"
 
 namespace lockstep::io {
 
@@ -21,7 +23,8 @@ struct ImportSpec {
   std::string class_names;        // comma-separated; empty: from the input
   std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
   std::string har_signals = "inertial";                                // ucihar: inertial | features
-  CsvOptions csv;
+  CsvOptions csv;  // its group_column also names video's trial column
+  VideoOptions video;
   ImportOptions options;
 };
 

@@ -1,0 +1,96 @@
+// rank_spread: see rank_spread.hpp.
+#include "core/train/rank_spread.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/base/log.hpp"
+
+namespace lockstep {
+
+const char* rank_phase_name(int phase) {
+  static const char* names[kRankPhases] = {"data_wait", "forward", "backward", "exposed_comm", "optimizer", "busy"};
+  return names[phase];
+}
+
+PhaseSpread RankSpread::phase(int p) const {
+  PhaseSpread s;
+  if (ms.empty()) return s;
+  std::vector<double> v;
+  for (int r = 0; r < world(); ++r) {
+    const double x = ms[static_cast<size_t>(r)][static_cast<size_t>(p)];
+    v.push_back(x);
+    if (x < ms[static_cast<size_t>(s.min_rank)][static_cast<size_t>(p)]) s.min_rank = r;
+    if (x > ms[static_cast<size_t>(s.max_rank)][static_cast<size_t>(p)]) s.max_rank = r;
+  }
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  const size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return s;
+}
+
+RankSpread gather_rank_times(const Times& mine, int64_t steps, int rank, int world, const AllreduceSum& sum) {
+  std::vector<double> all(static_cast<size_t>(kRankPhases * world), 0.0);
+  const double per = steps > 0 ? 1000.0 / static_cast<double>(steps) : 0.0;
+  double* slot = all.data() + static_cast<ptrdiff_t>(kRankPhases * rank);
+  slot[kRankData] = mine.data_wait * per;
+  slot[kRankForward] = mine.forward * per;
+  slot[kRankBackward] = mine.backward * per;
+  slot[kRankComm] = mine.exposed_comm * per;
+  slot[kRankOptimizer] = mine.optimizer * per;
+  slot[kRankBusy] = std::max(0.0, mine.seconds - mine.exposed_comm) * per;
+  sum(all.data(), static_cast<int>(all.size()));
+  RankSpread s;
+  s.ms.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    for (int p = 0; p < kRankPhases; ++p)
+      s.ms[static_cast<size_t>(r)][static_cast<size_t>(p)] = all[static_cast<size_t>(kRankPhases * r + p)];
+  return s;
+}
+
+std::optional<std::string> StragglerWatch::update(const RankSpread& s, const std::vector<std::string>& hosts) {
+  if (windows_ <= 0 || s.world() < 2) return std::nullopt;
+  const PhaseSpread busy = s.phase(kRankBusy);
+  const bool slow = busy.median > 0 && busy.max > busy.median * (1.0 + percent_ / 100.0);
+  if (!slow) {
+    rank_ = -1, streak_ = 0, warned_ = false;
+    return std::nullopt;
+  }
+  if (busy.max_rank != rank_) rank_ = busy.max_rank, streak_ = 0, warned_ = false;
+  if (++streak_ < windows_ || warned_) return std::nullopt;
+  warned_ = true;
+  const auto& me = s.ms[static_cast<size_t>(rank_)];
+  const std::string host = static_cast<size_t>(rank_) < hosts.size() ? hosts[static_cast<size_t>(rank_)] : "?";
+  return fmt::format(
+      "straggler: rank {} ({}) has been the slowest rank for {} log windows: busy {:.1f} ms/step vs a median of "
+      "{:.1f} (+{:.0f}%); its data wait {:.1f}, forward {:.1f}, backward {:.1f}, optimizer {:.1f} ms/step; the "
+      "other ranks wait for it (exposed comm up to {:.1f} ms/step)",
+      rank_, host, streak_, busy.max, busy.median, 100.0 * (busy.max / busy.median - 1.0), me[kRankData],
+      me[kRankForward], me[kRankBackward], me[kRankOptimizer], s.phase(kRankComm).max);
+}
+
+std::string RankMonitor::observe(const Times& mine, int64_t steps, io::Json* row) {
+  if (world_ < 2) return "";
+  const RankSpread s = gather_rank_times(mine, steps, rank_, world_, sum_);
+  for (int p = 0; p < kRankPhases; ++p) {
+    const PhaseSpread ps = s.phase(p);
+    const std::string stem = std::string(rank_phase_name(p)) + "_ms_";
+    (*row)[stem + "min"] = ps.min;
+    (*row)[stem + "median"] = ps.median;
+    (*row)[stem + "max"] = ps.max;
+  }
+  const int slow = s.slowest();
+  const std::string host = static_cast<size_t>(slow) < hosts_.size() ? hosts_[static_cast<size_t>(slow)] : "?";
+  (*row)["slowest_rank"] = slow;
+  (*row)["slowest_host"] = host;
+  if (auto warning = watch_.update(s, hosts_)) log::info0("warning: " + *warning);
+  const PhaseSpread busy = s.phase(kRankBusy), comm = s.phase(kRankComm);
+  return fmt::format("; ranks: busy min/median/max {:.1f}/{:.1f}/{:.1f} ms/step, exposed comm {:.1f}/{:.1f}/{:.1f}, "
+                     "slowest rank {}@{}",
+                     busy.min, busy.median, busy.max, comm.min, comm.median, comm.max, slow, host);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,76 @@
+// rank_spread: every rank's step-time breakdown at each log row, and the straggler rule.
+//
+// 1. gather_rank_times() is collective (one all-reduce of 6 x world doubles, each rank
+//    filling its slot): every rank gets every rank's ms/step of data wait, forward,
+//    backward, exposed comm, optimizer and busy time (= the step minus exposed comm: what
+//    the rank itself spent; a straggler has the most busy time, and the others wait for it
+//    in exposed comm).
+// 2. RankSpread::phase() gives min / median / max over ranks (and which ranks) of a phase.
+// 3. StragglerWatch: the same rank the slowest (by busy time) in WINDOWS consecutive log
+//    windows, each time more than PERCENT slower than the median rank, gives one warning
+//    naming the rank, its host and where its time goes; a new warning only after the
+//    streak breaks. Every rank computes the same (the data are identical), rank 0 logs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.hpp"
+#include "core/train/epoch_stats.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep {
+
+enum RankPhase : int { kRankData, kRankForward, kRankBackward, kRankComm, kRankOptimizer, kRankBusy, kRankPhases };
+// Metrics-row stems: "data_wait", "forward", "backward", "exposed_comm", "optimizer", "busy".
+const char* rank_phase_name(int phase);
+
+struct PhaseSpread {
+  double min = 0, median = 0, max = 0;  // ms/step over ranks
+  int min_rank = 0, max_rank = 0;
+};
+
+struct RankSpread {
+  std::vector<std::array<double, kRankPhases>> ms;  // per rank, ms/step
+  int world() const { return static_cast<int>(ms.size()); }
+  PhaseSpread phase(int p) const;
+  int slowest() const { return phase(kRankBusy).max_rank; }
+};
+
+// Collective: MINE are this rank's times over STEPS steps.
+RankSpread gather_rank_times(const Times& mine, int64_t steps, int rank, int world, const AllreduceSum& sum);
+
+class StragglerWatch {
+ public:
+  StragglerWatch(int windows, double percent) : windows_(windows), percent_(percent) {}
+  // The warning text when this window completes a straggler streak, else nothing.
+  std::optional<std::string> update(const RankSpread& s, const std::vector<std::string>& hosts);
+
+ private:
+  int windows_;
+  double percent_;
+  int rank_ = -1, streak_ = 0;
+  bool warned_ = false;
+};
+
+// What the trainer calls at each log row. Collective (every rank, same order).
+class RankMonitor {
+ public:
+  RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent)
+      : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent) {}
+  // Gathers every rank's times of this window (MINE: this rank's over STEPS steps), adds
+  // "<phase>_ms_{min,median,max}", "slowest_rank" and "slowest_host" to ROW, logs a
+  // straggler warning (rank 0), and returns the text for rank 0's log line ("" at 1 rank).
+  std::string observe(const Times& mine, int64_t steps, io::Json* row);
+
+ private:
+  int rank_, world_;
+  std::vector<std::string> hosts_;
+  AllreduceSum sum_;
+  StragglerWatch watch_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,219 @@
+// video_decoder: see video_decoder.hpp.
+#include "io/import/video_decoder.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+}
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+
+#include "core/base/error.hpp"
+
+namespace lockstep::io {
+namespace {
+
+[[noreturn]] void av_fail(int rc, const std::string& what, const char* file, int line) {
+  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
+  av_strerror(rc, buf, sizeof buf);
+  throw_at(what + ": " + buf, file, line);
+}
+
+// The check helper for FFmpeg calls (negative AVERROR codes).
+#define AV_CHECK(call, what)                                   \
+  do {                                                         \
+    const int av_rc_ = (call);                                 \
+    if (av_rc_ < 0) av_fail(av_rc_, (what), __FILE__, __LINE__); \
+  } while (0)
+
+struct FormatCloser {
+  void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
+};
+struct CodecFreer {
+  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+};
+struct FrameFreer {
+  void operator()(AVFrame* f) const { av_frame_free(&f); }
+};
+struct PacketFreer {
+  void operator()(AVPacket* p) const { av_packet_free(&p); }
+};
+struct SwsFreer {
+  void operator()(SwsContext* s) const { sws_freeContext(s); }
+};
+
+// FFmpeg's own log lines would repeat (less clearly) what the errors below say.
+void quiet_ffmpeg() {
+  static std::once_flag once;
+  std::call_once(once, [] { av_log_set_level(AV_LOG_FATAL); });
+}
+
+// An open container and its best video stream.
+class Container {
+ public:
+  explicit Container(const std::string& path) : path_(path) {
+    quiet_ffmpeg();
+    AVFormatContext* raw = nullptr;
+    AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr), path + ": cannot open as video");
+    fmt_.reset(raw);
+    AV_CHECK(avformat_find_stream_info(fmt_.get(), nullptr), path + ": cannot read the stream information");
+    stream_ = av_find_best_stream(fmt_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    AV_CHECK(stream_, path + ": no video stream");
+  }
+  AVFormatContext* get() const { return fmt_.get(); }
+  AVStream* stream() const { return fmt_->streams[stream_]; }
+  int index() const { return stream_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<AVFormatContext, FormatCloser> fmt_;
+  int stream_ = -1;
+};
+
+std::unique_ptr<AVPacket, PacketFreer> new_packet(const std::string& path) {
+  std::unique_ptr<AVPacket, PacketFreer> p(av_packet_alloc());
+  LOCKSTEP_REQUIRE(p != nullptr, path + ": out of memory (av_packet_alloc)");
+  return p;
+}
+
+}  // namespace
+
+VideoProbe probe_video(const std::string& path) {
+  Container c(path);
+  VideoProbe probe;
+  const AVCodecParameters* par = c.stream()->codecpar;
+  probe.width = par->width;
+  probe.height = par->height;
+  LOCKSTEP_REQUIRE(probe.width > 0 && probe.height > 0, path + ": the video stream has no frame size");
+  auto pkt = new_packet(path);
+  std::vector<int64_t> stamps;
+  bool timed = true;
+  for (;;) {
+    const int rc = av_read_frame(c.get(), pkt.get());
+    if (rc == AVERROR_EOF) break;
+    AV_CHECK(rc, path + ": read error after " + std::to_string(probe.frames) + " frames");
+    if (pkt->stream_index == c.index()) {
+      ++probe.frames;
+      const int64_t t = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+      if (t == AV_NOPTS_VALUE) timed = false;
+      stamps.push_back(t);
+    }
+    av_packet_unref(pkt.get());
+  }
+  LOCKSTEP_REQUIRE(probe.frames > 0, path + ": the video stream holds no frames");
+  if (!timed || stamps.size() < 3) return probe;
+  // Presentation order, then the intervals: one frame rate means one interval (within
+  // rounding of the time base). The median is the video's own rate.
+  std::sort(stamps.begin(), stamps.end());
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < stamps.size(); ++i) gaps.push_back(stamps[i] - stamps[i - 1]);
+  std::vector<int64_t> sorted = gaps;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const int64_t typical = sorted[sorted.size() / 2];
+  const double tb = av_q2d(c.stream()->time_base);
+  LOCKSTEP_REQUIRE(typical > 0, path + ": frames share timestamps (broken timing)");
+  probe.fps = 1.0 / (static_cast<double>(typical) * tb);
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    const int64_t slack = std::max<int64_t>(1, typical / 4);
+    if (gaps[i] < typical - slack || gaps[i] > typical + slack)
+      throw Error(path + ": the frame rate changes at frame " + std::to_string(i + 1) + " (a frame interval of " +
+                  std::to_string(static_cast<double>(gaps[i]) * tb * 1000.0) + " ms, the video's is " +
+                  std::to_string(static_cast<double>(typical) * tb * 1000.0) +
+                  " ms): lockstep reads constant-frame-rate video (re-encode with ffmpeg -fps_mode cfr -r RATE)");
+  }
+  return probe;
+}
+
+int64_t decode_frames(const std::string& path, int64_t first, int64_t last, const FrameFormat& format,
+                      std::vector<uint8_t>* out) {
+  LOCKSTEP_REQUIRE(first >= 0 && last >= first, path + ": bad frame range");
+  Container c(path);
+  const AVCodecParameters* par = c.stream()->codecpar;
+  const AVCodec* codec = avcodec_find_decoder(par->codec_id);
+  LOCKSTEP_REQUIRE(codec != nullptr, path + ": no decoder for codec '" + avcodec_get_name(par->codec_id) +
+                                         "' in this FFmpeg build");
+  std::unique_ptr<AVCodecContext, CodecFreer> dec(avcodec_alloc_context3(codec));
+  LOCKSTEP_REQUIRE(dec != nullptr, path + ": out of memory (avcodec_alloc_context3)");
+  AV_CHECK(avcodec_parameters_to_context(dec.get(), par), path + ": bad codec parameters");
+  dec->thread_count = 1;
+  AV_CHECK(avcodec_open2(dec.get(), codec, nullptr), path + ": cannot open the " + codec->name + " decoder");
+
+  auto pkt = new_packet(path);
+  std::unique_ptr<AVFrame, FrameFreer> frame(av_frame_alloc());
+  LOCKSTEP_REQUIRE(frame != nullptr, path + ": out of memory (av_frame_alloc)");
+  std::unique_ptr<SwsContext, SwsFreer> sws;
+  int src_w = 0, src_h = 0, src_fmt = -1, dst_w = 0, dst_h = 0;
+  const int planes = format.channels();
+  int64_t index = 0;  // frames decoded so far (presentation order)
+
+  // Converts the decoded frame; false once LAST is reached.
+  auto take = [&]() -> bool {
+    if (index == 0) {
+      src_w = frame->width;
+      src_h = frame->height;
+      src_fmt = frame->format;
+      dst_w = format.width > 0 ? format.width : src_w;
+      dst_h = format.height > 0 ? format.height : src_h;
+      sws.reset(sws_getContext(src_w, src_h, static_cast<AVPixelFormat>(src_fmt), dst_w, dst_h,
+                               format.rgb ? AV_PIX_FMT_GBRP : AV_PIX_FMT_GRAY8, SWS_AREA, nullptr, nullptr, nullptr));
+      LOCKSTEP_REQUIRE(sws != nullptr, path + ": cannot convert " +
+                                           av_get_pix_fmt_name(static_cast<AVPixelFormat>(src_fmt)) + " frames");
+    } else if (frame->width != src_w || frame->height != src_h || frame->format != src_fmt) {
+      throw Error(path + ": frame " + std::to_string(index) + " is " + std::to_string(frame->width) + "x" +
+                  std::to_string(frame->height) + ", the video started at " + std::to_string(src_w) + "x" +
+                  std::to_string(src_h) + " (the frame size or pixel format changes mid-file)");
+    }
+    if (index >= first) {
+      const size_t plane = static_cast<size_t>(dst_w) * static_cast<size_t>(dst_h);
+      const size_t at = out->size();
+      out->resize(at + plane * static_cast<size_t>(planes));
+      uint8_t* base = out->data() + at;
+      // GBRP's planes are G, B, R: point them at the R, G, B slots of the output.
+      uint8_t* dst[4] = {format.rgb ? base + plane : base, base + 2 * plane, base, nullptr};
+      int stride[4] = {dst_w, dst_w, dst_w, 0};
+      const int rows = sws_scale(sws.get(), frame->data, frame->linesize, 0, src_h, dst, stride);
+      LOCKSTEP_REQUIRE(rows == dst_h, path + ": cannot convert frame " + std::to_string(index));
+    }
+    ++index;
+    return index <= last;
+  };
+  // Drains the decoder; false once LAST is reached.
+  auto drain = [&]() -> bool {
+    for (;;) {
+      const int rc = avcodec_receive_frame(dec.get(), frame.get());
+      if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return true;
+      AV_CHECK(rc, path + ": cannot decode frame " + std::to_string(index));
+      const bool more = take();
+      av_frame_unref(frame.get());
+      if (!more) return false;
+    }
+  };
+  bool more = true;
+  while (more) {
+    const int rc = av_read_frame(c.get(), pkt.get());
+    if (rc == AVERROR_EOF) break;
+    AV_CHECK(rc, path + ": read error at frame " + std::to_string(index) + " (truncated file?)");
+    if (pkt->stream_index == c.index()) {
+      const int sent = avcodec_send_packet(dec.get(), pkt.get());
+      av_packet_unref(pkt.get());
+      AV_CHECK(sent, path + ": corrupt data at frame " + std::to_string(index));
+      more = drain();
+    } else {
+      av_packet_unref(pkt.get());
+    }
+  }
+  if (more) {  // end of file: flush the decoder's delayed frames
+    AV_CHECK(avcodec_send_packet(dec.get(), nullptr), path + ": cannot flush the decoder");
+    more = drain();
+  }
+  LOCKSTEP_REQUIRE(!more, path + ": decodes to " + std::to_string(index) + " frames, but frame " + std::to_string(last) +
+                              " is needed (truncated or damaged file?)");
+  return index;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,360 @@
+// video_import: see video_import.hpp.
+#include "io/import/video_import.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "io/import/text_fields.hpp"
+#include "io/import/video_decoder.hpp"
+#include "io/util/file_util.hpp"
+
+namespace lockstep::io {
+namespace {
+
+struct LabelRow {
+  std::string video;  // resolved path
+  std::string group;  // "" without groups
+  int64_t frame = 0;
+  std::string label;
+  int line = 0;
+};
+
+struct Video {
+  std::string path;
+  VideoProbe probe;
+  int64_t lo = 0, hi = 0;  // the frames its clips read
+  int64_t begin = 0, end = 0;  // its samples [begin, end) in source order
+};
+
+struct Clip {
+  int32_t video = 0;
+  int64_t frame = 0;
+};
+
+int64_t parse_frame(const std::string& s, const std::string& where) {
+  LOCKSTEP_REQUIRE(!s.empty() && s.size() < 16 && s.find_first_not_of("0123456789") == std::string::npos,
+                   where + ": frame '" + s + "' is not a frame index (0, 1, 2, ...)");
+  return std::stoll(s);
+}
+
+std::vector<LabelRow> read_label_csv(const std::string& path, const std::string& group_column) {
+  std::ifstream in(path);
+  LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the video label CSV");
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  std::string line;
+  LOCKSTEP_REQUIRE(static_cast<bool>(std::getline(in, line)), path + ": empty file (expected a header video,frame,label)");
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::vector<std::string> header = split_fields(line, ',');
+  auto column = [&](const std::string& name) -> int {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const int c_video = column("video"), c_frame = column("frame"), c_label = column("label");
+  LOCKSTEP_REQUIRE(c_video >= 0 && c_frame >= 0 && c_label >= 0,
+                   path + ":1: the header must name the columns video, frame and label (got '" + line + "')");
+  int c_group = -1;
+  if (group_column.empty()) {
+    c_group = column("trial");
+  } else if (group_column != "none") {
+    c_group = column(group_column);
+    LOCKSTEP_REQUIRE(c_group >= 0, path + ":1: no column '" + group_column + "' (--group-column) in the header");
+  }
+  const size_t width = header.size();
+  std::vector<LabelRow> rows;
+  for (int no = 2; std::getline(in, line); ++no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty()) continue;
+    const std::string where = path + ":" + std::to_string(no);
+    const std::vector<std::string> f = split_fields(line, ',');
+    LOCKSTEP_REQUIRE(f.size() == width, where + ": " + std::to_string(f.size()) + " fields, the header has " +
+                                            std::to_string(width));
+    LabelRow r;
+    LOCKSTEP_REQUIRE(!f[c_video].empty(), where + ": empty video");
+    r.video = f[c_video][0] == '/' ? f[c_video] : dir + "/" + f[c_video];
+    r.frame = parse_frame(f[c_frame], where);
+    r.label = f[c_label];
+    LOCKSTEP_REQUIRE(!r.label.empty(), where + ": empty label");
+    if (c_group >= 0) {
+      r.group = f[c_group];
+      LOCKSTEP_REQUIRE(!r.group.empty(), where + ": empty " + header[c_group]);
+    }
+    r.line = no;
+    rows.push_back(std::move(r));
+  }
+  LOCKSTEP_REQUIRE(!rows.empty(), path + ": no labelled frames");
+  return rows;
+}
+
+class VideoSource final : public SampleSource {
+ public:
+  VideoSource(std::string csv, DatasetSpec spec, std::vector<Video> videos, std::vector<Clip> clips,
+              std::vector<int64_t> labels, std::vector<int64_t> groups, FrameFormat format, int threads)
+      : csv_(std::move(csv)),
+        spec_(std::move(spec)),
+        videos_(std::move(videos)),
+        clips_(std::move(clips)),
+        labels_(std::move(labels)),
+        groups_(std::move(groups)),
+        format_(format),
+        threads_(std::max(1, threads)) {}
+  const DatasetSpec& spec() const override { return spec_; }
+  int64_t count() const override { return static_cast<int64_t>(clips_.size()); }
+  const std::vector<int64_t>& labels() const override { return labels_; }
+  const std::vector<int64_t>& groups() const override { return groups_; }
+  std::string name() const override { return csv_; }
+
+  void read(int64_t begin, int64_t n, void* out) override {
+    LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count(), csv_ + ": read past the end");
+    if (n == 0) return;
+    const int32_t v_first = clips_[static_cast<size_t>(begin)].video;
+    const int32_t v_last = clips_[static_cast<size_t>(begin + n - 1)].video;
+    decode_range(v_first, std::max(v_last, std::min<int32_t>(v_first + threads_ - 1, last_video())));
+    const int64_t t_len = spec_.sample_shape[1], c_len = spec_.sample_shape[0];
+    const size_t plane = static_cast<size_t>(spec_.sample_shape[2] * spec_.sample_shape[3]);
+    auto* dst = static_cast<uint8_t*>(out);
+    for (int64_t i = 0; i < n; ++i) {
+      const Clip& clip = clips_[static_cast<size_t>(begin + i)];
+      const Video& v = videos_[static_cast<size_t>(clip.video)];
+      const std::vector<uint8_t>& frames = decoded_.at(clip.video);
+      for (int64_t c = 0; c < c_len; ++c)
+        for (int64_t t = 0; t < t_len; ++t) {
+          const int64_t f = std::clamp<int64_t>(clip.frame - t_len / 2 + t, 0, v.probe.frames - 1) - v.lo;
+          const uint8_t* src = frames.data() + (static_cast<size_t>(f * c_len + c)) * plane;
+          std::copy(src, src + plane, dst + static_cast<size_t>((i * c_len + c) * t_len + t) * plane);
+        }
+    }
+    // Videos whose clips are all written are not needed again (reads go forward).
+    for (auto it = decoded_.begin(); it != decoded_.end();)
+      it = videos_[static_cast<size_t>(it->first)].end <= begin + n ? decoded_.erase(it) : std::next(it);
+    if (begin + n == count())
+      log::info0(fmt::format("[shard] {}: decoded {} frames of {} videos in {:.2f} s ({:.0f} frames/s, {} threads)", csv_,
+                             frames_decoded_, videos_.size(), decode_secs_,
+                             decode_secs_ > 0 ? static_cast<double>(frames_decoded_) / decode_secs_ : 0.0, threads_));
+  }
+
+ private:
+  int32_t last_video() const { return static_cast<int32_t>(videos_.size()) - 1; }
+
+  // Decodes videos [A, B] not decoded yet, THREADS_ at a time.
+  void decode_range(int32_t a, int32_t b) {
+    std::vector<int32_t> todo;
+    for (int32_t v = a; v <= b; ++v)
+      if (!decoded_.count(v)) todo.push_back(v);
+    if (todo.empty()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::vector<uint8_t>> bufs(todo.size());
+    std::vector<int64_t> counts(todo.size(), 0);
+    std::vector<std::exception_ptr> errors(todo.size());
+    std::atomic<size_t> next{0};
+    auto work = [&]() {
+      for (size_t k; (k = next.fetch_add(1)) < todo.size();) {
+        const Video& v = videos_[static_cast<size_t>(todo[k])];
+        try {
+          counts[k] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[k]);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    const size_t workers = std::min(todo.size(), static_cast<size_t>(threads_));
+    for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);  // the first failed video in source order
+    for (size_t k = 0; k < todo.size(); ++k) {
+      decoded_[todo[k]] = std::move(bufs[k]);
+      frames_decoded_ += counts[k];
+    }
+    decode_secs_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  std::string csv_;
+  DatasetSpec spec_;
+  std::vector<Video> videos_;
+  std::vector<Clip> clips_;
+  std::vector<int64_t> labels_, groups_;
+  FrameFormat format_;
+  int threads_;
+  std::map<int32_t, std::vector<uint8_t>> decoded_;  // video -> frames [lo, hi], C x H x W each
+  int64_t frames_decoded_ = 0;
+  double decode_secs_ = 0.0;
+};
+
+// One CSV's rows turned into videos and clips (steps 1-2 of the header).
+struct Planned {
+  std::vector<Video> videos;
+  std::vector<Clip> clips;
+  std::vector<int64_t> labels, groups;
+};
+
+Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, const std::map<std::string, int64_t>& class_id,
+                   const VideoOptions& opt, std::map<std::string, VideoProbe>* probes) {
+  Planned p;
+  std::map<std::string, int32_t> video_id;
+  std::map<std::string, std::pair<std::string, int>> group_video;        // group -> (video, line)
+  std::map<std::pair<int32_t, int64_t>, int> seen;                       // (video, frame) -> line
+  std::map<std::pair<int32_t, std::string>, std::vector<const LabelRow*>> runs;  // (video, group) -> rows
+  for (const LabelRow& r : rows) {
+    const std::string where = csv + ":" + std::to_string(r.line);
+    auto vit = video_id.find(r.video);
+    if (vit == video_id.end()) {
+      LOCKSTEP_REQUIRE(path_exists(r.video), where + ": video " + r.video + " not found");
+      auto pit = probes->find(r.video);
+      if (pit == probes->end()) pit = probes->emplace(r.video, probe_video(r.video)).first;
+      Video v;
+      v.path = r.video;
+      v.probe = pit->second;
+      vit = video_id.emplace(r.video, static_cast<int32_t>(p.videos.size())).first;
+      p.videos.push_back(v);
+    }
+    const Video& v = p.videos[static_cast<size_t>(vit->second)];
+    LOCKSTEP_REQUIRE(r.frame < v.probe.frames, where + ": frame " + std::to_string(r.frame) + " of " + r.video +
+                                                   " is past the video's end (it has " +
+                                                   std::to_string(v.probe.frames) + " frames)");
+    LOCKSTEP_REQUIRE(class_id.count(r.label), where + ": label '" + r.label + "' is not a class of the training CSV" +
+                                                  " (or --class-names)");
+    const auto [sit, fresh] = seen.emplace(std::make_pair(vit->second, r.frame), r.line);
+    LOCKSTEP_REQUIRE(fresh, where + ": frame " + std::to_string(r.frame) + " of " + r.video +
+                                " is labelled twice (also on line " + std::to_string(sit->second) + ")");
+    if (!r.group.empty()) {
+      const auto [git, first] = group_video.emplace(r.group, std::make_pair(r.video, r.line));
+      LOCKSTEP_REQUIRE(first || git->second.first == r.video,
+                       where + ": trial '" + r.group + "' is in " + r.video + ", but line " +
+                           std::to_string(git->second.second) + " put it in " + git->second.first +
+                           ": a trial must lie in one video");
+    }
+    runs[{vit->second, r.group}].push_back(&r);
+  }
+  // Every --clip-stride'th labelled frame of each trial, minus the edge clips when skipped.
+  std::map<std::string, int64_t> group_id;
+  std::vector<std::vector<std::pair<int64_t, const LabelRow*>>> per_video(p.videos.size());
+  const int64_t before = opt.clip_frames / 2, after = (opt.clip_frames - 1) / 2;
+  for (auto& [key, list] : runs) {
+    std::sort(list.begin(), list.end(), [](const LabelRow* a, const LabelRow* b) { return a->frame < b->frame; });
+    const Video& v = p.videos[static_cast<size_t>(key.first)];
+    for (size_t i = 0; i < list.size(); i += static_cast<size_t>(opt.clip_stride)) {
+      const int64_t f = list[i]->frame;
+      if (opt.skip_edges && (f - before < 0 || f + after >= v.probe.frames)) continue;
+      per_video[static_cast<size_t>(key.first)].emplace_back(f, list[i]);
+    }
+  }
+  for (size_t vi = 0; vi < p.videos.size(); ++vi) {
+    auto& list = per_video[vi];
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    Video& v = p.videos[vi];
+    v.begin = static_cast<int64_t>(p.clips.size());
+    v.lo = list.empty() ? 0 : std::max<int64_t>(0, list.front().first - before);
+    v.hi = list.empty() ? 0 : std::min<int64_t>(v.probe.frames - 1, list.back().first + after);
+    for (const auto& [f, row] : list) {
+      p.clips.push_back({static_cast<int32_t>(vi), f});
+      p.labels.push_back(class_id.at(row->label));
+      if (!row->group.empty())
+        p.groups.push_back(group_id.emplace(row->group, static_cast<int64_t>(group_id.size())).first->second);
+    }
+    v.end = static_cast<int64_t>(p.clips.size());
+  }
+  LOCKSTEP_REQUIRE(!p.clips.empty(), csv + ": no clips (every labelled frame is too close to its video's edge for "
+                                           "--clip-edges skip)");
+  return p;
+}
+
+}  // namespace
+
+void parse_frame_size(const std::string& text, VideoOptions* opt) {
+  const auto x = text.find('x');
+  const std::string h = text.substr(0, x), w = x == std::string::npos ? "" : text.substr(x + 1);
+  auto ok = [](const std::string& s) {
+    return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) > 0;
+  };
+  if (!ok(h) || !ok(w)) throw UsageError("--frame-size must be HxW (e.g. 112x112), not '" + text + "'");
+  opt->height = std::stoi(h);
+  opt->width = std::stoi(w);
+}
+
+std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std::string>>& split_files,
+                                   const VideoOptions& opt, const std::vector<std::string>& class_names,
+                                   std::vector<std::string>* names, std::vector<std::string>* files) {
+  if (opt.clip_frames < 1) throw UsageError("--clip-frames must be at least 1");
+  if (opt.clip_stride < 1) throw UsageError("--clip-stride must be at least 1");
+  std::vector<std::vector<LabelRow>> csvs;
+  for (const auto& [split, file] : split_files) csvs.push_back(read_label_csv(file, opt.group_column));
+  *names = class_names;
+  if (names->empty()) {
+    std::set<std::string> labels;
+    for (const LabelRow& r : csvs[0]) labels.insert(r.label);
+    names->assign(labels.begin(), labels.end());
+  }
+  std::map<std::string, int64_t> class_id;
+  for (size_t i = 0; i < names->size(); ++i) class_id[(*names)[i]] = static_cast<int64_t>(i);
+
+  std::map<std::string, VideoProbe> probes;
+  std::vector<Planned> plans;
+  for (size_t s = 0; s < csvs.size(); ++s)
+    plans.push_back(plan_clips(split_files[s].second, csvs[s], class_id, opt, &probes));
+  // One sample shape for every split.
+  FrameFormat format;
+  format.rgb = opt.rgb;
+  format.height = opt.height;
+  format.width = opt.width;
+  const Video& first = plans[0].videos[0];
+  for (const Planned& p : plans)
+    for (const Video& v : p.videos) {
+      files->push_back(v.path);
+      if (opt.height == 0)
+        LOCKSTEP_REQUIRE(v.probe.width == first.probe.width && v.probe.height == first.probe.height,
+                         v.path + " is " + std::to_string(v.probe.width) + "x" + std::to_string(v.probe.height) +
+                             " (WxH), " + first.path + " is " + std::to_string(first.probe.width) + "x" +
+                             std::to_string(first.probe.height) + ": pass --frame-size HxW to resize them all");
+    }
+  if (format.height == 0) {
+    format.height = first.probe.height;
+    format.width = first.probe.width;
+  }
+  // A video or trial in both training and test makes the test measure seen footage.
+  for (size_t s = 1; s < csvs.size(); ++s) {
+    std::set<std::string> train_videos, train_groups;
+    for (const LabelRow& r : csvs[0]) {
+      train_videos.insert(r.video);
+      if (!r.group.empty()) train_groups.insert(r.group);
+    }
+    std::set<std::string> shared_videos, shared_groups;
+    for (const LabelRow& r : csvs[s]) {
+      if (train_videos.count(r.video)) shared_videos.insert(r.video);
+      if (!r.group.empty() && train_groups.count(r.group)) shared_groups.insert(r.group);
+    }
+    if (!shared_videos.empty() || !shared_groups.empty())
+      log::warn(split_files[s].second + ": " + std::to_string(shared_videos.size()) + " video(s) and " +
+                std::to_string(shared_groups.size()) + " trial(s) also in the training CSV: the " + split_files[s].first +
+                " split does not measure unseen footage");
+  }
+  DatasetSpec spec;
+  spec.sample_shape = {format.channels(), opt.clip_frames, format.height, format.width};
+  spec.dtype = DType::kUInt8;
+  spec.labeled = true;
+  spec.num_classes = static_cast<int64_t>(names->size());
+  spec.class_names = *names;
+  const int threads = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<InputSplit> out;
+  for (size_t s = 0; s < plans.size(); ++s) {
+    Planned& p = plans[s];
+    out.push_back({split_files[s].first,
+                   std::make_unique<VideoSource>(split_files[s].second, spec, std::move(p.videos), std::move(p.clips),
+                                                 std::move(p.labels), std::move(p.groups), format, threads),
+                   s == 0});
+  }
+  return out;
+}
+
+}  // namespace lockstep::io

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Video end to end: rendered behaviour videos encoded by the ffmpeg CLI (mp4, mkv, avi)
+# -> video:LABELS.csv import (clips [1,17,32,32], trial-wise validation) -> c3d and r3d
+# on 2 ranks with 5-D augmentation, class weights, macro-F1 and best-by-F1 -> activation
+# checkpointing -> every bad video input refused with one line, nothing committed.
+source "$(dirname "$0")/common.sh" "$@"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+command -v ffmpeg >/dev/null || fail "ffmpeg is not installed (.ci/setup installs it)"
+export LOCKSTEP LOCKSTEP_PYTHON=$PYTHON
+
+# 1. A small set, made by the job's own script: 6 training videos, 2 test videos.
+bash "$ROOT/jobs/data/video_behaviour.sh" "$WORK/vb" 6 2 >"$WORK/make.txt" 2>&1 || { cat "$WORK/make.txt"; fail "video_behaviour.sh"; }
+grep -Eq "decoded [0-9]+ frames of 6 videos" make.txt || { cat make.txt; fail "no decode summary"; }
+ls vb.src/videos | grep -q '\.mkv$' && ls vb.src/videos | grep -q '\.avi$' && ls vb.src/videos | grep -q '\.mp4$' ||
+  fail "the set should hold mp4, mkv and avi files"
+expect_rc 0 "$LOCKSTEP" inspect vb --verify
+expect_output "samples +1x17x32x32 uint8"
+expect_output "classes +5: down, left, rest, right, up"
+expect_output "^ok +test-00000-of-00004.h5"
+# Clips hold the decoded frames: the labelled frame is the middle one, and its sprite sits
+# where the CSV's motion put it (the sprite moves 1 px/frame at 32 px: consecutive frames differ).
+"$PYTHON" - vb/train-00000-of-00004.h5 <<'PY' || fail "clip contents"
+import sys, h5py, numpy as np
+x = h5py.File(sys.argv[1], "r")["samples"][:64].astype(np.int16)
+assert x.shape[1:] == (1, 17, 32, 32), x.shape
+assert x.std() > 5, "blank clips"
+# Every clip is a run of 17 distinct frames (noise differs frame to frame), not one frame repeated.
+assert all(np.abs(np.diff(c[0], axis=0)).mean() > 0.5 for c in x), "clips repeat one frame"
+PY
+pass "rendered mp4/mkv/avi videos import as [1,17,32,32] clips and verify"
+
+# 2. Trial-wise split: the validation split's clip count is a sum of whole trials' counts
+# (every trial's clips in one split; the unit tests check the grouping itself).
+"$PYTHON" - vb.src/train.csv vb/manifest.json <<'PY' || fail "validation split is not trial-wise"
+import csv, json, sys, itertools, collections
+rows = list(csv.DictReader(open(sys.argv[1])))
+per_trial = collections.Counter()
+by_trial = collections.defaultdict(list)
+for r in rows: by_trial[r["trial"]].append(int(r["frame"]))
+for t, frames in by_trial.items(): per_trial[t] = len(frames[::2])   # --clip-stride 2
+val = json.load(open(sys.argv[2]))["splits"]["val"]["count"]
+sizes = sorted(per_trial.values())
+# Some set of whole trials has exactly the validation count.
+reach = {0}
+for s in sizes: reach |= {r + s for r in reach}
+assert val in reach, (val, sizes)
+print("val", val, "clips from whole trials of sizes", sizes[:5], "...")
+PY
+pass "the validation split holds whole trials"
+
+# 3. c3d on 2 ranks: every 5-D augmentation, class weights, macro-F1, best by F1, sync-BN.
+ARGS=(--data vb --model c3d --model.width 8 --epochs 3 --batch-size 16 --optimizer adam --lr 0.003
+      --train.class-weights auto --ckpt.best-metric val_f1 --log-every 10 --data.random-crop 2
+      --data.time-jitter 1 --data.brightness 0.2 --data.contrast 0.2 --data.hflip true)
+expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir c3d --model.sync-bn true
+expect_output "sync-bn over 4 layer"
+expect_output "per-class metrics"
+expect_output "macro-F1 [0-9.]+"
+expect_output "finished at step [0-9]+: .*val_f1 [0-9.]+, test_acc [0-9.]+ test_f1 [0-9.]+ \(the best val_f1 checkpoint"
+"$PYTHON" - c3d/metrics.jsonl <<'PY' || fail "metrics rows of the video run"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+epochs = [r for r in rows if r["kind"] == "epoch"]
+assert len(epochs) == 3 and all("val_f1" in r for r in epochs), epochs
+assert epochs[-1]["train_loss"] < epochs[0]["train_loss"], "loss did not fall"
+assert max(r["val_f1"] for r in epochs) > 0.4, "c3d learned nothing"
+PY
+pass "c3d trains on 2 ranks with 5-D augmentation, class weights and best-by-F1"
+
+# 4. r3d-10 with activation checkpointing on 2 ranks, resumed, then evaluated.
+expect_rc 0 run_mpi 2 train --data vb --model r3d --model.depth 10 --model.width 4 --epochs 1 --batch-size 16 \
+  --model.checkpoint-activations --run-dir r3d
+expect_rc 0 run_mpi 2 train --data vb --model r3d --model.depth 10 --model.width 4 --epochs 2 --batch-size 16 \
+  --model.checkpoint-activations --run-dir r3d --resume auto
+expect_output "resum"
+expect_rc 0 "$LOCKSTEP" evaluate --checkpoint r3d/checkpoints/best.ckpt --data vb --split test
+expect_output "macro-F1"
+pass "r3d-10 with checkpointed activations trains, resumes and evaluates"
+
+# 5. Options that do not fit the data are refused before training.
+make_slice fm 200 1
+expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --data.time-jitter 2 --run-dir bad
+expect_output "--data.time-jitter shifts video clips \[C,T,H,W\]"
+expect_rc 2 "$LOCKSTEP" train --data vb --model cnn --epochs 1 --run-dir bad
+expect_output "needs image samples"
+expect_rc 2 "$LOCKSTEP" train --data vb --model mlp --model.checkpoint-activations --epochs 1 --run-dir bad
+expect_output "checkpoint-activations is built into resnet, r3d and c3d"
+pass "time jitter on images, 2-D models on clips, checkpointing on mlp: refused"
+
+# 6. Bad input: one line naming the file (and line or frame), exit 1, nothing committed —
+# a previous dataset in the output stays as it was.
+mkdir -p bad.src && cp -r vb.src/videos bad.src/
+head -1 vb.src/train.csv >bad.src/ok.csv && grep ',train-00-t0,' vb.src/train.csv >>bad.src/ok.csv
+expect_rc 0 "$LOCKSTEP" shard --input video:bad.src/ok.csv --output keep --val-fraction 0 --clip-frames 5
+cp keep/manifest.json keep.manifest
+refused() {  # refused CSV-BODY REGEX: importing it fails with one line matching REGEX
+  { head -1 vb.src/train.csv; printf '%s\n' "$1"; } >bad.src/bad.csv
+  expect_rc 1 "$LOCKSTEP" shard --input video:bad.src/bad.csv --output keep --val-fraction 0 --clip-frames 5 --force
+  expect_output "$2"
+  [ "$(grep -c . "$WORK/out.txt")" -le 2 ] || { cat "$WORK/out.txt"; fail "more than one error line"; }
+  cmp -s keep/manifest.json keep.manifest || fail "a failed import changed the committed dataset"
+  ! ls keep | grep -q '\.tmp\.' || fail "temp files left behind"
+}
+FIRST=$(sed -n 2p vb.src/train.csv)
+VIDEO=$(echo "$FIRST" | cut -d, -f1)
+FRAMES=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "vb.src/$VIDEO")
+refused "$VIDEO,t-x,$FRAMES,rest" "bad.csv:2: frame $FRAMES of .*$VIDEO is past the video's end \(it has $FRAMES frames\)"
+refused "videos/nope.mp4,t-x,3,rest" "bad.csv:2: video .*videos/nope.mp4 not found"
+OTHER=$(cut -d, -f1 vb.src/train.csv | sed 1d | sort -u | grep -v "^$VIDEO\$" | head -1)
+refused "$(printf '%s,t-x,3,rest\n%s,t-x,4,rest' "$VIDEO" "$OTHER")" "bad.csv:3: trial 't-x' is in .* a trial must lie in one video"
+refused "$VIDEO,t-x,abc,rest" "bad.csv:2: frame 'abc' is not a frame index"
+# A truncated video (cut mid-stream: mkv opens, then ends early) and a file that is no video.
+MKV=$(ls vb.src/videos | grep '\.mkv$' | head -1)
+head -c $(( $(stat -c %s "vb.src/videos/$MKV") / 2 )) "vb.src/videos/$MKV" >bad.src/videos/cut.mkv
+refused "videos/cut.mkv,t-x,$((FRAMES - 1)),rest" "cut.mkv.*(past the video's end|decodes to [0-9]+ frames, but frame [0-9]+ is needed)"
+echo "not a video" >bad.src/videos/text.mp4
+refused "videos/text.mp4,t-x,1,rest" "text.mp4: cannot open as video"
+expect_rc 0 "$LOCKSTEP" inspect keep --verify
+pass "bad videos and labels are refused with one line; the committed dataset is untouched"

@@ -1,0 +1,211 @@
+// The video importer on real encoded files (made here with the ffmpeg CLI): decoding
+// against the CLI, clip centring and edges, stride, groups, RGB planes, and every refusal
+// of bad input (truncated, variable frame rate, size change, bad labels).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "io/import/video_decoder.hpp"
+#include "io/import/video_import.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+using namespace lockstep::io;
+
+namespace {
+
+bool have_ffmpeg() { return std::system("ffmpeg -version >/dev/null 2>&1") == 0; }
+
+void sh(const std::string& cmd) {
+  const int rc = std::system(("(" + cmd + ") >/dev/null 2>&1").c_str());
+  if (rc != 0) throw Error("command failed: " + cmd);
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// FRAMES frames of W x H gray, frame k uniformly 10*k, losslessly encoded (FFV1): decoded
+// values are exact.
+void ramp_video(const std::string& path, int frames, int w = 8, int h = 8) {
+  const std::string raw = path + ".raw";
+  {
+    std::ofstream out(raw, std::ios::binary);
+    for (int k = 0; k < frames; ++k) out << std::string(static_cast<size_t>(w * h), static_cast<char>(10 * k));
+  }
+  sh("ffmpeg -v error -y -f rawvideo -pix_fmt gray -s " + std::to_string(w) + "x" + std::to_string(h) +
+     " -r 25 -i " + raw + " -c:v ffv1 " + path);
+  std::remove(raw.c_str());
+}
+
+std::unique_ptr<SampleSource> open_one(const std::string& csv, const VideoOptions& opt,
+                                       std::vector<std::string>* names = nullptr) {
+  std::vector<std::string> n, files;
+  auto inputs = open_video({{"train", csv}}, opt, {}, names ? names : &n, &files);
+  return std::move(inputs.at(0).source);
+}
+
+std::vector<uint8_t> read_all(SampleSource& src) {
+  std::vector<uint8_t> out(static_cast<size_t>(src.count()) * src.spec().sample_bytes());
+  src.read(0, src.count(), out.data());
+  return out;
+}
+
+class VideoImport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_ffmpeg()) GTEST_SKIP() << "no ffmpeg CLI to make test videos";
+    dir_ = lockstep::testing::fresh_dir("video");
+  }
+  std::string dir_;
+};
+
+TEST_F(VideoImport, DecodesLikeTheFfmpegCli) {
+  const std::string v = dir_ + "/pattern.mp4";
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=64x48:rate=25 -frames:v 30 -c:v libx264 -pix_fmt yuv420p " + v);
+  const VideoProbe p = probe_video(v);
+  EXPECT_EQ(p.frames, 30);
+  EXPECT_EQ(p.width, 64);
+  EXPECT_EQ(p.height, 48);
+  EXPECT_NEAR(p.fps, 25.0, 1e-6);
+  FrameFormat f;
+  f.width = 32;
+  f.height = 24;
+  std::vector<uint8_t> ours;
+  EXPECT_EQ(decode_frames(v, 0, 29, f, &ours), 30);
+  ASSERT_EQ(ours.size(), 30u * 32 * 24);
+  sh("ffmpeg -v error -i " + v + " -vf scale=32:24:flags=area -pix_fmt gray -f rawvideo " + dir_ + "/cli.raw");
+  std::ifstream in(dir_ + "/cli.raw", std::ios::binary);
+  const std::string cli((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(cli.size(), ours.size());
+  int worst = 0;
+  for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::abs(ours[i] - static_cast<uint8_t>(cli[i])));
+  EXPECT_LE(worst, 2);
+  // A later range is the same frames.
+  std::vector<uint8_t> tail;
+  EXPECT_EQ(decode_frames(v, 20, 24, f, &tail), 25);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), ours.begin() + 20 * 32 * 24));
+}
+
+TEST_F(VideoImport, ClipsAreCentredOnTheLabelledFrameAndPaddedAtEdges) {
+  ramp_video(dir_ + "/a.mkv", 20);
+  write_text(dir_ + "/labels.csv", "video,trial,frame,label\na.mkv,t1,0,rest\na.mkv,t1,5,walk\na.mkv,t2,19,rest\n");
+  VideoOptions opt;
+  opt.clip_frames = 5;
+  std::vector<std::string> names;
+  auto src = open_one(dir_ + "/labels.csv", opt, &names);
+  EXPECT_EQ(names, (std::vector<std::string>{"rest", "walk"}));
+  EXPECT_EQ(src->spec().sample_shape, (std::vector<int64_t>{1, 5, 8, 8}));
+  ASSERT_EQ(src->count(), 3);
+  EXPECT_EQ(src->labels(), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(src->groups(), (std::vector<int64_t>{0, 0, 1}));
+  const auto data = read_all(*src);
+  const std::vector<std::vector<int>> want{{0, 0, 0, 1, 2}, {3, 4, 5, 6, 7}, {17, 18, 19, 19, 19}};
+  for (size_t s = 0; s < 3; ++s)
+    for (size_t t = 0; t < 5; ++t) {
+      const size_t at = (s * 5 + t) * 64;
+      EXPECT_EQ(data[at], 10 * want[s][t]) << "clip " << s << " frame " << t;
+      EXPECT_EQ(data[at + 63], 10 * want[s][t]);
+    }
+  opt.skip_edges = true;
+  auto skipped = open_one(dir_ + "/labels.csv", opt);
+  EXPECT_EQ(skipped->count(), 1);
+  EXPECT_EQ(skipped->labels(), (std::vector<int64_t>{1}));
+}
+
+TEST_F(VideoImport, StrideTakesEveryNthLabelledFramePerTrial) {
+  ramp_video(dir_ + "/a.mkv", 12);
+  std::string csv = "frame,label,video,trial\n";
+  for (int f = 0; f < 10; ++f) csv += std::to_string(f) + ",x,a.mkv," + (f < 5 ? "t1" : "t2") + "\n";
+  write_text(dir_ + "/labels.csv", csv);
+  VideoOptions opt;
+  opt.clip_frames = 1;
+  opt.clip_stride = 3;
+  auto src = open_one(dir_ + "/labels.csv", opt);
+  const auto data = read_all(*src);
+  ASSERT_EQ(src->count(), 4);  // t1: 0, 3; t2: 5, 8
+  const std::vector<int> want{0, 3, 5, 8};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(data[i * 64], 10 * want[i]);
+  opt.group_column = "none";
+  EXPECT_TRUE(open_one(dir_ + "/labels.csv", opt)->groups().empty());
+}
+
+TEST_F(VideoImport, RgbKeepsThePlanesInOrder) {
+  sh("ffmpeg -v error -f lavfi -i color=c=red:size=16x16:rate=25 -frames:v 3 -c:v ffv1 -pix_fmt bgr0 " + dir_ + "/red.mkv");
+  write_text(dir_ + "/labels.csv", "video,frame,label\nred.mkv,1,r\n");
+  VideoOptions opt;
+  opt.clip_frames = 3;
+  opt.rgb = true;
+  auto src = open_one(dir_ + "/labels.csv", opt);
+  EXPECT_EQ(src->spec().sample_shape, (std::vector<int64_t>{3, 3, 16, 16}));
+  const auto data = read_all(*src);
+  const size_t plane = 3 * 16 * 16;
+  EXPECT_GE(data[0], 250);          // R
+  EXPECT_LE(data[plane], 5);        // G
+  EXPECT_LE(data[2 * plane], 5);    // B
+}
+
+TEST_F(VideoImport, BadLabelsAreRefusedNamingTheLine) {
+  ramp_video(dir_ + "/a.mkv", 10);
+  ramp_video(dir_ + "/b.mkv", 10);
+  const std::string csv = dir_ + "/labels.csv";
+  const VideoOptions opt;
+  write_text(csv, "video,trial,frame,label\na.mkv,t1,3,x\na.mkv,t1,10,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "labels.csv:3: frame 10 of " + dir_ + "/a.mkv is past the video's end (it has 10 frames)");
+  write_text(csv, "video,trial,frame,label\nmissing.mkv,t1,3,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "labels.csv:2: video");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "missing.mkv not found");
+  write_text(csv, "video,trial,frame,label\na.mkv,t1,3,x\nb.mkv,t1,4,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "labels.csv:3: trial 't1' is in");
+  write_text(csv, "video,trial,frame,label\na.mkv,t1,3,x\na.mkv,t1,3,y\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "labels.csv:3: frame 3 of");
+  write_text(csv, "video,trial,frame,label\na.mkv,t1,-3,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "labels.csv:2: frame '-3' is not a frame index");
+  write_text(csv, "video,time,label\na.mkv,3,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, opt), "the header must name the columns video, frame and label");
+  VideoOptions grouped;
+  grouped.group_column = "subject";
+  write_text(csv, "video,trial,frame,label\na.mkv,t1,3,x\n");
+  EXPECT_ERROR_CONTAINS(open_one(csv, grouped), "no column 'subject'");
+  // A test label the training CSV does not have.
+  write_text(dir_ + "/test.csv", "video,trial,frame,label\nb.mkv,t9,3,y\n");
+  std::vector<std::string> names, files;
+  EXPECT_ERROR_CONTAINS(open_video({{"train", csv}, {"test", dir_ + "/test.csv"}}, opt, {}, &names, &files),
+                        "test.csv:2: label 'y' is not a class");
+}
+
+TEST_F(VideoImport, BrokenVideosAreRefusedNamingTheFileAndFrame) {
+  // Truncated: the container opens, the stream ends early.
+  ramp_video(dir_ + "/full.mkv", 40, 64, 64);
+  sh("head -c $(( $(stat -c %s " + dir_ + "/full.mkv) / 2 )) " + dir_ + "/full.mkv > " + dir_ + "/cut.mkv");
+  FrameFormat f;
+  std::vector<uint8_t> out;
+  EXPECT_ERROR_CONTAINS(decode_frames(dir_ + "/cut.mkv", 0, 39, f, &out), "cut.mkv: decodes to");
+  // Not a video at all.
+  write_text(dir_ + "/notes.mp4", "not a video\n");
+  EXPECT_ERROR_CONTAINS(probe_video(dir_ + "/notes.mp4"), "notes.mp4: cannot open as video");
+  // The frame rate changes (25 fps, then 10 fps).
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=32x32:rate=25 -frames:v 10 -c:v ffv1 " + dir_ + "/f25.mkv");
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=32x32:rate=10 -frames:v 10 -c:v ffv1 " + dir_ + "/f10.mkv");
+  sh("ffmpeg -v error -i " + dir_ + "/f25.mkv -i " + dir_ + "/f10.mkv -filter_complex [0:v][1:v]concat=n=2:v=1 "
+     "-fps_mode passthrough -c:v ffv1 " + dir_ + "/vfr.mkv");
+  EXPECT_ERROR_CONTAINS(probe_video(dir_ + "/vfr.mkv"), "vfr.mkv: the frame rate changes at frame 11 (a frame interval of 100.0");
+  // The frame size changes (a raw H.264 stream of 32x32, then 48x48 frames).
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=32x32:rate=25 -frames:v 5 -c:v libx264 -f h264 " + dir_ + "/a.h264");
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=48x48:rate=25 -frames:v 5 -c:v libx264 -f h264 " + dir_ + "/b.h264");
+  sh("cat " + dir_ + "/a.h264 " + dir_ + "/b.h264 > " + dir_ + "/grow.h264");
+  EXPECT_ERROR_CONTAINS(decode_frames(dir_ + "/grow.h264", 0, 9, f, &out),
+                        "grow.h264: frame 5 is 48x48, the video started at 32x32");
+  // Through the importer: videos of two sizes need --frame-size.
+  ramp_video(dir_ + "/small.mkv", 5, 8, 8);
+  ramp_video(dir_ + "/big.mkv", 5, 16, 16);
+  write_text(dir_ + "/sizes.csv", "video,frame,label\nsmall.mkv,1,x\nbig.mkv,1,x\n");
+  VideoOptions opt;
+  opt.clip_frames = 1;
+  EXPECT_ERROR_CONTAINS(open_one(dir_ + "/sizes.csv", opt), "pass --frame-size HxW");
+  parse_frame_size("4x6", &opt);
+  EXPECT_EQ(open_one(dir_ + "/sizes.csv", opt)->spec().sample_shape, (std::vector<int64_t>{1, 1, 4, 6}));
+  EXPECT_THROW(parse_frame_size("4by6", &opt), UsageError);
+}
+
+}  // namespace
