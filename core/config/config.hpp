@@ -89,6 +89,7 @@ struct Config {
   Overlap overlap = Overlap::kAuto;  // reduce buckets during backward (core/dist/placement.hpp)
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
+  std::string trace_steps;          // "A-B": a Chrome trace per rank of those steps (core/train/step_trace.hpp)
   int straggler_windows = 3;        // warn when one rank is the slowest this many log windows in a row (0: off)
   double straggler_percent = 20.0;  // ... each time this much slower than the median rank
   bool sync_buffers = false;    // before evaluation/checkpoints: average BatchNorm statistics (else rank 0's)

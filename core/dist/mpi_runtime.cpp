@@ -1,6 +1,11 @@
 // mpi_runtime: see mpi_runtime.hpp.
 #include "core/dist/mpi_runtime.hpp"
 
+#include "core/base/clock.hpp"
+#include "core/dist/flight_dump.hpp"
+#include "core/dist/stop_signal.hpp"
+#include "io/util/file_util.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,10 +55,46 @@ MpiRuntime::~MpiRuntime() {
 }
 
 void MpiRuntime::start_watchdog(double timeout_s) {
-  watchdog_ = std::make_unique<Watchdog>(timeout_s, [this](const std::string& cause) {
+  watchdog_ = std::make_unique<Watchdog>(timeout_s, [this, timeout_s](const std::string& cause) {
     log::error(cause);
+    dump_flight(/*diagnose=*/true, std::clamp(timeout_s / 4, 2.0, 10.0), /*error=*/true);
     abort(kExitFailure);
   });
+  watchdog_->set_tick([this] {
+    if (stop_signal::take_dump_request()) dump_flight(/*diagnose=*/true, 3.0, /*error=*/false);
+  });
+}
+
+void MpiRuntime::set_flight_dir(const std::string& dir) const {
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  flight_dir_ = dir;
+  if (!dir.empty()) io::remove_file(dir + "/rank-" + std::to_string(rank_) + ".json");  // a stale record
+}
+
+void MpiRuntime::dump_flight(bool diagnose, double grace, bool error) const {
+  if (!watchdog_) return;
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(hooks_mu_);
+    dir = flight_dir_;
+  }
+  const auto say = [error](const std::string& line) { error ? log::error(line) : log::warn(line); };
+  try {
+    const double since = unix_seconds() - 1.0;
+    const std::string json = watchdog_->flight().to_json(rank_, host_);
+    if (dir.empty()) {
+      for (const auto& line : diagnose_flight({parse_flight_dump(json, "flight record")}, 1, unix_seconds()))
+        say("flight recorder: " + line);
+      return;
+    }
+    write_flight_dump(dir, rank_, json);
+    say("flight record written to " + dir + "/rank-" + std::to_string(rank_) + ".json");
+    if (!diagnose) return;
+    if (const auto lines = diagnose_flight_dir(dir, rank_, size_, since, grace))
+      for (const auto& line : *lines) say("flight recorder: " + line);
+  } catch (const std::exception& e) {
+    say(std::string("flight recorder: could not dump: ") + e.what());
+  }
 }
 
 uint64_t MpiRuntime::add_abort_hook(std::function<void()> hook) const {
@@ -126,7 +167,8 @@ void MpiRuntime::allreduce_min(double* data, int n) const {
 namespace lockstep {
 
 void MpiRuntime::send_bytes(const void* data, size_t n, int dest, const std::string& what) const {
-  Watchdog::Scope watch(watchdog_.get(), "MPI_Send of " + what + " to rank " + std::to_string(dest));
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Send of " + what + " to rank " + std::to_string(dest),
+                        /*collective=*/false);
   uint64_t len = n;
   MPI_CHECK(MPI_Send(&len, 1, MPI_UINT64_T, dest, 0, comm_));
   const auto* p = static_cast<const char*>(data);
@@ -139,7 +181,8 @@ void MpiRuntime::send_bytes(const void* data, size_t n, int dest, const std::str
 }
 
 std::vector<uint8_t> MpiRuntime::recv_bytes(int source, const std::string& what) const {
-  Watchdog::Scope watch(watchdog_.get(), "MPI_Recv of " + what + " from rank " + std::to_string(source));
+  Watchdog::Scope watch(watchdog_.get(), "MPI_Recv of " + what + " from rank " + std::to_string(source),
+                        /*collective=*/false);
   uint64_t len = 0;
   MPI_CHECK(MPI_Recv(&len, 1, MPI_UINT64_T, source, 0, comm_, MPI_STATUS_IGNORE));
   std::vector<uint8_t> out(len);

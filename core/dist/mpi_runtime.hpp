@@ -51,6 +51,13 @@ class MpiRuntime {
   // reported with rank and host, abort hooks run (NCCL), and the job ends (MPI_Abort).
   void start_watchdog(double timeout_s);
   Watchdog* watchdog() const { return watchdog_.get(); }
+  // Where this rank's flight record goes (flight_dump.hpp): on a watchdog failure (then
+  // the ranks' records are diagnosed before the job ends) and on SIGUSR2 (the job goes
+  // on). Empty: nowhere (the diagnosis is still logged from this rank's own record).
+  void set_flight_dir(const std::string& dir) const;
+  // Writes this rank's record; DIAGNOSE: then waits up to GRACE s for the others' and logs
+  // the cross-rank diagnosis (one rank does). Never throws.
+  void dump_flight(bool diagnose, double grace, bool error) const;
   // Abort hooks (NCCL: ncclCommAbort) run by abort() before MPI_Abort. The registry is
   // locked: a hook is added and removed by its communicator's thread while the watchdog
   // thread may be running abort(); remove_abort_hook returns only when that hook can no
@@ -86,6 +93,7 @@ class MpiRuntime {
   mutable std::mutex hooks_mu_;
   mutable std::map<uint64_t, std::function<void()>> abort_hooks_;  // registered by communicators
   mutable uint64_t next_hook_ = 1;
+  mutable std::string flight_dir_;  // guarded by hooks_mu_
   std::unique_ptr<Watchdog> watchdog_;  // last member: stopped first
 };
 

@@ -10,6 +10,9 @@ namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 volatile std::sig_atomic_t g_durable = 0;
+volatile std::sig_atomic_t g_dump = 0;
+
+void on_dump_signal(int) { g_dump = 1; }
 
 void on_signal(int sig) {
   if (g_signal != 0) _exit(g_durable ? 3 : 128 + sig);  // second signal: no more waiting
@@ -25,6 +28,17 @@ void install() {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
+  struct sigaction dump {};
+  dump.sa_handler = on_dump_signal;
+  sigemptyset(&dump.sa_mask);
+  dump.sa_flags = SA_RESTART;
+  sigaction(SIGUSR2, &dump, nullptr);
+}
+
+bool take_dump_request() {
+  if (!g_dump) return false;
+  g_dump = 0;
+  return true;
 }
 
 int pending() { return static_cast<int>(g_signal); }

@@ -1,5 +1,6 @@
 // stop_signal: SIGTERM / SIGUSR1 (Slurm's time limit and --signal=USR1@T) stop a run
-// cleanly.
+// cleanly; SIGUSR2 asks every rank for its flight record (mpi_runtime.hpp) and nothing
+// else.
 //
 // 1. install() sets handlers; the first signal only sets a flag (async-signal-safe);
 // 2. at every step boundary all ranks agree on the flag (one MPI_Allreduce of one
@@ -18,5 +19,8 @@ namespace lockstep::stop_signal {
 void install();
 int pending();  // the first signal number received, 0 if none
 void mark_durable();  // the stop checkpoint is on disk: a further signal exits 3
+// SIGUSR2 (installed with the others): asks for a flight-record dump, the run goes on.
+// True once per signal received.
+bool take_dump_request();
 
 }  // namespace lockstep::stop_signal

@@ -18,21 +18,29 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-uint64_t Watchdog::begin(const std::string& what) {
+uint64_t Watchdog::begin(const std::string& what, bool collective) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
-  open_.emplace(id, Op{what, std::chrono::steady_clock::now(), {}});
+  open_.emplace(id, Op{what, std::chrono::steady_clock::now(), {}, nullptr, collective ? flight_.begin(what) : 0});
   return id;
 }
 
 void Watchdog::end(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  open_.erase(id);
+  const auto it = open_.find(id);
+  if (it == open_.end()) return;
+  if (it->second.seq) flight_.end(it->second.seq);
+  open_.erase(it);
 }
 
 void Watchdog::watch(const std::string& what, std::function<Poll()> poll, const void* owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  open_.emplace(next_id_++, Op{what, std::chrono::steady_clock::now(), std::move(poll), owner});
+  open_.emplace(next_id_++, Op{what, std::chrono::steady_clock::now(), std::move(poll), owner, flight_.begin(what)});
+}
+
+void Watchdog::set_tick(std::function<void()> tick) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tick_ = std::move(tick);
 }
 
 void Watchdog::forget(const void* owner) {
@@ -53,16 +61,25 @@ void Watchdog::run() {
   while (!stop_) {
     cv_.wait_for(lock, period, [&] { return stop_; });
     if (stop_ || fired_) continue;
+    if (tick_) {
+      const auto tick = tick_;
+      lock.unlock();
+      tick();
+      lock.lock();
+      if (stop_ || fired_) continue;
+    }
     const auto now = std::chrono::steady_clock::now();
     for (auto it = open_.begin(); it != open_.end();) {
       if (it->second.poll) {
         const Poll p = it->second.poll();
         if (p.state == Poll::kDone) {
+          if (it->second.seq) flight_.end(it->second.seq);
           it = open_.erase(it);
           continue;
         }
         if (p.state == Poll::kFailed) {
           const std::string cause = it->second.what + " failed: " + p.error + "; ending the job";
+          if (it->second.seq) flight_.end(it->second.seq, true);
           open_.erase(it);
           fire(lock, cause);
           break;

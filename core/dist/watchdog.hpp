@@ -8,7 +8,12 @@
 //    timeout, or one whose poll reports a failure, triggers on_failure once, with a
 //    root-cause line naming the collective; the runtime's handler logs it with rank and
 //    host, aborts NCCL communicators, and ends the job with MPI_Abort.
-// 3. The watchdog owns no communicator; it calls MPI only through the handler. Polls run
+// 3. Every collective it watches also goes to its flight recorder (flight_recorder.hpp),
+//    point-to-point messages (collective = false) do not: the recorder's sequence numbers
+//    must mean the same operation on every rank.
+// 4. A tick function, when set, runs on the watchdog thread every period, outside its lock
+//    (the runtime's: a flight-record dump asked for by SIGUSR2).
+// 5. The watchdog owns no communicator; it calls MPI only through the handler. Polls run
 //    under the watchdog's lock: a communicator calls forget(itself) before it destroys what
 //    its polls touch, and no poll of it runs after forget returns.
 #pragma once
@@ -20,6 +25,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "core/dist/flight_recorder.hpp"
 
 namespace lockstep {
 
@@ -39,18 +46,21 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  uint64_t begin(const std::string& what);
+  uint64_t begin(const std::string& what, bool collective = true);
   void end(uint64_t id);
   // Watches asynchronous work of OWNER until POLL reports it done (or failed).
   void watch(const std::string& what, std::function<Poll()> poll, const void* owner = nullptr);
   // Drops OWNER's watches; returns after any poll of them in progress has finished.
   void forget(const void* owner);
   double timeout() const { return timeout_s_; }
+  FlightRecorder& flight() { return flight_; }
+  void set_tick(std::function<void()> tick);
 
   // RAII for begin/end; a null watchdog watches nothing.
   class Scope {
    public:
-    Scope(Watchdog* w, const std::string& what) : w_(w), id_(w ? w->begin(what) : 0) {}
+    Scope(Watchdog* w, const std::string& what, bool collective = true)
+        : w_(w), id_(w ? w->begin(what, collective) : 0) {}
     ~Scope() {
       if (w_) w_->end(id_);
     }
@@ -68,12 +78,15 @@ class Watchdog {
     std::chrono::steady_clock::time_point start;
     std::function<Poll()> poll;  // async work; empty for begin/end operations
     const void* owner = nullptr;
+    uint64_t seq = 0;  // in the flight recorder; 0: not recorded
   };
   void fire(std::unique_lock<std::mutex>& lock, const std::string& cause);
   void run();
 
   const double timeout_s_;
   Handler on_failure_;
+  FlightRecorder flight_;
+  std::function<void()> tick_;  // guarded by mu_ (copied out to run)
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, Op> open_;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
 
 #include "core/dist/communicator.hpp"
 #include "core/dist/mpi_communicator.hpp"
@@ -19,6 +20,7 @@
 #include "core/dist/nccl_bootstrap.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/dist/nccl_communicator.hpp"
+#include "core/tools/network_report.hpp"
 #include "core/base/clock.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
@@ -112,6 +114,25 @@ struct Doctor {
     log::info0("doctor: NCCL ok (unique ID exchange, communicator, all-reduce on every rank's GPU)");
   }
 
+  // What NCCL and MPI will use on the network, and settings known to hurt (network_report.hpp).
+  void network_check() {
+    const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
+    const NetworkFacts facts = gather_network_facts(static_cast<int>(hosts.size()));
+    const NetworkReport r = report_network(facts);
+    for (const auto& line : r.lines) log::info0("doctor: " + line);
+    for (const auto& w : r.warnings) log::info0("doctor: warning: " + w);
+    for (const auto& p : r.problems) problem(p);
+    std::string env;
+    for (const auto& [k, v] : facts.env) env += k + "=" + v + "\n";
+    double fp[2];
+    fp[0] = fp[1] = static_cast<double>(io::mix_seed(0, std::hash<std::string>{}(env)) >> 12);
+    mpi.allreduce_min(&fp[0], 1);
+    mpi.allreduce_max(&fp[1], 1);
+    if (fp[0] != fp[1])
+      log::info0("doctor: warning: the NCCL_*/OMPI_*/UCX_* settings differ between ranks (rank 0's are above): "
+                 "export them in the job script, not in a shell rc file of some nodes");
+  }
+
   void data_check() {
     if (cfg.data_dir.empty()) {
       log::info0("doctor: no --data.path: data not checked");
@@ -186,6 +207,7 @@ int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
   d.placement();
   d.mpi_check();
   d.nccl_check();
+  d.network_check();
   d.data_check();
   d.allreduce_timing();
   double problems = d.problems;

@@ -113,6 +113,7 @@ void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
 Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (cfg.progress != ProgressMode::kAuto) log::force_progress_bar(cfg.progress == ProgressMode::kBar);
   torch::set_num_threads(cfg.threads);
+  mpi.set_flight_dir(cfg.run_dir + "/flight");  // flight records on a hang or SIGUSR2
   // 1. data
   manifest = io::read_manifest(cfg.data_dir);
   const bool sequence = manifest.spec.sequence_targets();

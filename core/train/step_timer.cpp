@@ -38,10 +38,13 @@ StepTimer::StepTimer(torch::Device device) : device_(device) {
   if (device_.is_cuda()) events_ = std::make_unique<EventPool>();
 }
 
-StepTimer::~StepTimer() = default;
+StepTimer::~StepTimer() {
+  if (trace_) trace_->finish();  // catches its own errors
+}
 
 void StepTimer::record(Mark m) {
   m.host = Clock::now();
+  if (trace_) m.begin ? trace_->begin_step(m.host) : trace_->mark(m.phase, m.host);
   if (events_) m.event = events_->record(device_);
   marks_.push_back(m);
 }

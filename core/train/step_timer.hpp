@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/base/clock.hpp"
+#include "core/train/step_trace.hpp"
 
 namespace lockstep {
 
@@ -35,6 +36,12 @@ class StepTimer {
   StepTimer& operator=(const StepTimer&) = delete;
 
   bool on_device() const { return device_.is_cuda(); }
+  // --trace.steps: the timer's marks also go to TRACE (step_trace.hpp); it is written
+  // when its range ends or when the timer goes.
+  void set_trace(std::unique_ptr<StepTrace> trace) { trace_ = std::move(trace); }
+  void trace_span(const std::string& name, Clock::time_point begin) {
+    if (trace_) trace_->span(name, begin, Clock::now());
+  }
   void begin_step();
   void mark(Phase p);
   // Adds the phase times of every step since the last collect() to T (not T->seconds).
@@ -53,6 +60,7 @@ class StepTimer {
   std::vector<Mark> marks_;
   struct EventPool;
   std::unique_ptr<EventPool> events_;  // CUDA only
+  std::unique_ptr<StepTrace> trace_;
 };
 
 }  // namespace lockstep

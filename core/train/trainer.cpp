@@ -22,6 +22,7 @@
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
+#include "core/train/fault_injection.hpp"
 #include "core/train/rank_spread.hpp"
 #include "core/train/stop_rule.hpp"
 #include "core/dist/stop_signal.hpp"
@@ -51,7 +52,11 @@ class Trainer {
   Trainer(Session& s, Recorder& rec, Checkpointer& ck, RunProgress& p)
       : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), p_(p), timer_(s.place.device),
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16),
-        ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {}
+        ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {
+    timer_.set_trace(std::make_unique<StepTrace>(parse_trace_range(cfg_.trace_steps), s.mpi.rank(), s.mpi.host(),
+                                                 cfg_.run_dir + "/trace",
+                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, p.pos.step));
+  }
 
   int run() {
     if (!p_.stopped_early.empty()) {
@@ -77,7 +82,7 @@ class Trainer {
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
-        inject_fault();
+        inject_fault(cfg_, s_.mpi.rank(), p_.pos.step);
         train_step(loader, step, epoch);
         window_.add_times(Times{seconds_since(t0)});
         if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
@@ -114,19 +119,6 @@ class Trainer {
  private:
   AllreduceSum sum() const {
     return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); };
-  }
-
-  // --debug.fault: what the no-hang tests make one rank do at one step.
-  void inject_fault() {
-    if (cfg_.fault == Fault::kSlow && s_.mpi.rank() == cfg_.fault_rank && p_.pos.step >= cfg_.fault_step)
-      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg_.fault_slow_ms));  // every step
-    if (cfg_.fault == Fault::kNone || cfg_.fault == Fault::kSlow || s_.mpi.rank() != cfg_.fault_rank ||
-        p_.pos.step != cfg_.fault_step)
-      return;
-    log::warn(fmt::format("injecting fault '{}' at step {} (--debug.fault)", to_string(cfg_.fault), p_.pos.step));
-    if (cfg_.fault == Fault::kThrow) throw Error(fmt::format("injected failure at step {} (--debug.fault throw)", p_.pos.step));
-    if (cfg_.fault == Fault::kKill) std::raise(SIGKILL);
-    std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
   }
 
   // One optimizer step of ACCUM micro-batches.
@@ -238,7 +230,6 @@ class Trainer {
     rec_.row(row);
   }
 
-  // Collective. Validation on the val split (nothing when there is none).
   // Collective. Validation on the val split (nothing when there is none); the stop rule
   // sees every result (identical on every rank).
   EvalResult validate() {
@@ -285,10 +276,12 @@ class Trainer {
   // Collective. A mid-epoch checkpoint: the open window is checked (no weights a NaN
   // step made are saved) and counted in the stored epoch statistics, but stays open.
   void checkpoint_now() {
+    const auto t0 = Clock::now();
     RunProgress at = p_;
     at.epoch += window_.peek(sum(), p_.lr);
     sync_buffers(s_);
     ck_.save(at);
+    timer_.trace_span("checkpoint", t0);
   }
 
   // Collective: checkpoint, make it durable, let every rank know, exit 3.

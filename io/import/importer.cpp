@@ -218,6 +218,8 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   return out;
 }
 
+void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m);
+
 }  // namespace
 
 std::string file_fingerprint(const std::vector<std::string>& paths) {
@@ -248,6 +250,12 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   spec = inputs[0].source->spec();
   spec.name = opt.name;
   LOCKSTEP_REQUIRE(spec.labeled || opt.class_names.empty(), "--class-names given for unlabeled data");
+  for (size_t i = 0; i < opt.class_names.size(); ++i) {
+    LOCKSTEP_REQUIRE(!opt.class_names[i].empty(), "--class-names: name " + std::to_string(i + 1) + " is empty");
+    for (size_t j = 0; j < i; ++j)
+      LOCKSTEP_REQUIRE(opt.class_names[i] != opt.class_names[j],
+                       "--class-names names '" + opt.class_names[i] + "' twice");
+  }
   if (!opt.class_names.empty()) {
     LOCKSTEP_REQUIRE(spec.class_names.empty() || spec.class_names.size() == opt.class_names.size(),
                      "--class-names gives " + std::to_string(opt.class_names.size()) + " names for " +
@@ -270,7 +278,23 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   for (const auto& in : inputs) check_labels(*in.source, spec.num_classes);
 
   check_output(opt, source);
+  const bool made_dir = !is_directory(opt.output_dir);
   make_dirs(opt.output_dir);
+  try {
+    write_and_commit(inputs, opt, m);
+  } catch (...) {
+    // An output directory this import created holds nothing of value: do not leave it.
+    if (made_dir && list_dir(opt.output_dir).empty()) ::rmdir(opt.output_dir.c_str());
+    throw;
+  }
+  return result;
+}
+
+namespace {
+
+// Steps 2, 3 and 5 of the protocol into the checked output directory.
+void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m) {
+  DatasetSpec& spec = m.spec;
   LOCKSTEP_REQUIRE(::access(opt.output_dir.c_str(), W_OK) == 0, "output directory " + opt.output_dir + " is not writable");
   remove_temp_files(opt.output_dir);
   WriteOptions wopt = opt.write;
@@ -293,8 +317,9 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
     }
     if (ours && !listed && is_shard_name(f)) remove_file(opt.output_dir + "/" + f);
   }
-  return result;
 }
+
+}  // namespace
 
 ChannelStats::ChannelStats(const DatasetSpec& spec)
     : spec_(spec),

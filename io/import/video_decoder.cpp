@@ -4,15 +4,22 @@
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/display.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
+
+#include <sys/stat.h>
+
+#include <cmath>
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
 
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -57,13 +64,20 @@ class Container {
  public:
   explicit Container(const std::string& path) : path_(path) {
     quiet_ffmpeg();
+    // A FIFO or device would block or never end: only regular files.
+    struct stat st {};
+    LOCKSTEP_REQUIRE(::stat(path.c_str(), &st) == 0, path + ": cannot open as video: no such file");
+    LOCKSTEP_REQUIRE(S_ISREG(st.st_mode), path + ": not a regular file (a directory, FIFO or device is not a video)");
     AVFormatContext* raw = nullptr;
     AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr), path + ": cannot open as video");
     fmt_.reset(raw);
     AV_CHECK(avformat_find_stream_info(fmt_.get(), nullptr), path + ": cannot read the stream information");
     stream_ = av_find_best_stream(fmt_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     AV_CHECK(stream_, path + ": no video stream");
+    LOCKSTEP_REQUIRE(!(stream()->disposition & AV_DISPOSITION_ATTACHED_PIC),
+                     path + ": no video stream (only an attached picture, e.g. cover art)");
   }
+  bool is_avi() const { return std::string(fmt_->iformat->name) == "avi"; }
   AVFormatContext* get() const { return fmt_.get(); }
   AVStream* stream() const { return fmt_->streams[stream_]; }
   int index() const { return stream_; }
@@ -90,14 +104,32 @@ VideoProbe probe_video(const std::string& path) {
   probe.width = par->width;
   probe.height = par->height;
   LOCKSTEP_REQUIRE(probe.width > 0 && probe.height > 0, path + ": the video stream has no frame size");
+  int video_streams = 0;
+  for (unsigned i = 0; i < c.get()->nb_streams; ++i)
+    video_streams += c.get()->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
+                     !(c.get()->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC);
+  if (video_streams > 1)
+    log::warn(path + ": " + std::to_string(video_streams) + " video streams; reading stream " +
+              std::to_string(c.index()) + " (FFmpeg's best)");
+  const auto* matrix = reinterpret_cast<const int32_t*>(
+      av_stream_get_side_data(c.stream(), AV_PKT_DATA_DISPLAYMATRIX, nullptr));
+  if (matrix) {
+    const double angle = av_display_rotation_get(matrix);
+    if (std::isfinite(angle) && std::lround(angle) % 360 != 0)
+      log::warn(path + ": its rotation metadata (" + std::to_string(std::lround(-angle)) +
+                " degrees) is not applied: frames are imported as coded, not as players show them");
+  }
   auto pkt = new_packet(path);
   std::vector<int64_t> stamps;
-  bool timed = true;
+  // AVI has no per-frame timestamps worth checking (a frame index; packed B-frames
+  // shuffle it): constant rate by construction.
+  bool timed = !c.is_avi();
   for (;;) {
     const int rc = av_read_frame(c.get(), pkt.get());
     if (rc == AVERROR_EOF) break;
     AV_CHECK(rc, path + ": read error after " + std::to_string(probe.frames) + " frames");
-    if (pkt->stream_index == c.index()) {
+    // Packets an edit list cuts away (mp4) are demuxed but never shown: not frames.
+    if (pkt->stream_index == c.index() && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
       ++probe.frames;
       const int64_t t = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
       if (t == AV_NOPTS_VALUE) timed = false;
@@ -118,8 +150,10 @@ VideoProbe probe_video(const std::string& path) {
   const double tb = av_q2d(c.stream()->time_base);
   LOCKSTEP_REQUIRE(typical > 0, path + ": frames share timestamps (broken timing)");
   probe.fps = 1.0 / (static_cast<double>(typical) * tb);
+  // One frame interval, within the time base's rounding (29.97 fps in milliseconds is
+  // 33 or 34) or 2%: anything more is another frame rate.
+  const int64_t slack = std::max<int64_t>(1, typical / 50);
   for (size_t i = 0; i < gaps.size(); ++i) {
-    const int64_t slack = std::max<int64_t>(1, typical / 4);
     if (gaps[i] < typical - slack || gaps[i] > typical + slack)
       throw Error(path + ": the frame rate changes at frame " + std::to_string(i + 1) + " (a frame interval of " +
                   std::to_string(static_cast<double>(gaps[i]) * tb * 1000.0) + " ms, the video's is " +
@@ -130,7 +164,7 @@ VideoProbe probe_video(const std::string& path) {
 }
 
 int64_t decode_frames(const std::string& path, int64_t first, int64_t last, const FrameFormat& format,
-                      std::vector<uint8_t>* out) {
+                      std::vector<uint8_t>* out, const std::vector<bool>* keep) {
   LOCKSTEP_REQUIRE(first >= 0 && last >= first, path + ": bad frame range");
   Container c(path);
   const AVCodecParameters* par = c.stream()->codecpar;
@@ -163,12 +197,30 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
                                format.rgb ? AV_PIX_FMT_GBRP : AV_PIX_FMT_GRAY8, SWS_AREA, nullptr, nullptr, nullptr));
       LOCKSTEP_REQUIRE(sws != nullptr, path + ": cannot convert " +
                                            av_get_pix_fmt_name(static_cast<AVPixelFormat>(src_fmt)) + " frames");
+      if (format.rgb) {
+        // YUV to RGB with the frame's own matrix (BT.709 for most HD cameras) and range;
+        // libswscale assumes BT.601 limited range otherwise.
+        const int space = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : frame->colorspace;
+        const int full = frame->color_range == AVCOL_RANGE_JPEG ? 1 : 0;
+        int* in_coef = nullptr;
+        int* out_coef = nullptr;
+        int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
+        if (sws_getColorspaceDetails(sws.get(), &in_coef, &in_full, &out_coef, &out_full, &brightness, &contrast,
+                                     &saturation) >= 0)
+          sws_setColorspaceDetails(sws.get(), sws_getCoefficients(space), full || in_full, out_coef, out_full,
+                                   brightness, contrast, saturation);
+      }
     } else if (frame->width != src_w || frame->height != src_h || frame->format != src_fmt) {
+      const auto fmt_name = [](int f) {
+        const char* n = av_get_pix_fmt_name(static_cast<AVPixelFormat>(f));
+        return std::string(n ? n : "?");
+      };
       throw Error(path + ": frame " + std::to_string(index) + " is " + std::to_string(frame->width) + "x" +
-                  std::to_string(frame->height) + ", the video started at " + std::to_string(src_w) + "x" +
-                  std::to_string(src_h) + " (the frame size or pixel format changes mid-file)");
+                  std::to_string(frame->height) + " " + fmt_name(frame->format) + ", the video started at " +
+                  std::to_string(src_w) + "x" + std::to_string(src_h) + " " + fmt_name(src_fmt) +
+                  " (the frame size or pixel format changes mid-file)");
     }
-    if (index >= first) {
+    if (index >= first && (!keep || (*keep)[static_cast<size_t>(index - first)])) {
       const size_t plane = static_cast<size_t>(dst_w) * static_cast<size_t>(dst_h);
       const size_t at = out->size();
       out->resize(at + plane * static_cast<size_t>(planes));

@@ -37,9 +37,11 @@ struct FrameFormat {
   int channels() const { return rgb ? 3 : 1; }
 };
 
-// Appends frames [FIRST, LAST] of PATH, each C x H x W uint8 (planar), to OUT. Returns
-// the number of frames decoded (LAST + 1: every frame before FIRST is decoded too).
+// Appends frames [FIRST, LAST] of PATH, each C x H x W uint8 (planar), to OUT — only
+// those with KEEP[i - FIRST] true when KEEP is given (clips far apart in a long video need
+// not hold the frames between them). Returns the number of frames decoded (LAST + 1:
+// every frame before FIRST is decoded too).
 int64_t decode_frames(const std::string& path, int64_t first, int64_t last, const FrameFormat& format,
-                      std::vector<uint8_t>* out);
+                      std::vector<uint8_t>* out, const std::vector<bool>* keep = nullptr);
 
 }  // namespace lockstep::io

@@ -34,6 +34,8 @@ struct Video {
   VideoProbe probe;
   int64_t lo = 0, hi = 0;  // the frames its clips read
   int64_t begin = 0, end = 0;  // its samples [begin, end) in source order
+  std::vector<bool> keep;      // frame lo + i is in some clip
+  std::vector<int64_t> slot;   // frame lo + i's index among the kept frames
 };
 
 struct Clip {
@@ -48,13 +50,19 @@ int64_t parse_frame(const std::string& s, const std::string& where) {
 }
 
 std::vector<LabelRow> read_label_csv(const std::string& path, const std::string& group_column) {
+  LOCKSTEP_REQUIRE(!is_directory(path), path + ": is a directory; video:FILE names the label CSV");
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the video label CSV");
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   std::string line;
   LOCKSTEP_REQUIRE(static_cast<bool>(std::getline(in, line)), path + ": empty file (expected a header video,frame,label)");
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
   const std::vector<std::string> header = split_fields(line, ',');
+  for (size_t i = 0; i < header.size(); ++i)
+    LOCKSTEP_REQUIRE(std::find(header.begin() + static_cast<std::ptrdiff_t>(i) + 1, header.end(), header[i]) ==
+                         header.end(),
+                     path + ":1: the column '" + header[i] + "' is named twice");
   auto column = [&](const std::string& name) -> int {
     const auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
@@ -80,7 +88,9 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
                                             std::to_string(width));
     LabelRow r;
     LOCKSTEP_REQUIRE(!f[c_video].empty(), where + ": empty video");
+    LOCKSTEP_REQUIRE(f[c_video].find('\0') == std::string::npos, where + ": a NUL byte in the video path");
     r.video = f[c_video][0] == '/' ? f[c_video] : dir + "/" + f[c_video];
+    r.video = canonical_path(r.video);  // one file, one video, however the CSV spells it
     r.frame = parse_frame(f[c_frame], where);
     r.label = f[c_label];
     LOCKSTEP_REQUIRE(!r.label.empty(), where + ": empty label");
@@ -128,7 +138,8 @@ class VideoSource final : public SampleSource {
       const std::vector<uint8_t>& frames = decoded_.at(clip.video);
       for (int64_t c = 0; c < c_len; ++c)
         for (int64_t t = 0; t < t_len; ++t) {
-          const int64_t f = std::clamp<int64_t>(clip.frame - t_len / 2 + t, 0, v.probe.frames - 1) - v.lo;
+          const int64_t f = v.slot[static_cast<size_t>(
+              std::clamp<int64_t>(clip.frame - t_len / 2 + t, 0, v.probe.frames - 1) - v.lo)];
           const uint8_t* src = frames.data() + (static_cast<size_t>(f * c_len + c)) * plane;
           std::copy(src, src + plane, dst + static_cast<size_t>((i * c_len + c) * t_len + t) * plane);
         }
@@ -160,7 +171,7 @@ class VideoSource final : public SampleSource {
       for (size_t k; (k = next.fetch_add(1)) < todo.size();) {
         const Video& v = videos_[static_cast<size_t>(todo[k])];
         try {
-          counts[k] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[k]);
+          counts[k] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[k], &v.keep);
         } catch (...) {
           errors[k] = std::current_exception();
         }
@@ -257,6 +268,14 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
     v.begin = static_cast<int64_t>(p.clips.size());
     v.lo = list.empty() ? 0 : std::max<int64_t>(0, list.front().first - before);
     v.hi = list.empty() ? 0 : std::min<int64_t>(v.probe.frames - 1, list.back().first + after);
+    v.keep.assign(static_cast<size_t>(v.hi - v.lo + 1), false);
+    for (const auto& [f, row] : list)
+      for (int64_t k = std::max<int64_t>(0, f - before); k <= std::min<int64_t>(v.probe.frames - 1, f + after); ++k)
+        v.keep[static_cast<size_t>(k - v.lo)] = true;
+    v.slot.assign(v.keep.size(), -1);
+    int64_t kept = 0;
+    for (size_t k = 0; k < v.keep.size(); ++k)
+      if (v.keep[k]) v.slot[k] = kept++;
     for (const auto& [f, row] : list) {
       p.clips.push_back({static_cast<int32_t>(vi), f});
       p.labels.push_back(class_id.at(row->label));
@@ -286,7 +305,8 @@ void parse_frame_size(const std::string& text, VideoOptions* opt) {
 std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std::string>>& split_files,
                                    const VideoOptions& opt, const std::vector<std::string>& class_names,
                                    std::vector<std::string>* names, std::vector<std::string>* files) {
-  if (opt.clip_frames < 1) throw UsageError("--clip-frames must be at least 1");
+  if (opt.clip_frames < 1 || opt.clip_frames > 4096) throw UsageError("--clip-frames must be in [1, 4096]");
+  if (opt.height > 8192 || opt.width > 8192) throw UsageError("--frame-size is at most 8192x8192");
   if (opt.clip_stride < 1) throw UsageError("--clip-stride must be at least 1");
   std::vector<std::vector<LabelRow>> csvs;
   for (const auto& [split, file] : split_files) csvs.push_back(read_label_csv(file, opt.group_column));
@@ -341,11 +361,14 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
   }
   DatasetSpec spec;
   spec.sample_shape = {format.channels(), opt.clip_frames, format.height, format.width};
+  LOCKSTEP_REQUIRE(spec.sample_bytes() <= (size_t{1} << 31),
+                   "a clip of " + std::to_string(opt.clip_frames) + " frames of " + std::to_string(format.height) + "x" +
+                       std::to_string(format.width) + " is over 2 GiB: lower --clip-frames or --frame-size");
   spec.dtype = DType::kUInt8;
   spec.labeled = true;
   spec.num_classes = static_cast<int64_t>(names->size());
   spec.class_names = *names;
-  const int threads = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = std::min(256, opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::vector<InputSplit> out;
   for (size_t s = 0; s < plans.size(); ++s) {
     Planned& p = plans[s];

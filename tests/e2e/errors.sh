@@ -38,7 +38,7 @@ expect_output "train-00001-of-00002.h5: checksum mismatch"
 pass "truncated shard named in training and in inspect --verify"
 
 expect_rc 2 "$LOCKSTEP" shard --input parquet:x --output y
-expect_output "--input must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST or hdf5:FILE"
+expect_output "--input must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv or hdf5:FILE"
 expect_rc 1 "$LOCKSTEP" shard --input idx:/nonexistent --output y
 expect_output "idx input /nonexistent is not a directory"
 expect_rc 2 run_mpi 2 shard --input "idx:$FMNIST" --output z

@@ -9,7 +9,7 @@ COMMON=(--data data --epochs 10 --batch-size 32 --log-every 5 --lr 0.05 --run-di
 
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 40
 [ "$(grep -c 'finished at step 40' out.txt)" = 1 ] || fail "the summary line should appear once (rank 0 only)"
-grep -q 'rank 1' out.txt && fail "rank 1 printed on a clean run"
+grep -q '\[rank 1@' out.txt && fail "rank 1 printed on a clean run"
 pass "2-rank training ran 40 steps"
 
 losses=$(json_rows run/metrics.jsonl train train_loss)

@@ -1,0 +1,72 @@
+// trace_merge: see trace_merge.hpp.
+#include "core/tools/trace_merge.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "core/base/error.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+
+namespace lockstep {
+
+TraceSummary merge_traces(const std::string& run_dir) {
+  const std::string dir = run_dir + "/trace";
+  LOCKSTEP_REQUIRE(io::is_directory(dir), dir + ": no traces (train with --trace.steps A-B first)");
+  io::Json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", io::Json::array()}};
+  const std::vector<std::string> phases{"data", "forward", "backward", "exposed comm", "optimizer"};
+  struct Rank {
+    std::map<std::string, double> ms;
+    std::set<int64_t> steps;
+    double collective_ms = 0;
+    int collectives = 0;
+  };
+  std::map<int, Rank> ranks;
+  for (const std::string& f : io::list_dir(dir)) {
+    if (f.compare(0, 5, "rank-") != 0 || f.size() < 11 || f.compare(f.size() - 5, 5, ".json") != 0) continue;
+    const std::string path = dir + "/" + f;
+    const io::Json t = io::parse_json(io::read_text_file(path), path);
+    LOCKSTEP_REQUIRE(t.contains("traceEvents") && t["traceEvents"].is_array(), path + ": not a Chrome trace (no traceEvents)");
+    for (const auto& e : t["traceEvents"]) {
+      merged["traceEvents"].push_back(e);
+      if (e.value("ph", "") != "X") continue;
+      Rank& r = ranks[e.value("pid", -1)];
+      const double dur = e.value("dur", 0.0) / 1000.0;
+      if (e.value("cat", "") == "step") {
+        r.ms[e.value("name", "")] += dur;
+        if (e.contains("args") && e["args"].contains("step")) r.steps.insert(e["args"]["step"].get<int64_t>());
+      } else if (e.value("cat", "") == "collective") {
+        r.collective_ms += dur;
+        ++r.collectives;
+      }
+    }
+  }
+  LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no rank-R.json traces");
+  TraceSummary s;
+  s.ranks = static_cast<int>(ranks.size());
+  s.merged_path = dir + "/merged.json";
+  io::write_file_atomic(s.merged_path, io::dump_json(merged) + "\n");
+  int slowest = ranks.begin()->first;
+  double worst = -1;
+  for (const auto& [rank, r] : ranks) {
+    double busy = 0;
+    for (const auto& p : phases)
+      if (p != "exposed comm") busy += r.ms.count(p) ? r.ms.at(p) : 0.0;
+    busy /= std::max<size_t>(1, r.steps.size());
+    if (busy > worst) worst = busy, slowest = rank;
+  }
+  std::string t = "| rank | steps | data | forward | backward | exposed comm | optimizer | collectives (n, ms) |\n"
+                  "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [rank, r] : ranks) {
+    const double n = static_cast<double>(std::max<size_t>(1, r.steps.size()));
+    t += fmt::format("| {}{} | {} |", rank, rank == slowest && ranks.size() > 1 ? " (slowest)" : "", r.steps.size());
+    for (const auto& p : phases) t += fmt::format(" {:.2f} |", (r.ms.count(p) ? r.ms.at(p) : 0.0) / n);
+    t += fmt::format(" {}, {:.2f} |\n", r.collectives, r.collective_ms / n);
+  }
+  s.table = "ms per traced step:\n\n" + t;
+  return s;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,21 @@
+// trace_merge: `lockstep report --trace RUN_DIR` — the ranks' traces of --trace.steps
+// (RUN_DIR/trace/rank-R.json, step_trace.hpp) merged into one timeline,
+// RUN_DIR/trace/merged.json (each rank a process, its phases, collectives and checkpoints
+// as threads), and a table: per rank, the mean ms per traced step of each phase and the
+// collectives' time, the slowest rank marked.
+#pragma once
+
+#include <string>
+
+namespace lockstep {
+
+struct TraceSummary {
+  int ranks = 0;
+  std::string table;  // markdown
+  std::string merged_path;
+};
+
+// Throws Error naming the file when a trace is missing or unreadable.
+TraceSummary merge_traces(const std::string& run_dir);
+
+}  // namespace lockstep

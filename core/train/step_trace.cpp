@@ -1,0 +1,125 @@
+// step_trace: see step_trace.hpp.
+#include "core/train/step_trace.hpp"
+
+#include <fmt/format.h>
+
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/train/step_timer.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace lockstep {
+namespace {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kData: return "data";
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kComm: return "exposed comm";
+    case Phase::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string event(const std::string& name, const char* cat, int pid, int tid, double ts, double dur,
+                  const io::Json& args = io::Json::object()) {
+  io::Json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+  if (!args.empty()) e["args"] = args;
+  return io::dump_json(e);
+}
+
+}  // namespace
+
+TraceRange parse_trace_range(const std::string& text) {
+  TraceRange r;
+  if (text.empty()) return r;
+  const auto dash = text.find('-');
+  const std::string a = text.substr(0, dash), b = dash == std::string::npos ? a : text.substr(dash + 1);
+  auto num = [&](const std::string& s) {
+    if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--trace.steps must be A-B or A (1-based global steps), not '" + text + "'");
+    return std::stoll(s);
+  };
+  r.first = num(a);
+  r.last = num(b);
+  if (r.first < 1 || r.last < r.first)
+    throw UsageError("--trace.steps " + text + ": steps count from 1 and A must not exceed B");
+  if (r.last - r.first >= 10000) throw UsageError("--trace.steps " + text + ": at most 10000 steps per trace");
+  return r;
+}
+
+StepTrace::StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight,
+                     int64_t done)
+    : range_(range), rank_(rank), host_(std::move(host)), dir_(std::move(dir)), flight_(flight), step_(done) {
+  const double steady = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  offset_us_ = (unix_seconds() - steady) * 1e6;
+}
+
+double StepTrace::us(Clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count() + offset_us_;
+}
+
+void StepTrace::begin_step(Clock::time_point t) {
+  ++step_;
+  last_ = t;
+  if (step_ > range_.last && on()) finish();
+  if (!active()) return;
+  if (window_begin_ == 0) window_begin_ = us(t) / 1e6;
+#ifdef LOCKSTEP_HAVE_CUDA
+  nvtxRangePushA(fmt::format("step {}", step_).c_str());
+  nvtxRangePushA("data");
+#endif
+}
+
+void StepTrace::mark(Phase phase, Clock::time_point t) {
+  if (!active()) return;
+  events_.push_back(event(phase_name(phase), "step", rank_, 0, us(last_), us(t) - us(last_), {{"step", step_}}));
+  last_ = t;
+  window_end_ = us(t) / 1e6;
+#ifdef LOCKSTEP_HAVE_CUDA
+  nvtxRangePop();
+  if (phase == Phase::kOptimizer) {
+    nvtxRangePop();  // the step
+  } else {
+    nvtxRangePushA(phase_name(static_cast<Phase>(static_cast<int>(phase) + 1)));
+  }
+#endif
+}
+
+void StepTrace::span(const std::string& name, Clock::time_point begin, Clock::time_point end) {
+  if (!active()) return;
+  events_.push_back(event(name, "io", rank_, 2, us(begin), us(end) - us(begin), {{"step", step_}}));
+}
+
+void StepTrace::finish() {
+  if (!on() || written_ || window_begin_ == 0) return;
+  written_ = true;
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
+                        {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});
+  for (const auto& [tid, name] : std::vector<std::pair<int, const char*>>{{0, "step phases"}, {1, "collectives"}, {2, "checkpoints"}})
+    out += ",\n" + io::dump_json({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid}, {"args", {{"name", name}}}});
+  for (const auto& e : events_) out += ",\n" + e;
+  if (flight_)
+    for (const auto& c : flight_->entries())
+      if (c.start >= window_begin_ && c.start <= window_end_ && c.end > 0)
+        out += ",\n" + event(c.what, "collective", rank_, 1, c.start * 1e6, (c.end - c.start) * 1e6, {{"seq", c.seq}});
+  out += "\n]}\n";
+  try {
+    io::make_dirs(dir_);
+    io::write_file_atomic(dir_ + "/rank-" + std::to_string(rank_) + ".json", out);
+    log::info0(fmt::format("trace of steps {}-{} written to {}/rank-*.json (lockstep report --trace RUN_DIR merges "
+                           "them; chrome://tracing or ui.perfetto.dev opens them)",
+                           range_.first, std::min(range_.last, step_), dir_));
+  } catch (const Error& e) {
+    log::warn(std::string("trace not written: ") + e.what());
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+// step_trace: --trace.steps A-B writes a Chrome/Perfetto trace (JSON) per rank of those
+// global steps (1-based, inclusive) to RUN_DIR/trace/rank-R.json: one track with the
+// step's phases as the step timer marks them — data, forward, backward, exposed comm,
+// optimizer — one track with each collective of those steps (each gradient bucket's
+// all-reduce, from the flight recorder), and checkpoint writes. `lockstep report --trace
+// RUN_DIR` merges the ranks into one timeline (trace_merge.hpp). On GPUs the same phases
+// are NVTX ranges for Nsight Systems (host issue times; the trace file has host times too:
+// on a GPU a phase's span is when the host issued it, the device time is in the log rows).
+// Times are unix microseconds, so ranks on different hosts line up to their clocks' sync.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.hpp"
+#include "core/dist/flight_recorder.hpp"
+
+namespace lockstep {
+
+enum class Phase;
+
+struct TraceRange {
+  int64_t first = 0, last = -1;  // empty when last < first
+  bool empty() const { return last < first; }
+};
+// "A-B" or "A" (1-based steps); throws UsageError naming --trace.steps.
+TraceRange parse_trace_range(const std::string& text);
+
+class StepTrace {
+ public:
+  // DONE: global steps done before this run's first step (a resumed run).
+  StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight, int64_t done);
+  bool on() const { return !range_.empty(); }
+  void begin_step(Clock::time_point t);        // the step timer's begin_step
+  void mark(Phase phase, Clock::time_point t);  // the end of PHASE
+  void span(const std::string& name, Clock::time_point begin, Clock::time_point end);  // e.g. a checkpoint
+  // Writes the file once the range is over (or at the end of training with what it has).
+  void finish();
+
+ private:
+  double us(Clock::time_point t) const;
+  bool active() const { return on() && step_ >= range_.first && step_ <= range_.last; }
+
+  TraceRange range_;
+  int rank_;
+  std::string host_, dir_;
+  const FlightRecorder* flight_;
+  int64_t step_;  // the step running now (1-based)
+  Clock::time_point last_{};
+  double offset_us_;  // unix - steady, microseconds
+  double window_begin_ = 0, window_end_ = 0;  // unix seconds of the traced steps
+  std::vector<std::string> events_;
+  bool written_ = false;
+};
+
+}  // namespace lockstep

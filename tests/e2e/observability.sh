@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# At scale, see every rank: the per-rank step breakdown and the straggler warning (one
+# rank slowed on purpose), the flight recorder's cross-rank diagnosis when one rank stops
+# answering (watchdog) and on SIGUSR2 (the job goes on).
+source "$(dirname "$0")/common.sh" "$@"
+make_slice fm 3000 2
+
+# 1. Rank 1 sleeps 60 ms every step: named as the straggler, rows carry every rank's spread.
+expect_rc 0 run_mpi 2 train --data fm --epochs 1 --batch-size 32 --log-every 5 --run-dir slow \
+  --debug.fault slow --debug.fault-rank 1 --debug.slow-ms 60
+expect_output "ranks: busy min/median/max [0-9.]+/[0-9.]+/[0-9.]+ ms/step, exposed comm [0-9./]+, slowest rank 1@"
+expect_output "warning: straggler: rank 1 \(.*\) has been the slowest rank for 3 log windows: busy [0-9.]+ ms/step vs a median of"
+[ "$(grep -c 'warning: straggler' out.txt)" = 1 ] || fail "the straggler warning should come once per streak"
+"$PYTHON" - slow/metrics.jsonl <<'PY' || fail "per-rank fields of the train rows"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"train"' in l]
+assert rows, "no train rows"
+for r in rows:
+    for p in ("data_wait", "forward", "backward", "exposed_comm", "optimizer", "busy"):
+        assert r[f"{p}_ms_min"] <= r[f"{p}_ms_median"] <= r[f"{p}_ms_max"], (p, r)
+assert sum(r["slowest_rank"] == 1 for r in rows) >= len(rows) - 1, [r["slowest_rank"] for r in rows]
+assert all(r["busy_ms_max"] > 50 for r in rows[1:]), "the 60 ms sleep is not in rank 1's busy time"
+PY
+pass "every rank's breakdown in rows and log lines; the slowed rank is named as the straggler"
+
+# 2. Rank 1 stops at step 10: rank 0's watchdog fires, its flight record and the diagnosis
+# name the collective it waits in and the rank that left no record.
+expect_rc nonzero run_mpi 2 train --data fm --epochs 1 --batch-size 32 --run-dir stall --dist.comm-timeout 6 \
+  --debug.fault stall --debug.fault-rank 1 --debug.fault-step 10
+expect_output "flight record written to stall/flight/rank-0.json"
+expect_output "flight recorder: rank 0 \(.*\) is in collective [0-9]+ \(MPI_Allreduce of gradient bucket [0-9]+/[0-9]+ \([0-9]+ bytes\)\) for [0-9.]+ s"
+expect_output "flight recorder: rank\(s\) 1 left no flight record: stopped, killed, or stuck"
+"$PYTHON" - stall/flight/rank-0.json <<'PY' || fail "the flight record is not valid"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["rank"] == 0 and d["entries"], d
+seqs = [e["seq"] for e in d["entries"]]
+assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+assert d["entries"][-1]["state"] == "running", d["entries"][-1]
+assert all(e["state"] == "done" for e in d["entries"][:-1])
+PY
+pass "a stopped rank: the flight recorder says which collective the others wait in and who is missing"
+
+# 3. SIGUSR2 to every rank (what `scancel --signal=USR2 JOB` does): every rank writes its
+# record, one diagnosis is logged, and the run goes on.
+run_mpi 2 train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2.txt 2>&1 &
+LAUNCHER=$!
+for _ in $(seq 1 100); do grep -q "epoch 2/40" usr2.txt 2>/dev/null && break; sleep 0.2; done
+pkill -USR2 -f "^$LOCKSTEP train --data fm --epochs 40" || fail "no ranks to signal"
+for _ in $(seq 1 50); do [ -f usr2/flight/rank-1.json ] && [ -f usr2/flight/rank-0.json ] && break; sleep 0.2; done
+sleep 4
+kill -TERM "$LAUNCHER" 2>/dev/null || true   # enough: stop it cleanly (checkpoint, exit)
+wait "$LAUNCHER" || true
+[ -f usr2/flight/rank-0.json ] && [ -f usr2/flight/rank-1.json ] || { cat usr2.txt; fail "SIGUSR2 did not make every rank dump"; }
+grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt || { cat usr2.txt; fail "no diagnosis after SIGUSR2"; }
+grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt || { cat usr2.txt; fail "the run did not go on after SIGUSR2"; }
+pass "SIGUSR2: every rank's record, one diagnosis, the run goes on"
+
+# 4. --trace.steps: a Chrome trace per rank of those steps (phases, every collective,
+# checkpoints), merged by `lockstep report --trace` into one timeline with a table.
+expect_rc 0 run_mpi 2 train --data fm --epochs 1 --batch-size 32 --run-dir traced --trace.steps 5-8 --ckpt.every 6
+expect_output "trace of steps 5-8 written to traced/trace/rank-\*.json"
+expect_rc 0 "$LOCKSTEP" report --trace traced
+expect_output "^\| 0( \(slowest\))? \| 4 \|"
+expect_output "^\| 1( \(slowest\))? \| 4 \|"
+expect_output "merged 2 rank\(s\) into traced/trace/merged.json"
+"$PYTHON" - traced/trace <<'PY' || fail "the traces are not valid Chrome traces with every rank's spans"
+import json, sys
+for r in (0, 1):
+    ev = json.load(open(f"{sys.argv[1]}/rank-{r}.json"))["traceEvents"]
+    spans = [e for e in ev if e["ph"] == "X"]
+    assert all(e["pid"] == r and e["dur"] >= 0 and e["ts"] > 1e15 for e in spans), "bad span"
+    names = {e["name"] for e in spans if e["cat"] == "step"}
+    assert names == {"data", "forward", "backward", "exposed comm", "optimizer"}, names
+    steps = {e["args"]["step"] for e in spans if e["cat"] == "step"}
+    assert steps == {5, 6, 7, 8}, steps
+    assert any(e["cat"] == "collective" and "gradient bucket" in e["name"] for e in spans), "no bucket all-reduce"
+    assert any(e["cat"] == "io" and e["name"] == "checkpoint" for e in spans), "no checkpoint span"
+merged = json.load(open(f"{sys.argv[1]}/merged.json"))["traceEvents"]
+assert {e["pid"] for e in merged} == {0, 1}
+PY
+expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --run-dir bad --trace.steps 9-3
+expect_output "--trace.steps 9-3: steps count from 1 and A must not exceed B"
+pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces and checkpoints, merged by report"

@@ -1,0 +1,64 @@
+// doctor's network report: NCCL's interface and transport choice by its rules, and the
+// settings it flags.
+#include <gtest/gtest.h>
+
+#include "core/tools/network_report.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& needle) {
+  for (const auto& s : v)
+    if (s.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+NetworkFacts node() {
+  NetworkFacts f;
+  f.interfaces = {{"lo", "127.0.0.1"}, {"docker0", "172.17.0.1"}, {"eth0", "10.0.0.5"}, {"ib0", "192.168.1.5"}};
+  f.hosts = 4;
+  return f;
+}
+
+}  // namespace
+
+TEST(NetworkReport, FollowsNcclsInterfaceOrder) {
+  NetworkFacts f = node();
+  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: ib0 (192.168.1.5)"));
+  EXPECT_TRUE(has(report_network(f).lines, "TCP sockets over ib0"));
+  f.interfaces.pop_back();
+  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: eth0 (10.0.0.5)"));
+  f.env["NCCL_SOCKET_IFNAME"] = "^eth,lo";
+  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: docker0"));
+  f.env["NCCL_SOCKET_IFNAME"] = "=eth";
+  EXPECT_TRUE(has(report_network(f).problems, "NCCL_SOCKET_IFNAME==eth matches no interface on this host"));
+  f.env["NCCL_SOCKET_IFNAME"] = "eth";
+  EXPECT_TRUE(report_network(f).problems.empty());
+}
+
+TEST(NetworkReport, InfinibandAndTheSettingsThatHurt) {
+  NetworkFacts f = node();
+  f.ib_devices = {"mlx5_0", "mlx5_1"};
+  EXPECT_TRUE(has(report_network(f).lines, "InfiniBand/RoCE (mlx5_0, mlx5_1)"));
+  f.env = {{"NCCL_IB_DISABLE", "1"}, {"NCCL_P2P_DISABLE", "1"}, {"NCCL_DEBUG", "TRACE"}, {"NCCL_ALGO", "Ring"},
+           {"OMPI_MCA_btl", "^tcp"}};
+  const NetworkReport r = report_network(f);
+  EXPECT_TRUE(has(r.lines, "TCP sockets over"));
+  EXPECT_TRUE(has(r.warnings, "NCCL_IB_DISABLE=1 with InfiniBand adapters present"));
+  EXPECT_TRUE(has(r.warnings, "NCCL_P2P_DISABLE=1"));
+  EXPECT_TRUE(has(r.warnings, "NCCL_DEBUG=TRACE"));
+  EXPECT_TRUE(has(r.warnings, "NCCL_ALGO=Ring pins NCCL's choice"));
+  EXPECT_TRUE(has(r.warnings, "OMPI_MCA_btl=^tcp leaves out Open MPI's TCP transport"));
+  EXPECT_TRUE(has(r.lines, "NCCL_ALGO=Ring"));
+}
+
+TEST(NetworkReport, LoopbackOnlyIsAProblemAcrossHosts) {
+  NetworkFacts f;
+  f.interfaces = {{"lo", "127.0.0.1"}};
+  f.hosts = 2;
+  EXPECT_TRUE(has(report_network(f).problems, "only the loopback interface"));
+  f.hosts = 1;
+  EXPECT_TRUE(report_network(f).problems.empty());
+  EXPECT_TRUE(has(report_network(f).lines, "settings: none (defaults)"));
+}

@@ -1,0 +1,54 @@
+// --trace.steps: the range parser, and a trace holding exactly the range's phases and the
+// collectives that started inside it.
+#include <gtest/gtest.h>
+
+#include "core/train/step_timer.hpp"
+#include "core/train/step_trace.hpp"
+#include "io/util/file_util.hpp"
+#include "io/util/json_io.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+TEST(StepTrace, ParsesRanges) {
+  EXPECT_TRUE(parse_trace_range("").empty());
+  EXPECT_EQ(parse_trace_range("7").first, 7);
+  EXPECT_EQ(parse_trace_range("7").last, 7);
+  EXPECT_EQ(parse_trace_range("3-9").last, 9);
+  EXPECT_THROW(parse_trace_range("0-3"), UsageError);
+  EXPECT_THROW(parse_trace_range("5-2"), UsageError);
+  EXPECT_THROW(parse_trace_range("a-b"), UsageError);
+  EXPECT_THROW(parse_trace_range("1-20000"), UsageError);
+}
+
+TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
+  const std::string dir = lockstep::testing::fresh_dir("trace");
+  FlightRecorder flight;
+  flight.end(flight.begin("before"));
+  {
+    StepTimer timer(torch::kCPU);
+    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("3-4"), 1, "hostA", dir, &flight, 1));  // resumed at 1
+    for (int step = 2; step <= 6; ++step) {
+      timer.begin_step();
+      timer.mark(Phase::kData);
+      timer.mark(Phase::kForward);
+      flight.end(flight.begin("gradient bucket 0 of step " + std::to_string(step)));
+      timer.mark(Phase::kBackward);
+      timer.mark(Phase::kComm);
+      timer.mark(Phase::kOptimizer);
+    }
+  }
+  const io::Json t = io::parse_json(io::read_text_file(dir + "/rank-1.json"), "trace");
+  std::set<int64_t> steps;
+  std::set<std::string> collectives;
+  int phases = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_EQ(e["pid"], 1);
+    if (e["cat"] == "step") ++phases, steps.insert(e["args"]["step"].get<int64_t>());
+    if (e["cat"] == "collective") collectives.insert(e["name"].get<std::string>());
+  }
+  EXPECT_EQ(phases, 10);
+  EXPECT_EQ(steps, (std::set<int64_t>{3, 4}));
+  EXPECT_EQ(collectives, (std::set<std::string>{"gradient bucket 0 of step 3", "gradient bucket 0 of step 4"}));
+}
