@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "io/import/text_fields.hpp"
 #include "io/util/file_util.hpp"
 
 extern char** environ;
@@ -18,19 +19,6 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = s.find(',', at);
-    const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
 // NCCL_SOCKET_IFNAME semantics: "^a,b" excludes, "=a" exact, else prefixes.
 bool matches(const std::string& spec, const std::string& name) {
   std::string list = spec;
@@ -38,7 +26,8 @@ bool matches(const std::string& spec, const std::string& name) {
   if (!list.empty() && list[0] == '^') exclude = true, list.erase(0, 1);
   if (!list.empty() && list[0] == '=') exact = true, list.erase(0, 1);
   bool hit = false;
-  for (const auto& item : split_list(list)) hit = hit || (exact ? name == item : starts_with(name, item));
+  for (const auto& item : io::split_fields(list, ','))
+    if (!item.empty()) hit = hit || (exact ? name == item : starts_with(name, item));
   return exclude ? !hit : hit;
 }
 

@@ -82,10 +82,12 @@ void init_weights(const Config& cfg, Net& model) {
                            freeze(model, split_list(cfg.freeze)), cfg.freeze));
 }
 
-// Options that only make sense for class labels, or only for sequence targets.
+// The augmentation the config asks for (core/data/augment.hpp).
 AugmentOptions augment_options(const Config& cfg) {
   return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast};
 }
+
+// Options that only make sense for class labels, or only for sequence targets.
 
 void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
   const std::string what = "dataset '" + spec.name + "' has ";

@@ -10,6 +10,7 @@
 #include "io/import/hdf5_import.hpp"
 #include "io/import/idx_import.hpp"
 #include "io/import/ts_import.hpp"
+#include "io/import/text_fields.hpp"
 #include "io/import/ucihar_import.hpp"
 #include "io/import/video_import.hpp"
 
@@ -19,10 +20,7 @@ namespace {
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    out.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
-  }
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(trim(item));
   return out;
 }
 
