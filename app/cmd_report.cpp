@@ -29,7 +29,9 @@ int cmd_report(const Args& args) {
   const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
   io::write_file_atomic(dir + "/scaling.svg", report.svg);
   io::write_file_atomic(dir + "/report.md", report.markdown);
-  std::cout << report.markdown << "\nwrote " << dir << "/report.md and " << dir << "/scaling.svg\n";
+  if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);
+  std::cout << report.markdown << "\nwrote " << dir << "/report.md, " << dir << "/scaling.svg" <<
+      (report.model_json.empty() ? "" : " and " + dir + "/model.json") << "\n";
   return kExitOk;
 }
 

@@ -7,8 +7,9 @@
 #    node-local rank (lockstep does this itself);
 # 3. ranks start with srun --mpi=pmix (LAUNCHER=srun, the default) or with Open MPI's
 #    mpirun inside the allocation (LAUNCHER=mpirun, for sites that prefer it);
-# 4. lockstep exits 3 when a signal (#SBATCH --signal=USR1@120 before the time limit, or a
-#    preemption's SIGTERM) made it checkpoint and stop: the job requeues itself, at most
+# 4. lockstep exits 3 when a signal (#SBATCH --signal=B:USR1@120 before the time limit,
+#    which the batch shell passes to the ranks, or a preemption's SIGTERM) made it
+#    checkpoint and stop: the job requeues itself, at most
 #    LOCKSTEP_MAX_REQUEUES times (default 20); any other exit code is the job's. srun may
 #    report that outcome otherwise (the first rank to exit 3 makes --kill-on-bad-exit
 #    signal the others): rank 0 writes RUN_DIR/resumable once the checkpoint is durable
@@ -33,18 +34,44 @@ if [ "$(id -u)" = 0 ]; then  # Open MPI refuses root unless told
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 
-# launch_ranks CMD...: CMD on every rank of the allocation.
+# launch_ranks CMD...: CMD on every rank of the allocation. The launcher runs in the
+# background so that the batch shell can pass SIGUSR1 on: the templates ask Slurm for it
+# 120 s before the time limit (#SBATCH --signal=B:USR1@120, and `scancel -b --signal=USR1`
+# by hand), and Slurm gives it to the batch shell only. srun and mpirun both forward it to
+# every rank. (Without B:, Slurm signals job steps only: ranks under srun got it, ranks
+# that mpirun started on the batch node never did.)
 launch_ranks() {
+  local pid rc
   case "$LAUNCHER" in
     srun)
       # --kill-on-bad-exit: a rank that dies ends the step at once instead of leaving
       # the others to lockstep's collective watchdog (--dist.comm-timeout).
-      srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" "$@" ;;
+      srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" "$@" & ;;
     mpirun)
+      # On SIGTERM (the time limit, scancel) mpirun tears its ranks down in steps of
+      # odls_base_sigkill_timeout T (1 s by default): SIGCONT, T, SIGTERM, T, SIGKILL.
+      # On a preemption's SIGTERM the ranks start their stop checkpoint; mpirun's own
+      # SIGTERM comes T later and, as a second signal, ends a rank whose checkpoint is
+      # not yet durable. Unless set, T = 10 s (raise it for checkpoints that take longer,
+      # within Slurm's KillWait/GraceTime). The cost: mpirun waits the same way whenever
+      # a rank exits non-zero, 3 included: a requeue or a failure holds the nodes up to
+      # 2T longer (tests/slurm preempt, stop to finish: 22 s under srun, 39 s under
+      # mpirun at T = 10, 67 s at T = 25).
       # shellcheck disable=SC2086
-      mpirun -np "$SLURM_NTASKS" --map-by "ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ${MPIRUN_ARGS:-} "$@" ;;
+      OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10} \
+      mpirun -np "$SLURM_NTASKS" --map-by "ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ${MPIRUN_ARGS:-} "$@" & ;;
     *) echo "LAUNCHER must be srun or mpirun, not '$LAUNCHER'" >&2; return 2 ;;
   esac
+  pid=$!
+  trap 'echo "batch shell: SIGUSR1, passed to the ranks"; kill -USR1 "$pid" 2>/dev/null' USR1
+  # wait returns early (> 128) when the trap ran: wait again until the launcher has ended.
+  while :; do
+    rc=0
+    wait "$pid" || rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - USR1
+  return "$rc"
 }
 
 # run_lockstep ARGS...: lockstep train under the launcher; requeues the job on exit 3.

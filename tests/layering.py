@@ -6,7 +6,11 @@ A file may include its own folder and the folders below it, never above or besid
 three middle folders do not include each other). io's folders have their own order:
 util <- dataset <- {loader, import}; util <- records. app may use everything; nothing
 includes app. Also: app/ stays thin (no file over APP_MAX_LINES lines), and no source file
-grows past FILE_MAX_LINES (STYLE rule 15: aim under ~400).
+grows past FILE_MAX_LINES (STYLE rule 15: aim under ~400). And JSON read from a file is
+converted through io::json_as / json_get (io/util/json_io.hpp), never nlohmann's own
+get<T>() for a number or a container: that casts 1e300 into an int unchecked (undefined
+behaviour; fuzz_manifest found it). get<std::string>() and get<bool>() throw cleanly and
+stay allowed.
 
 usage: layering.py REPO_ROOT       exit 0 when every rule holds, 1 with one line per breach
 """
@@ -41,6 +45,8 @@ ALLOWED = {
 APP_MAX_LINES = 200  # options.cpp, the one table of every option, is allowed more
 FILE_MAX_LINES = 450
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+RAW_JSON_GET = re.compile(r'\bget<(?!std::string>|bool>)')  # lines with std::get< (tuples) are skipped
+JSON_IO = ("io/util/json_io.hpp", "io/util/json_io.cpp")
 
 
 def folder_of(path):
@@ -62,6 +68,8 @@ def main(root):
                     continue
                 lines = open(os.path.join(root, path), encoding="utf-8").read().split("\n")
                 for n, line in enumerate(lines, 1):
+                    if path not in JSON_IO and RAW_JSON_GET.search(line) and "std::get<" not in line:
+                        problems.append(f"{path}:{n}: nlohmann get<T>() on a number/container: use io::json_as")
                     m = INCLUDE.match(line)
                     if not m:
                         continue

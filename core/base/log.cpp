@@ -1,11 +1,14 @@
 // log: see log.hpp.
 #include "core/base/log.hpp"
+#include "core/base/console_writer.hpp"
 #include "core/base/env.hpp"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <ctime>
+#include <exception>
+#include <memory>
 #include <mutex>
 
 #include <fcntl.h>
@@ -29,6 +32,8 @@ struct State {
   // Open MPI's launcher hands every rank a pseudo-terminal for stdout even when its own
   // output goes to a file, so under mpirun "a terminal" is not evidence of a person.
   bool tty = isatty(STDOUT_FILENO) == 1 && env::get(env::kOmpiWorldSize) == nullptr;
+  std::unique_ptr<ConsoleWriter> console;  // set: stdout/stderr written in the background
+  std::terminate_handler previous_terminate = nullptr;  // chained after flushing the console
 };
 
 State& state() {
@@ -47,20 +52,52 @@ std::string timestamp() {
   return buf;
 }
 
-void emit(std::FILE* stream, const std::string& line, bool to_file) {
+// TEXT to the console (FD 1 or 2): queued for the console thread when there is one (its
+// ticket), else written before returning (0). Called with the state's lock held.
+uint64_t to_console(State& s, int fd, std::string text) {
+  if (s.console) return s.console->write(fd, std::move(text));
+  std::FILE* stream = fd == STDERR_FILENO ? stderr : stdout;
+  std::fputs(text.c_str(), stream);
+  std::fflush(stream);
+  return 0;
+}
+
+// LINE to the console (after clearing a progress bar, in the same write) and, if TO_FILE,
+// to train.log. Returns the console ticket.
+uint64_t emit(int fd, const std::string& line, bool to_file) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.bar_shown) {
-    std::fputs("\r\x1b[K", stdout);
-    std::fflush(stdout);
-    s.bar_shown = false;
+  uint64_t ticket = 0;
+  if (s.bar_shown && fd == STDOUT_FILENO) {
+    ticket = to_console(s, fd, "\r\x1b[K" + line);
+  } else {
+    if (s.bar_shown) to_console(s, STDOUT_FILENO, "\r\x1b[K");
+    ticket = to_console(s, fd, line);
   }
-  std::fputs(line.c_str(), stream);
-  std::fflush(stream);
+  s.bar_shown = false;
   if (to_file && s.file) {
     std::fputs(line.c_str(), s.file);
     std::fflush(s.file);
   }
+  return ticket;
+}
+
+// Waits (up to STALL_S without progress) until the console has written TICKET.
+bool flush_to(uint64_t ticket, double stall_s) {
+  State& s = state();
+  ConsoleWriter* console = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    console = s.console.get();
+  }
+  return !console || console->drain(std::chrono::milliseconds(static_cast<int64_t>(stall_s * 1000)), ticket);
+}
+
+// An uncaught exception on any thread: the queued lines (the last warnings) first.
+[[noreturn]] void flush_then_terminate() {
+  flush_to(ConsoleWriter::kAll, 0.5);
+  if (state().previous_terminate) state().previous_terminate();
+  std::abort();
 }
 
 }  // namespace
@@ -71,6 +108,16 @@ void set_identity(int rank, int world, const std::string& host) {
   s.world = world;
   s.host = host;
 }
+
+void use_console_thread() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.console) return;
+  s.console = std::make_unique<ConsoleWriter>();
+  s.previous_terminate = std::set_terminate(flush_then_terminate);
+}
+
+bool flush_console(double stall_s) { return flush_to(ConsoleWriter::kAll, stall_s); }
 
 int rank() { return state().rank; }
 const std::string& host() { return state().host; }
@@ -94,7 +141,7 @@ std::string where() {
 
 void info0(const std::string& msg) {
   if (state().rank != 0) return;
-  emit(stdout, timestamp() + " " + msg + "\n", true);
+  emit(STDOUT_FILENO, timestamp() + " " + msg + "\n", true);
 }
 
 bool interactive() { return state().tty; }
@@ -105,7 +152,10 @@ void step0(const std::string& msg) {
   State& s = state();
   if (s.rank != 0) return;
   const std::string line = timestamp() + " " + msg + "\n";
-  if (!s.tty) return emit(stdout, line, true);
+  if (!s.tty) {
+    emit(STDOUT_FILENO, line, true);
+    return;
+  }
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.file) {
     std::fputs(line.c_str(), s.file);
@@ -117,17 +167,18 @@ void progress0(const std::string& line) {
   State& s = state();
   if (s.rank != 0 || !s.tty) return;
   std::lock_guard<std::mutex> lock(s.mu);
-  std::fputs(("\r" + line + "\x1b[K").c_str(), stdout);
-  std::fflush(stdout);
+  to_console(s, STDOUT_FILENO, "\r" + line + "\x1b[K");
   s.bar_shown = true;
 }
 
 void warn(const std::string& msg) {
-  emit(stderr, timestamp() + " " + where() + " warning: " + msg + "\n", state().rank == 0);
+  // Drained up to this line: a crash that follows (not through error()) still shows it.
+  flush_to(emit(STDERR_FILENO, timestamp() + " " + where() + " warning: " + msg + "\n", state().rank == 0), 1.0);
 }
 
 void error(const std::string& msg) {
-  emit(stderr, timestamp() + " " + where() + " error: " + msg + "\n", state().rank == 0);
+  // An abort may follow: a launcher that still reads gets the line (and what came before).
+  flush_to(emit(STDERR_FILENO, timestamp() + " " + where() + " error: " + msg + "\n", state().rank == 0), 2.0);
 }
 
 }  // namespace lockstep::log

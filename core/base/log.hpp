@@ -4,6 +4,12 @@
 // 2. warn() and error() print on any rank, to stderr, prefixed "[rank R@HOST]".
 // 3. Every line starts with an ISO-8601 UTC timestamp so Slurm logs from several jobs
 //    can be merged and sorted.
+// 4. Under the MPI runtime the console (stdout/stderr) is written by a background thread
+//    (console_writer.hpp): a launcher that stops reading its ranks' output (mpirun after
+//    SIGTERM) must not block the training loop; train.log is still written in line.
+//    warn() and error() return once their own line is written (or the console has
+//    stalled), so a crash or an abort right after them still shows it; so does
+//    std::terminate.
 // The rank/host identity is set once by the MPI runtime; it is the only process-wide
 // state besides the runtime itself. Lines are formatted with fmt; the rank policy above is
 // lockstep's own (no logging library knows MPI ranks or Open MPI's pseudo-terminals).
@@ -14,6 +20,11 @@
 namespace lockstep::log {
 
 void set_identity(int rank, int world, const std::string& host);
+// From now on stdout/stderr are written by a background thread (the MPI runtime calls it).
+void use_console_thread();
+// Waits until every queued console line is written, giving up after STALL_S seconds
+// without progress (a launcher that no longer reads). True when all was written.
+bool flush_console(double stall_s);
 int rank();
 const std::string& host();
 

@@ -32,12 +32,14 @@ struct Config {
   int64_t time_jitter = 0;           // clips: random temporal shift of up to this many frames
   double brightness = 0.0;           // random brightness shift in [-b, b] (normalised units)
   double contrast = 0.0;             // random contrast factor in [1-c, 1+c]
+  double random_erase = 0.0;         // probability of erasing a random rectangle per sample
   // [model]
   std::string model = "cnn";  // cnn | resnet | mlp | cnn1d | lmu | gru | c3d | r3d | torchscript:PATH (core/model/registry.hpp)
   double dropout = 0.25;
   int64_t model_width = 0;  // 0: the model's default
   int model_depth = 18;     // resnet: 18 | 34; r3d: 10 | 18
   bool checkpoint_activations = false;  // recompute block activations in backward (resnet, r3d, c3d)
+  MemoryFormat memory_format = MemoryFormat::kAuto;  // activations' layout (core/model/memory_format.hpp)
   bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
   std::string init_from;             // a checkpoint or safetensors file: warm start, weights only
   std::string init_exclude;          // comma-separated name prefixes not loaded (a new head)
@@ -87,6 +89,7 @@ struct Config {
   Backend backend = Backend::kAuto;
   double bucket_mb = 25.0;
   Overlap overlap = Overlap::kAuto;  // reduce buckets during backward (core/dist/placement.hpp)
+  Compress compress = Compress::kNone;  // gradients all-reduced in 16 bits (core/dist/grad_reducer.hpp)
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
   std::string trace_steps;          // "A-B": a Chrome trace per rank of those steps (core/train/step_trace.hpp)

@@ -42,6 +42,7 @@ std::string check_config(Config* c) {
   if (c->time_jitter < 0) return "--data.time-jitter must be >= 0";
   if (!(c->brightness >= 0 && c->brightness <= 10)) return "--data.brightness must be in [0, 10]";
   if (!(c->contrast >= 0 && c->contrast < 1)) return "--data.contrast must be in [0, 1)";
+  if (!(c->random_erase >= 0 && c->random_erase <= 1)) return "--data.random-erase must be a probability in [0, 1]";
   if (c->label_smoothing < 0 || c->label_smoothing >= 1)
     return "--train.label-smoothing must be in [0, 1)";
   if (c->clip_norm < 0) return "--train.clip-norm must be >= 0";

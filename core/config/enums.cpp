@@ -13,12 +13,15 @@ LOCKSTEP_ENUM_NAMES(DataMode, {DataMode::kAuto, "auto"}, {DataMode::kMemory, "me
 LOCKSTEP_ENUM_NAMES(Remainder, {Remainder::kDrop, "drop"}, {Remainder::kWrap, "wrap"})
 LOCKSTEP_ENUM_NAMES(Backend, {Backend::kAuto, "auto"}, {Backend::kMpi, "mpi"}, {Backend::kNccl, "nccl"})
 LOCKSTEP_ENUM_NAMES(Overlap, {Overlap::kAuto, "auto"}, {Overlap::kOn, "true"}, {Overlap::kOff, "false"})
+LOCKSTEP_ENUM_NAMES(Compress, {Compress::kNone, "none"}, {Compress::kBf16, "bf16"}, {Compress::kFp16, "fp16"})
 LOCKSTEP_ENUM_NAMES(OptimizerKind, {OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"},
                     {OptimizerKind::kAdamW, "adamw"})
 LOCKSTEP_ENUM_NAMES(LrScaling, {LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}, {LrScaling::kSqrt, "sqrt"})
 LOCKSTEP_ENUM_NAMES(Schedule, {Schedule::kConstant, "constant"}, {Schedule::kCosine, "cosine"},
                     {Schedule::kStep, "step"})
 LOCKSTEP_ENUM_NAMES(Amp, {Amp::kNone, "none"}, {Amp::kBf16, "bf16"}, {Amp::kFp16, "fp16"})
+LOCKSTEP_ENUM_NAMES(MemoryFormat, {MemoryFormat::kAuto, "auto"}, {MemoryFormat::kContiguous, "contiguous"},
+                    {MemoryFormat::kChannelsLast, "channels-last"})
 LOCKSTEP_ENUM_NAMES(BestMetric, {BestMetric::kValF1, "val_f1"}, {BestMetric::kValAcc, "val_acc"},
                     {BestMetric::kValLoss, "val_loss"}, {BestMetric::kValCer, "val_cer"},
                     {BestMetric::kValWer, "val_wer"}, {BestMetric::kNone, "none"})

@@ -13,10 +13,12 @@ enum class DataMode { kAuto, kMemory, kStream };  // data.mode
 enum class Remainder { kDrop, kWrap };           // data.remainder
 enum class Backend { kAuto, kMpi, kNccl };       // dist.backend
 enum class Overlap { kAuto, kOn, kOff };         // dist.overlap: auto | true | false
+enum class Compress { kNone, kBf16, kFp16 };     // dist.compress: gradients on the wire
 enum class OptimizerKind { kSgd, kAdam, kAdamW };  // train.optimizer
 enum class LrScaling { kNone, kLinear, kSqrt };  // train.lr-scaling
 enum class Schedule { kConstant, kCosine, kStep };  // train.schedule
 enum class Amp { kNone, kBf16, kFp16 };          // train.amp
+enum class MemoryFormat { kAuto, kContiguous, kChannelsLast };  // model.memory-format
 enum class BestMetric { kValF1, kValAcc, kValLoss, kValCer, kValWer, kNone };  // ckpt.best-metric
 // Smaller is better: the loss and the sequence error rates.
 inline bool lower_is_better(BestMetric m) {
@@ -36,10 +38,12 @@ const EnumNames<DataMode>& enum_names(DataMode);
 const EnumNames<Remainder>& enum_names(Remainder);
 const EnumNames<Backend>& enum_names(Backend);
 const EnumNames<Overlap>& enum_names(Overlap);
+const EnumNames<Compress>& enum_names(Compress);
 const EnumNames<OptimizerKind>& enum_names(OptimizerKind);
 const EnumNames<LrScaling>& enum_names(LrScaling);
 const EnumNames<Schedule>& enum_names(Schedule);
 const EnumNames<Amp>& enum_names(Amp);
+const EnumNames<MemoryFormat>& enum_names(MemoryFormat);
 const EnumNames<BestMetric>& enum_names(BestMetric);
 const EnumNames<ProgressMode>& enum_names(ProgressMode);
 const EnumNames<Fault>& enum_names(Fault);
@@ -74,7 +78,7 @@ std::string enum_choices() {
 // Every configuration enum, for code that handles them all alike (the option parser).
 template <typename... E>
 struct EnumList {};
-using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, OptimizerKind, LrScaling, Schedule, Amp,
-                             BestMetric, ProgressMode, Fault>;
+using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, Compress, OptimizerKind, LrScaling, Schedule, Amp,
+                             MemoryFormat, BestMetric, ProgressMode, Fault>;
 
 }  // namespace lockstep

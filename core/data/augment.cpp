@@ -4,6 +4,9 @@
 
 #include <torch/torch.h>
 
+#include <array>
+#include <cmath>
+
 #include "core/base/error.hpp"
 #include "io/loader/sample_order.hpp"
 
@@ -23,14 +26,37 @@ torch::Tensor gather_along(const torch::Tensor& x, int64_t dim, const torch::Ten
   return x.gather(dim, idx.view(view).expand(shape));
 }
 
+// Uniform in [0, 1) from 53 bits of R.
+double unit(uint64_t r) { return static_cast<double>(r >> 11) * 0x1.0p-53; }
+
+// One random-erasing rectangle [y0, y1) x [x0, x1) in an H x W image, drawn from STATE:
+// empty unless a draw below P; then up to 10 tries for a rectangle that fits, as
+// torchvision's RandomErasing does (area 2-40%, aspect ratio log-uniform in [0.3, 3.3]).
+std::array<int64_t, 4> erase_box(uint64_t& state, double p, int64_t h, int64_t w) {
+  if (unit(io::splitmix64(state)) >= p) return {0, 0, 0, 0};
+  const double area = static_cast<double>(h * w);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * (0.02 + 0.38 * unit(io::splitmix64(state)));
+    const double ratio = std::exp(std::log(0.3) + (std::log(3.3) - std::log(0.3)) * unit(io::splitmix64(state)));
+    const auto eh = static_cast<int64_t>(std::lround(std::sqrt(target * ratio)));
+    const auto ew = static_cast<int64_t>(std::lround(std::sqrt(target / ratio)));
+    if (eh < 1 || ew < 1 || eh > h || ew > w) continue;
+    const uint64_t r = io::splitmix64(state);
+    const auto y0 = static_cast<int64_t>(r % static_cast<uint64_t>(h - eh + 1));
+    const auto x0 = static_cast<int64_t>((r >> 32) % static_cast<uint64_t>(w - ew + 1));
+    return {y0, y0 + eh, x0, x0 + ew};
+  }
+  return {0, 0, 0, 0};
+}
+
 }  // namespace
 
 void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape, const std::string& data) {
   if (!opt.enabled()) return;
   const std::string has = data + " has samples of shape " + c10::str(shape);
   if (shape.size() != 3 && shape.size() != 4)
-    throw UsageError("--data.random-crop, --data.hflip, --data.brightness and --data.contrast augment images "
-                     "[C,H,W] and clips [C,T,H,W]; " + has);
+    throw UsageError("--data.random-crop, --data.hflip, --data.brightness, --data.contrast and "
+                     "--data.random-erase augment images [C,H,W] and clips [C,T,H,W]; " + has);
   if (opt.time_jitter > 0 && shape.size() != 4)
     throw UsageError("--data.time-jitter shifts video clips [C,T,H,W]; " + has);
 }
@@ -48,6 +74,7 @@ torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, u
   // the temporal shift, and the photometric factors.
   std::vector<int64_t> rows(static_cast<size_t>(n * h)), cols(static_cast<size_t>(n * w)), times(static_cast<size_t>(n * t));
   std::vector<float> shift(static_cast<size_t>(n), 0.0f), scale(static_cast<size_t>(n), 1.0f);
+  std::vector<int64_t> boxes(static_cast<size_t>(4 * n), 0);  // erased [y0, y1, x0, x1) per sample
   const bool extra = opt.time_jitter > 0 || opt.brightness > 0 || opt.contrast > 0;
   uint64_t state = seed;
   for (int64_t i = 0; i < n; ++i) {
@@ -65,6 +92,10 @@ torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, u
       scale[static_cast<size_t>(i)] = static_cast<float>(1.0 + opt.contrast * symmetric_unit(r3));
     }
     for (int64_t k = 0; k < t; ++k) times[static_cast<size_t>(i * t + k)] = std::clamp<int64_t>(k + j, 0, t - 1);
+    if (opt.erase > 0) {
+      const auto box = erase_box(state, opt.erase, h, w);
+      std::copy(box.begin(), box.end(), boxes.begin() + 4 * i);
+    }
   }
   const auto on = [&](std::vector<int64_t>& v, int64_t len) {
     return torch::from_blob(v.data(), {n, len}, torch::kLong).to(x.device());
@@ -86,6 +117,19 @@ torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, u
     for (int64_t k = 1; k < x.dim(); ++k) dims.push_back(k);
     const torch::Tensor mean = y.mean(dims, /*keepdim=*/true);
     y = (y - mean) * c + mean + b;
+  }
+  if (opt.erase > 0) {
+    // Inside the box: rows in [y0, y1) and columns in [x0, x1), broadcast over C (and T).
+    const torch::Tensor box = on(boxes, 4);
+    const auto opts = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+    const torch::Tensor r = torch::arange(h, opts).unsqueeze(0), c = torch::arange(w, opts).unsqueeze(0);
+    const torch::Tensor in_rows = r.ge(box.slice(1, 0, 1)) & r.lt(box.slice(1, 1, 2));   // [N, H]
+    const torch::Tensor in_cols = c.ge(box.slice(1, 2, 3)) & c.lt(box.slice(1, 3, 4));   // [N, W]
+    std::vector<int64_t> view(static_cast<size_t>(x.dim()), 1);
+    view[0] = n;
+    view[static_cast<size_t>(x.dim() - 2)] = h;
+    view[static_cast<size_t>(x.dim() - 1)] = w;
+    y = y.masked_fill((in_rows.unsqueeze(2) & in_cols.unsqueeze(1)).view(view), 0.0);
   }
   return y.contiguous();
 }

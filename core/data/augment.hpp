@@ -8,7 +8,10 @@
 // time jitter (clips): shift the clip by a random j in [-J, J] frames, the first or last
 //   frame repeated where the shift runs past the clip;
 // brightness: add a random b in [-B, B]; contrast: scale about the sample's mean by a
-//   random c in [1-C, 1+C] (both in normalised units, per sample).
+//   random c in [1-C, 1+C] (both in normalised units, per sample);
+// random erasing (Zhong et al., 2017; torchvision's RandomErasing): with probability P a
+//   rectangle of 2-40% of the image, aspect ratio 0.3-3.3 (log-uniform), is set to 0, the
+//   dataset mean after normalisation; applied last, the same rectangle on every frame.
 // Draws come from splitmix64 seeded by (seed, epoch, step, rank): a resumed run augments
 // exactly as the uninterrupted one would. Crop and flip draw as they always did (one
 // number per sample); the clip and photometric draws follow only when enabled.
@@ -28,7 +31,10 @@ struct AugmentOptions {
   int64_t time_jitter = 0;
   double brightness = 0.0;
   double contrast = 0.0;
-  bool enabled() const { return crop_pad > 0 || hflip || time_jitter > 0 || brightness > 0 || contrast > 0; }
+  double erase = 0.0;  // probability of a random erasing per sample
+  bool enabled() const {
+    return crop_pad > 0 || hflip || time_jitter > 0 || brightness > 0 || contrast > 0 || erase > 0;
+  }
 };
 
 // Throws UsageError naming DATA when OPT does not apply to samples of SHAPE (images

@@ -9,8 +9,9 @@
 
 namespace lockstep {
 
-GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap)
-    : params_(std::move(params)), comm_(comm), overlap_(overlap) {
+GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
+                         WireType wire)
+    : params_(std::move(params)), comm_(comm), overlap_(overlap), wire_(wire) {
   std::vector<size_t> numel;
   for (const auto& p : params_) {
     LOCKSTEP_REQUIRE(p.scalar_type() == at::kFloat, "gradient reduction supports float32 parameters");
@@ -22,6 +23,8 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, dou
   slot_of_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
     buffers_.push_back(at::empty({static_cast<int64_t>(buckets_[b].elems)}, options));
+    if (wire_ != WireType::kF32)
+      wire_buffers_.push_back(at::empty_like(buffers_.back(), options.dtype(wire_ == WireType::kBF16 ? at::kBFloat16 : at::kHalf)));
     for (size_t j = 0; j < buckets_[b].params.size(); ++j) {
       bucket_of_[buckets_[b].params[j]] = b;
       slot_of_[buckets_[b].params[j]] = j;
@@ -67,10 +70,23 @@ void GradReducer::copy_in(size_t i, const at::Tensor* grad) {
   --remaining_[bucket_of_[i]];
 }
 
+size_t GradReducer::wire_bytes_per_step() const {
+  size_t elems = 0;
+  for (const Bucket& b : buckets_) elems += b.elems;
+  return elems * lockstep::wire_bytes(wire_);
+}
+
 void GradReducer::launch_ready() {
   while (next_launch_ < buckets_.size() && remaining_[next_launch_] == 0) {
-    comm_.start_allreduce(buffers_[next_launch_].data_ptr<float>(), buckets_[next_launch_].elems,
-                          "gradient bucket " + std::to_string(next_launch_) + "/" + std::to_string(buckets_.size()));
+    const size_t k = next_launch_;
+    void* data = buffers_[k].data_ptr<float>();
+    if (wire_ != WireType::kF32) {
+      at::NoGradGuard no_grad;
+      wire_buffers_[k].copy_(buffers_[k]);  // round to nearest even; on NCCL, on the compute stream
+      data = wire_buffers_[k].data_ptr();
+    }
+    comm_.start_allreduce(data, buckets_[k].elems, wire_,
+                          "gradient bucket " + std::to_string(k) + "/" + std::to_string(buckets_.size()));
     ++next_launch_;
   }
 }
@@ -100,13 +116,11 @@ void GradReducer::finish(const std::function<void()>& after_wait) {
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i];
-    const Bucket& b = buckets_[bucket_of_[i]];
-    at::Tensor avg = buffers_[bucket_of_[i]].narrow(0, static_cast<int64_t>(b.offsets[slot_of_[i]]), p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
-      p.mutable_grad().copy_(avg);
-    } else {
-      p.mutable_grad() = avg.clone();
-    }
+    const size_t k = bucket_of_[i];
+    const at::Tensor& reduced = wire_buffers_.empty() ? buffers_[k] : wire_buffers_[k];  // copy_ widens 16-bit
+    at::Tensor avg = reduced.narrow(0, static_cast<int64_t>(buckets_[k].offsets[slot_of_[i]]), p.numel()).view(p.sizes());
+    if (!p.grad().defined()) p.mutable_grad() = at::empty_like(p);
+    p.mutable_grad().copy_(avg);
   }
   sync_ = false;
 }

@@ -11,6 +11,12 @@
 //    zeros), waits for the communicator, writes the averages into the gradients. The wait
 //    is the step's exposed communication, measured.
 // With overlap off, all of 2 happens in finish() (the reference the tests compare to).
+// A 16-bit WIRE (--dist.compress bf16|fp16) converts each complete bucket (already divided
+// by world, so the sum cannot exceed the largest gradient: no overflow from summing) to
+// its own 16-bit buffer before launch and back to float32 after the wait; what goes over
+// the network halves. fp16 keeps 11 significant bits but overflows above 65504 (under
+// --amp fp16 the loss scaler sees that inf and skips the step, as for any overflow);
+// bf16 keeps float32's range with 8 significant bits.
 // The destructor removes the hooks. Buffers live on the parameters' device.
 #pragma once
 
@@ -27,7 +33,8 @@ namespace lockstep {
 
 class GradReducer {
  public:
-  GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true);
+  GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true,
+              WireType wire = WireType::kF32);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -41,6 +48,8 @@ class GradReducer {
   void average_gradients();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  WireType wire() const { return wire_; }
+  size_t wire_bytes_per_step() const;  // what one rank hands to the all-reduces per optimizer step
   double exposed_seconds() const { return exposed_s_; }  // of the last finish()
   int launched_in_backward() const { return launched_in_backward_; }  // of the last step
 
@@ -52,8 +61,10 @@ class GradReducer {
   std::vector<at::Tensor> params_;
   Communicator& comm_;
   const bool overlap_;
+  const WireType wire_;
   std::vector<Bucket> buckets_;
-  std::vector<at::Tensor> buffers_;
+  std::vector<at::Tensor> buffers_;  // float32, per bucket
+  std::vector<at::Tensor> wire_buffers_;  // 16-bit wire: per bucket; empty for float32
   std::vector<size_t> bucket_of_, slot_of_;  // per parameter
   std::vector<unsigned> hooks_;
   at::Tensor inv_world_;

@@ -27,13 +27,17 @@ int MpiCommunicator::rank() const { return mpi_.rank(); }
 int MpiCommunicator::size() const { return mpi_.size(); }
 
 void MpiCommunicator::reduce(const Op& op) const {
-  Watchdog::Scope watch(mpi_.watchdog(), "MPI_Allreduce of " + op.what + " (" + std::to_string(op.n * 4) + " bytes)");
-  float* data = op.data;
+  const size_t elem = wire_bytes(op.type);
+  Watchdog::Scope watch(mpi_.watchdog(), "MPI_Allreduce of " + op.what + " (" + std::to_string(op.n * elem) + " bytes" +
+                                             (op.type == WireType::kF32 ? "" : std::string(", ") + wire_name(op.type)) + ")");
+  const MPI_Datatype type = op.type == WireType::kF32 ? MPI_FLOAT : MPI_UINT16_T;
+  const MPI_Op sum = op.type == WireType::kF32 ? MPI_SUM : op.type == WireType::kBF16 ? sum_bf16_.op() : sum_f16_.op();
+  char* data = static_cast<char*>(op.data);
   size_t n = op.n;
   while (n > 0) {  // MPI counts are int
     const int chunk = static_cast<int>(std::min<size_t>(n, INT_MAX));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, chunk, MPI_FLOAT, MPI_SUM, mpi_.comm()));
-    data += chunk;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, chunk, type, sum, mpi_.comm()));
+    data += static_cast<size_t>(chunk) * elem;
     n -= static_cast<size_t>(chunk);
   }
 }
@@ -74,19 +78,19 @@ void MpiCommunicator::set_background(bool on) {
   background_ = on;
 }
 
-void MpiCommunicator::start_allreduce(float* data, size_t n, const std::string& what) {
+void MpiCommunicator::start_allreduce(void* data, size_t n, WireType type, const std::string& what) {
   if (!threaded_) {
-    reduce(Op{data, n, what});
+    reduce(Op{data, n, type, what});
     return;
   }
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Op{data, n, what});
+    queue_.push_back(Op{data, n, type, what});
     ++pending_;
     // Small operations are latency-bound: waking the communication thread costs more than
     // they gain from overlap, so they wait for the next large one or for wait_all.
-    wake = background_ && n * sizeof(float) >= kWakeBytes;
+    wake = background_ && n * wire_bytes(type) >= kWakeBytes;
   }
   if (wake) work_cv_.notify_one();
 }

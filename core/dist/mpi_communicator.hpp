@@ -2,6 +2,7 @@
 // on a communication thread, so reductions overlap the backward pass; what is still queued
 // when wait_all is called runs on the caller's thread (no thread hand-off for the last,
 // small buckets). Operations run strictly in start order, whichever thread runs them.
+// 16-bit wire types go as MPI_UINT16_T with a user-defined sum (half_sum.hpp).
 #pragma once
 
 #include <condition_variable>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "core/dist/communicator.hpp"
+#include "core/dist/half_sum.hpp"
 
 namespace lockstep {
 
@@ -28,7 +30,8 @@ class MpiCommunicator final : public Communicator {
   std::string name() const override { return "mpi"; }
   int rank() const override;
   int size() const override;
-  void start_allreduce(float* data, size_t n, const std::string& what) override;
+  using Communicator::start_allreduce;
+  void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override;
   void wait_all() override;
   void broadcast(float* data, size_t n, int root) override;
   void set_background(bool on) override;
@@ -36,8 +39,9 @@ class MpiCommunicator final : public Communicator {
  private:
   static constexpr size_t kWakeBytes = 256 << 10;  // smaller: run by the next wake or by wait_all
   struct Op {
-    float* data;
+    void* data;
     size_t n;
+    WireType type;
     std::string what;
   };
   void run();
@@ -46,6 +50,7 @@ class MpiCommunicator final : public Communicator {
 
   const MpiRuntime& mpi_;
   const bool threaded_;  // MPI granted a level that allows a communication thread
+  const MpiHalfSum sum_bf16_{WireType::kBF16}, sum_f16_{WireType::kF16};
   std::mutex mu_;
   std::condition_variable work_cv_;  // the communication thread waits for work
   std::condition_variable done_cv_;  // wait_all waits for completions (separate: no spurious wake-ups)

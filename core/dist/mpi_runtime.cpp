@@ -3,6 +3,7 @@
 
 #include "core/base/clock.hpp"
 #include "core/dist/flight_dump.hpp"
+#include "core/dist/mpi_tuning.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "io/util/file_util.hpp"
 
@@ -22,6 +23,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   if (already) {
     MPI_Query_thread(&thread_level_);
   } else {
+    prefer_ring_allreduce();  // before MPI_Init: Open MPI reads its parameters there
     if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_) != MPI_SUCCESS)
       throw Error("MPI_Init_thread failed (is the launcher's MPI the one lockstep was built with?)");
     initialised_here_ = true;
@@ -39,6 +41,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   gethostname(name, sizeof name - 1);
   host_ = name;
   log::set_identity(rank_, size_, host_);
+  log::use_console_thread();  // the launcher's pipes never block a rank (log.hpp)
 
   std::vector<char> all(static_cast<size_t>(size_) * (HOST_NAME_MAX + 1), 0);
   MPI_CHECK(MPI_Allgather(name, HOST_NAME_MAX + 1, MPI_CHAR, all.data(), HOST_NAME_MAX + 1, MPI_CHAR, comm_));
@@ -116,6 +119,7 @@ void MpiRuntime::abort(int code) const {
     for (const auto& [id, hook] : abort_hooks_) hook();
     lock.release();  // never unlocked: MPI_Abort below ends the process
   }
+  log::flush_console(2.0);  // the root cause reaches a launcher that still reads
   MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, code);
   _exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }

@@ -8,6 +8,8 @@
 //    inside the library with no context.
 // 3. local rank/size come from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): the GPU a rank
 //    uses is its local rank.
+// 1a. Before MPI_Init, Open MPI is asked for the ring all-reduce on large messages
+//    (mpi_tuning.hpp), unless the user tuned it themselves.
 // 4. The destructor finalises MPI only if this object initialised it. abort() ends every
 //    rank of the job (MPI_Abort) and is how an error on one rank never leaves the others
 //    waiting in a collective.

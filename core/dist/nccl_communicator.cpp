@@ -86,10 +86,12 @@ class NcclCommunicator final : public Communicator {
 
   // Enqueued on the NCCL stream after the compute stream's work so far; the compute
   // stream waits for it. The host does not block: the watchdog polls the op's event.
-  void start_allreduce(float* data, size_t n, const std::string& what) override {
+  using Communicator::start_allreduce;
+  void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override {
+    const ncclDataType_t t = type == WireType::kF32 ? ncclFloat32 : type == WireType::kBF16 ? ncclBfloat16 : ncclFloat16;
     CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
-    NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, stream_));
+    NCCL_CHECK(ncclAllReduce(data, data, n, t, ncclSum, comm_, stream_));
     finish_op("ncclAllReduce of " + what);
   }
 

@@ -18,8 +18,8 @@ class ConvBlockImpl : public RecomputableBlock {
   ConvBlockImpl(int64_t in, int64_t out, std::vector<int64_t> pool)
       : conv_(register_module("conv", conv3d(in, out, 3))), bn_(register_module("bn", BatchNorm(out))), pool_(pool) {}
   torch::Tensor run(const torch::Tensor& x) override {
-    torch::Tensor y = torch::relu(bn_(conv_(x)));
-    return pool_ == std::vector<int64_t>{1, 1, 1} ? y : F::max_pool3d(y, F::MaxPool3dFuncOptions(pool_));
+    torch::Tensor y = bn_(conv_(x));
+    return pool_ == std::vector<int64_t>{1, 1, 1} ? torch::relu(y) : relu_max_pool3d(y, F::MaxPool3dFuncOptions(pool_));
   }
 
  private:
@@ -44,7 +44,9 @@ class C3d final : public Net {
     fc_ = register_module("fc", nn::Linear(in, spec.num_classes));
   }
 
+  bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
+    x = formatted(x);
     for (auto& b : blocks_) x = run_block(*b, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3, 4})));
   }

@@ -23,9 +23,11 @@ class ReferenceCnn final : public Net {
         drop_(register_module("drop", nn::Dropout(dropout))),
         fc2_(register_module("fc2", nn::Linear(128, classes))) {}
 
+  bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
-    x = F::max_pool2d(torch::relu(bn1_(conv1_(x))), F::MaxPool2dFuncOptions(2));
-    x = F::max_pool2d(torch::relu(bn2_(conv2_(x))), F::MaxPool2dFuncOptions(2));
+    x = formatted(x);
+    x = relu_max_pool2d(bn1_(conv1_(x)), F::MaxPool2dFuncOptions(2));
+    x = relu_max_pool2d(bn2_(conv2_(x)), F::MaxPool2dFuncOptions(2));
     x = torch::relu(fc1_(x.flatten(1)));
     return fc2_(drop_(x));
   }

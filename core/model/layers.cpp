@@ -18,6 +18,14 @@ nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, torch::Ex
   return nn::Conv3d(nn::Conv3dOptions(in, out, k).stride(stride).padding(pad).bias(false));
 }
 
+torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functional::MaxPool2dFuncOptions& pool) {
+  return torch::nn::functional::max_pool2d(x, pool).relu_();
+}
+
+torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool) {
+  return torch::nn::functional::max_pool3d(x, pool).relu_();
+}
+
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side) {
   const auto& s = spec.sample_shape;
   if (s.size() != 4 || s[1] < min_t || s[2] < min_side || s[3] < min_side)

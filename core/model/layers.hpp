@@ -2,6 +2,7 @@
 #pragma once
 
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/options/pooling.h>
 
 #include <cstdint>
 #include <string>
@@ -15,6 +16,13 @@ namespace lockstep {
 torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1);
 // 3-D convolution, kernel K (T x H x W), padding K/2, no bias (a BatchNorm follows).
 torch::nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, torch::ExpandingArray<3> stride = 1);
+// ReLU then max-pool, computed in the cheaper order: pool first, ReLU on the pooled
+// tensor (1/k^d of the elements, forward and backward). The same values and gradients:
+// ReLU is monotone, so it commutes with max, and both orders send a window's gradient to
+// the same element (or none: a window whose maximum is <= 0 gets zero either way).
+// The reference CNN's step is ~10% faster for it (docs/accuracy.md).
+torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functional::MaxPool2dFuncOptions& pool);
+torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool);
 // Throws UsageError naming MODEL unless SPEC's samples are clips [C,T,H,W] with T >=
 // MIN_T and H,W >= MIN_SIDE.
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side);

@@ -62,10 +62,12 @@ class R3d final : public Net {
     fc_ = register_module("fc", nn::Linear(in, spec.num_classes));
   }
 
+  bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
-    x = torch::relu(stem_bn_(stem_(x)));
-    if (!small_input_)
-      x = F::max_pool3d(x, F::MaxPool3dFuncOptions({1, 3, 3}).stride({1, 2, 2}).padding({0, 1, 1}));
+    x = formatted(x);
+    x = stem_bn_(stem_(x));
+    x = small_input_ ? torch::relu(x)
+                     : relu_max_pool3d(x, F::MaxPool3dFuncOptions({1, 3, 3}).stride({1, 2, 2}).padding({0, 1, 1}));
     for (auto& b : blocks_) x = run_block(*b, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3, 4})));
   }

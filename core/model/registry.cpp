@@ -14,6 +14,14 @@ torch::Tensor Net::forward_ragged(torch::Tensor, const torch::Tensor&) {
   throw UsageError("this model needs fixed-length samples");
 }
 
+torch::Tensor Net::formatted(const torch::Tensor& x) const {
+  if (!channels_last_ || (x.dim() != 4 && x.dim() != 5)) return x;
+  const auto format = x.dim() == 4 ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::ChannelsLast3d;
+  // Not contiguous(format): a one-channel batch already counts as channels-last contiguous
+  // and would keep NCHW strides, which the kernels read as NCHW (memory_format.hpp).
+  return x.suggest_memory_format() == format ? x : x.to(x.options(), false, false, format);
+}
+
 torch::Tensor class_logits(Net& net, const torch::Tensor& x, const torch::Tensor& lengths) {
   return lengths.defined() ? net.forward_ragged(x, lengths) : net.forward(x);
 }

@@ -54,6 +54,12 @@ class Net : public torch::nn::Module {
   // that can say true here; the others need fixed-length samples.
   virtual bool takes_ragged() const { return false; }
   virtual torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths);
+  // Conv nets over images or clips (cnn, resnet, c3d, r3d) say true: they can run
+  // channels-last (core/model/memory_format.hpp), and then convert their input with
+  // formatted() first thing in forward().
+  virtual bool conv_net() const { return false; }
+  bool channels_last() const { return channels_last_; }
+  void set_channels_last(bool on) { channels_last_ = on; }
   // Parameters, then buffers: everything that defines the function (broadcast at start,
   // copied for the best weights).
   std::vector<torch::Tensor> state_tensors() {
@@ -61,6 +67,13 @@ class Net : public torch::nn::Module {
     for (const auto& b : buffers()) all.push_back(b);
     return all;
   }
+
+ protected:
+  // X in the model's layout: NHWC / NDHWC strides for a 4-D / 5-D batch when channels_last().
+  torch::Tensor formatted(const torch::Tensor& x) const;
+
+ private:
+  bool channels_last_ = false;
 };
 
 struct ModelOptions {

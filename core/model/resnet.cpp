@@ -62,9 +62,11 @@ class ResNet final : public Net {
     fc_ = register_module("fc", nn::Linear(in, spec.num_classes));
   }
 
+  bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
-    x = torch::relu(stem_bn_(stem_(x)));
-    if (!small_input_) x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+    x = formatted(x);
+    x = stem_bn_(stem_(x));
+    x = small_input_ ? torch::relu(x) : relu_max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
     for (auto& block : blocks_) x = run_block(*block, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3})));
   }

@@ -117,7 +117,9 @@ struct Doctor {
   // What NCCL and MPI will use on the network, and settings known to hurt (network_report.hpp).
   void network_check() {
     const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
-    const NetworkFacts facts = gather_network_facts(static_cast<int>(hosts.size()));
+    NetworkFacts facts = gather_network_facts(static_cast<int>(hosts.size()));
+    facts.ranks = mpi.size();
+    facts.mpi_gradients = !torch::cuda::is_available();
     const NetworkReport r = report_network(facts);
     for (const auto& line : r.lines) log::info0("doctor: " + line);
     for (const auto& w : r.warnings) log::info0("doctor: warning: " + w);

@@ -147,6 +147,16 @@ NetworkReport report_network(const NetworkFacts& f) {
       env_or(f, "OMPI_MCA_pml").find("ucx") == std::string::npos)
     r.warnings.push_back("OMPI_MCA_btl=" + btl + " leaves out Open MPI's TCP transport on a multi-host job without UCX: "
                          "ranks on different hosts may not reach each other");
+  // Two ranks on two hosts over TCP: each all-reduce sends both ways through one TCP
+  // connection, and Open MPI's rendezvous for messages above the TCP eager limit (64 KiB)
+  // waits for handshakes queued behind the other direction's data: large all-reduces ran
+  // at half the link rate on shaped links (docs/scaling.md). Eager messages avoid it.
+  if (f.mpi_gradients && f.ranks == 2 && f.hosts == 2 && f.ib_devices.empty() &&
+      env_or(f, "OMPI_MCA_pml").find("ucx") == std::string::npos && env_or(f, "OMPI_MCA_btl_tcp_eager_limit").empty())
+    r.warnings.push_back("2 ranks on 2 hosts over Open MPI's TCP transport: gradient all-reduces above 64 KiB run at "
+                         "about half the link rate (rendezvous handshakes wait behind the other direction's data; "
+                         "docs/scaling.md); OMPI_MCA_btl_tcp_eager_limit=4194304 and "
+                         "OMPI_MCA_btl_tcp_rndv_eager_limit=4194304 restore it for buckets up to 8 MiB");
   return r;
 }
 

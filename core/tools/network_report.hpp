@@ -30,6 +30,8 @@ struct NetworkFacts {
   std::vector<NetInterface> interfaces;    // up, with an address
   std::vector<std::string> ib_devices;     // /sys/class/infiniband entries
   int hosts = 1;                           // hosts in the job
+  int ranks = 1;                           // ranks in the job
+  bool mpi_gradients = false;              // gradients all-reduced by MPI (no GPUs: CPU training)
 };
 
 struct NetworkReport {

@@ -9,7 +9,7 @@ namespace lockstep {
 
 double RingModel::allreduce_seconds(double n) const {
   if (n <= 1) return 0.0;
-  return 2 * (n - 1) * alpha + 2 * (n - 1) / n * bytes / beta;
+  return buckets * 2 * (n - 1) * alpha + 2 * (n - 1) / n * bytes / beta;
 }
 
 double RingModel::step_seconds(double n) const {
@@ -22,13 +22,14 @@ double RingModel::efficiency(double n) const {
   return strong ? t1 / (n * t) : t1 / t;
 }
 
-RingModel calibrate_ring(const AllreduceSample& s, double gradient_bytes, double t1_step, bool strong) {
+RingModel calibrate_ring(const AllreduceSample& s, double gradient_bytes, double t1_step, bool strong, int buckets) {
   LOCKSTEP_REQUIRE(s.ranks >= 2, "the all-reduce model needs a timing at 2 or more ranks (lockstep doctor --doctor.out)");
   LOCKSTEP_REQUIRE(s.big_bytes > s.small_bytes && s.big_seconds > 0 && s.small_seconds > 0,
                    "all-reduce timings need two sizes, the larger one slower");
   const double n = s.ranks, k = 2 * (n - 1);
   RingModel m;
   m.bytes = gradient_bytes;
+  m.buckets = buckets;
   m.t1 = t1_step;
   m.strong = strong;
   // small = k a + k/n Bs / b,  big = k a + k/n Bb / b: two equations, two unknowns.

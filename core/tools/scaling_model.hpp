@@ -2,8 +2,9 @@
 //
 // Ring all-reduce of B bytes over n ranks (the algorithm NCCL and Open MPI use for large
 // buffers): 2(n-1) steps, each a latency alpha plus a chunk of B/n bytes at bandwidth
-// beta:
-//     T_ar(n) = 2(n-1) * alpha + 2(n-1)/n * B / beta
+// beta; a step's gradients go as K buckets, each its own all-reduce:
+//     T_ar(n) = K * 2(n-1) * alpha + 2(n-1)/n * B / beta
+// B is what goes on the wire: 4 bytes per parameter, 2 under --dist.compress.
 // A step at n ranks:  t(n) = t_c(n) + x * T_ar(n) + o   (n >= 2)
 //   t_c(n): compute time of a step: t(1) for weak scaling (per-rank batch fixed), t(1)/n
 //           for strong scaling (global batch fixed);
@@ -31,7 +32,8 @@ struct AllreduceSample {  // two timed all-reduces at RANKS ranks
 struct RingModel {
   double alpha = 0;  // s per ring step
   double beta = 1;   // bytes/s
-  double bytes = 0;  // gradient bytes per step
+  double bytes = 0;  // gradient bytes per step (on the wire)
+  int buckets = 1;   // all-reduces per step
   double t1 = 0;     // measured step seconds at 1 rank
   double exposed = 1;
   double overhead = 0;  // s per step at n >= 2
@@ -43,7 +45,8 @@ struct RingModel {
 };
 
 // alpha, beta from SAMPLE (throws Error when it cannot: fewer than 2 ranks, sizes equal).
-RingModel calibrate_ring(const AllreduceSample& sample, double gradient_bytes, double t1_step, bool strong);
+RingModel calibrate_ring(const AllreduceSample& sample, double gradient_bytes, double t1_step, bool strong,
+                         int buckets = 1);
 // x and o from a measured step time at N ranks.
 void calibrate_exposed(RingModel& m, double n, double measured_step_seconds);
 

@@ -6,6 +6,7 @@
 #include "core/base/error.hpp"
 #include "core/tools/scaling_model.hpp"
 #include "io/records/svg_plot.hpp"
+#include "io/util/json_io.hpp"
 
 namespace lockstep {
 
@@ -25,7 +26,8 @@ ScalingReport scaling_report(const io::Sweep& sweep, const std::string& dir) {
   if (cal && base.params > 0) {
     model = calibrate_ring(AllreduceSample{cal->ranks, cal->small_bytes, cal->small_seconds, cal->big_bytes,
                                            cal->big_seconds},
-                           4.0 * static_cast<double>(base.params), base.step_seconds, strong);
+                           base.wire_bytes > 0 ? base.wire_bytes : 4.0 * static_cast<double>(base.params),
+                           base.step_seconds, strong, std::max(1, cal->buckets));
     calibrate_exposed(model, cal->ranks, cal->step_seconds);
     have_model = true;
     model_note = "ring all-reduce model calibrated at " + std::to_string(cal->ranks) + " ranks on " +
@@ -89,7 +91,14 @@ ScalingReport scaling_report(const io::Sweep& sweep, const std::string& dir) {
   } else {
     md += "\nNo all-reduce timing (doctor.json at 2+ ranks): no model prediction.\n";
   }
-  return ScalingReport{md, io::svg_charts({tput, eff})};
+  std::string model_json;
+  if (have_model)
+    model_json = io::dump_json(io::Json{{"calibrated_at_ranks", cal->ranks}, {"alpha_s", model.alpha},
+                                        {"beta_bytes_per_s", model.beta}, {"gradient_bytes", model.bytes},
+                                        {"buckets", model.buckets}, {"t1_step_s", model.t1},
+                                        {"exposed", model.exposed}, {"overhead_s", model.overhead},
+                                        {"strong", model.strong}}) + "\n";
+  return ScalingReport{md, io::svg_charts({tput, eff}), model_json};
 }
 
 }  // namespace lockstep

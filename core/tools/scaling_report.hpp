@@ -13,6 +13,7 @@ namespace lockstep {
 struct ScalingReport {
   std::string markdown;  // report.md: the measured table, the model's table and verdict
   std::string svg;       // scaling.svg: throughput and efficiency against ranks
+  std::string model_json;  // model.json: the calibrated model's terms (empty: no model), for tools
 };
 
 // Throws UsageError when the sweep has no 1-rank run (the baseline). DIR names it.

@@ -32,11 +32,12 @@ TraceSummary merge_traces(const std::string& run_dir) {
     for (const auto& e : t["traceEvents"]) {
       merged["traceEvents"].push_back(e);
       if (e.value("ph", "") != "X") continue;
-      Rank& r = ranks[e.value("pid", -1)];
-      const double dur = e.value("dur", 0.0) / 1000.0;
+      Rank& r = ranks[io::json_get_or<int>(e, "pid", -1, path)];
+      const double dur = io::json_get_or<double>(e, "dur", 0.0, path) / 1000.0;
       if (e.value("cat", "") == "step") {
         r.ms[e.value("name", "")] += dur;
-        if (e.contains("args") && e["args"].contains("step")) r.steps.insert(e["args"]["step"].get<int64_t>());
+        if (e.contains("args") && e["args"].contains("step"))
+          r.steps.insert(io::json_as<int64_t>(e["args"]["step"], path + ": args.step"));
       } else if (e.value("cat", "") == "collective") {
         r.collective_ms += dur;
         ++r.collectives;

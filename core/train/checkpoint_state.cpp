@@ -1,4 +1,5 @@
 // checkpoint_state: see checkpoint_state.hpp.
+#include "core/model/memory_format.hpp"
 #include "core/train/checkpoint_state.hpp"
 
 #include <torch/torch.h>
@@ -58,14 +59,15 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
   CheckpointMeta m;
   const io::Json t = io::parse_json(json, path + ": checkpoint metadata");
   const char* field = "";
+  const std::string what = path + ": checkpoint metadata";
   try {
     const auto get = [&](const char* key, auto* out) {
       field = key;
-      *out = t.at(key).get<std::decay_t<decltype(*out)>>();
+      *out = io::json_get<std::decay_t<decltype(*out)>>(t, key, what);
     };
     const auto get_or = [&](const char* key, auto* out) {
       field = key;
-      if (t.contains(key) && !t[key].is_null()) *out = t[key].get<std::decay_t<decltype(*out)>>();
+      if (t.contains(key) && !t[key].is_null()) *out = io::json_get<std::decay_t<decltype(*out)>>(t, key, what);
     };
     get("step", &m.pos.step);
     get("epoch", &m.pos.epoch);
@@ -73,7 +75,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get("world_size", &m.world_size);
     get("batch_size", &m.batch_size);
     field = "seed";  // a decimal string in checkpoints of lockstep 0.1
-    m.seed = t.at("seed").is_string() ? std::stoull(t["seed"].get<std::string>()) : t.at("seed").get<uint64_t>();
+    m.seed = t.at("seed").is_string() ? std::stoull(t["seed"].get<std::string>()) : io::json_get<uint64_t>(t, "seed", what);
     get("model", &m.model);
     get_or("model_width", &m.model_width);
     get_or("model_depth", &m.model_depth);
@@ -152,6 +154,7 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
     root.load_from(in);
     root.read("model", model_ar);
     model.load(model_ar);
+    if (model.channels_last()) use_channels_last(model);  // the tensors read take the file's strides
     if (opt) {
       root.read("optimizer", opt_ar);
       opt->load(opt_ar);

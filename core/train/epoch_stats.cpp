@@ -38,19 +38,20 @@ std::string WindowStats::to_json() const {
 
 WindowStats WindowStats::from_json(const std::string& json, const std::string& what) {
   WindowStats w;
+  const std::string ctx = what + ": malformed epoch statistics";
   try {
     const io::Json j = io::Json::parse(json);
-    w.steps = j.at("steps").get<int64_t>();
-    w.finite_steps = j.at("finite_steps").get<int64_t>();
-    w.loss_sum = j.at("loss_sum").get<double>();
-    w.correct = j.at("correct").get<double>();
-    w.samples = j.at("samples").get<double>();
-    w.times.seconds = j.at("seconds").get<double>();
-    w.times.data_wait = j.at("data_wait").get<double>();
-    w.times.forward = j.at("forward").get<double>();
-    w.times.backward = j.at("backward").get<double>();
-    w.times.exposed_comm = j.at("exposed_comm").get<double>();
-    w.times.optimizer = j.at("optimizer").get<double>();
+    w.steps = io::json_get<int64_t>(j, "steps", ctx);
+    w.finite_steps = io::json_get<int64_t>(j, "finite_steps", ctx);
+    w.loss_sum = io::json_get<double>(j, "loss_sum", ctx);
+    w.correct = io::json_get<double>(j, "correct", ctx);
+    w.samples = io::json_get<double>(j, "samples", ctx);
+    w.times.seconds = io::json_get<double>(j, "seconds", ctx);
+    w.times.data_wait = io::json_get<double>(j, "data_wait", ctx);
+    w.times.forward = io::json_get<double>(j, "forward", ctx);
+    w.times.backward = io::json_get<double>(j, "backward", ctx);
+    w.times.exposed_comm = io::json_get<double>(j, "exposed_comm", ctx);
+    w.times.optimizer = io::json_get<double>(j, "optimizer", ctx);
   } catch (const nlohmann::json::exception& e) {
     throw Error(what + ": malformed epoch statistics (" + e.what() + ")");
   }

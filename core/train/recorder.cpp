@@ -38,7 +38,7 @@ std::vector<std::pair<std::string, double>> scalars_of(const io::Json& row) {
   std::vector<std::pair<std::string, double>> out;
   const std::string kind = row.value("kind", "");
   const auto add = [&](const char* key, const char* tag) {
-    if (row.contains(key) && row[key].is_number()) out.emplace_back(tag, row[key].get<double>());
+    if (row.contains(key) && row[key].is_number()) out.emplace_back(tag, io::json_as<double>(row[key], key));
   };
   if (kind == "train") {
     add("train_loss", "train/loss");

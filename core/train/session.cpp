@@ -13,6 +13,7 @@
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/tensor_sync.hpp"
+#include "core/model/memory_format.hpp"
 #include "core/model/sync_bn.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/dist/preflight.hpp"
@@ -84,7 +85,7 @@ void init_weights(const Config& cfg, Net& model) {
 
 // The augmentation the config asks for (core/data/augment.hpp).
 AugmentOptions augment_options(const Config& cfg) {
-  return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast};
+  return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast, cfg.random_erase};
 }
 
 // Options that only make sense for class labels, or only for sequence targets.
@@ -106,8 +107,8 @@ void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
     throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
                      "sequence targets (CTC)");
   if (augment_options(cfg).enabled())
-    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness and --data.contrast "
-                     "augment images and clips; " + what + "sequences");
+    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness, --data.contrast and "
+                     "--data.random-erase augment images and clips; " + what + "sequences");
 }
 
 }  // namespace
@@ -153,6 +154,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (cfg.amp != Amp::kNone && !place.device.is_cuda())
     log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
   init_weights(cfg, *model);
+  if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), cfg.amp != Amp::kNone))
+    use_channels_last(*model);
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
   if (cfg.sync_bn) {
@@ -173,7 +176,10 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   LOCKSTEP_REQUIRE(!trainable.empty(), "--model.freeze " + cfg.freeze + " leaves no parameter to train");
   opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
                                                    cfg.beta1, cfg.beta2, 1e-8});
-  reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap);
+  const WireType wire = cfg.compress == Compress::kBf16   ? WireType::kBF16
+                        : cfg.compress == Compress::kFp16 ? WireType::kF16
+                                                          : WireType::kF32;
+  reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap, wire);
   maker = std::make_unique<BatchMaker>(manifest.spec, place.device);
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
@@ -218,7 +224,7 @@ std::string Session::describe() const {
   return fmt::format(
       "lockstep {} (torch {}): {} rank(s) on {} host(s), backend {}, device {}, {} thread(s)/rank{}\n"
       "data {} ({}): {} train samples in {} shard(s), reader {}; validation on {}, test on {}; model {} ({} parameters{}, "
-      "{} gradient bucket(s), reduced {})\n"
+      "{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step)\n"
       "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
       lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(), cfg.threads,
@@ -227,8 +233,11 @@ std::string Session::describe() const {
       : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
                            : "memory",
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
-      parameter_count(), sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "",
-      reducer->buckets().size(), place.overlap ? "during backward" : "after backward",  //
+      parameter_count(),
+      (model->channels_last() ? std::string(", channels-last") : std::string()) +
+          (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : ""),
+      reducer->buckets().size(), place.overlap ? "during backward" : "after backward", wire_name(reducer->wire()),
+      static_cast<double>(reducer->wire_bytes_per_step()) / 1e6,  //
       cfg.batch_size, mpi.size(), cfg.grad_accum, global_batch, steps_per_epoch, to_string(cfg.remainder),  //
       to_string(cfg.optimizer), cfg.nesterov ? " (nesterov)" : "", cfg.lr, to_string(cfg.lr_scaling), mpi.size(),
       schedule.base, sched, extras);

@@ -55,11 +55,12 @@ void StopRule::load_state_json(const std::string& json, const std::string& path)
   if (json.empty()) return;
   try {
     const io::Json j = io::Json::parse(json);
-    best_ = j.at("best").get<double>();
-    have_best_ = j.at("have_best").get<bool>();
-    since_best_ = j.at("since_best").get<int>();
+    best_ = io::json_get<double>(j, "best", path);
+    have_best_ = io::json_get<bool>(j, "have_best", path);
+    since_best_ = io::json_get<int>(j, "since_best", path);
     history_.clear();
-    for (const auto& e : j.at("history")) history_.emplace_back(e.at(0).get<int64_t>(), e.at(1).get<double>());
+    for (const auto& e : j.at("history"))
+      history_.emplace_back(io::json_as<int64_t>(e.at(0), path), io::json_as<double>(e.at(1), path));
   } catch (const std::exception& e) {
     throw Error(path + ": malformed stop-rule state in the checkpoint (" + e.what() + ")");
   }

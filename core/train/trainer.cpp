@@ -380,6 +380,8 @@ class Trainer {
     row["world_size"] = s_.mpi.size();
     row["global_batch"] = s_.global_batch;
     row["params"] = s_.parameter_count();
+    row["grad_wire_bytes"] = static_cast<int64_t>(s_.reducer->wire_bytes_per_step());  // per rank and step
+    row["grad_buckets"] = static_cast<int64_t>(s_.reducer->buckets().size());
     row["first_step_unix_ms"] = static_cast<int64_t>(first_step_unix_ * 1000);
     rec_.row(row);
   }

@@ -37,7 +37,7 @@ T meta_json(const std::map<std::string, std::string>& meta, const char* key, con
   const auto it = meta.find(key);
   if (it == meta.end()) return fallback;
   try {
-    return io::Json::parse(it->second).get<T>();
+    return io::json_as<T>(io::Json::parse(it->second), path);
   } catch (const std::exception&) {
     throw UsageError(path + ": safetensors metadata '" + key + "' is malformed: " + it->second);
   }

@@ -24,8 +24,9 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     pos = nl + 1;
     if (line.empty()) continue;
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    int64_t step = 0;
     const bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
-                      row["step"].get<int64_t>() <= start_step;
+                      json_integer(row["step"], &step) && step <= start_step;
     if (keep)
       out += line + "\n";
     else

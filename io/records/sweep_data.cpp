@@ -28,6 +28,8 @@ SweepRun read_run(const std::string& dir, int ranks) {
       ended = true;
       run.global_batch = json_get_or<int64_t>(row, "global_batch", 0, path);
       run.params = json_get_or<int64_t>(row, "params", 0, path);
+      run.wire_bytes = static_cast<double>(json_get_or<int64_t>(row, "grad_wire_bytes", 0, path));
+      run.buckets = static_cast<int>(json_get_or<int64_t>(row, "grad_buckets", 1, path));
     }
     if (kind != "train") continue;
     if (first) {  // the first window holds warm-up (allocation, first-touch, caches)

@@ -13,6 +13,8 @@ struct SweepRun {
   int ranks = 0;
   int64_t global_batch = 0;
   int64_t params = 0;
+  double wire_bytes = 0;  // gradient bytes all-reduced per step (0 in older runs: 4 x params)
+  int buckets = 1;        // all-reduces per step
   double samples_per_s = 0;  // median of the train rows after the first
   double step_seconds = 0;   // global_batch / samples_per_s
   double exposed_share = 0;  // exposed communication / step time over those rows

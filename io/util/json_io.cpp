@@ -13,6 +13,16 @@ Json parse_json(const std::string& text, const std::string& what) {
   }
 }
 
+namespace detail {
+
+void json_malformed(const Json& v, const std::string& what) {
+  std::string text = dump_json(v);
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  throw Error(what + " holds a malformed value " + text);
+}
+
+}  // namespace detail
+
 std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 }  // namespace lockstep::io

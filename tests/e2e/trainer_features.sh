@@ -5,6 +5,7 @@
 # NaN loss naming its step, TensorBoard files read back by the tensorboard package, the
 # progress bar on a terminal and plain lines otherwise.
 source "$(dirname "$0")/common.sh" "$@"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 make_slice data 1024 2  # 922 train samples (a stratified tenth is 'val'): 14 steps/epoch at 2 x 32
 NOLR=(--data data --batch-size 32 --log-every 4)
@@ -14,8 +15,31 @@ BASE=("${NOLR[@]}" --lr 0.05)
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir mlp --model mlp --max-steps 8
 expect_output 'model mlp \([0-9]+ parameters'
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir resnet --model resnet --width 4 --max-steps 4 --sync-bn
-expect_output 'model resnet \([0-9]+ parameters, sync-bn'
+expect_output 'model resnet \([0-9]+ parameters, channels-last, sync-bn'
 pass "mlp and resnet (with --sync-bn) train at 2 ranks"
+for job in fashion_mnist_long fashion_mnist_tta fashion_mnist_resnet; do  # the accuracy jobs as shipped, a few steps
+  expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/$job.ini" --data data --run.dir "job-$job" --batch-size 16 \
+    --model.width 4 --max-steps 3 --log-every 1
+  expect_output 'step 3/'
+done
+pass "jobs/fashion_mnist_{long,tta,resnet}.ini parse and train (a few steps, width 4)"
+
+# --- memory format: a conv net runs channels-last on CPU (auto); the same result either way
+for mf in auto contiguous; do
+  expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir "mf-$mf" --model cnn --width 4 --max-steps 8 --model.memory-format $mf
+done
+grep -q 'parameters, channels-last' mf-auto/train.log || fail "auto did not run the cnn channels-last"
+! grep -q 'channels-last' mf-contiguous/train.log || fail "--model.memory-format contiguous ran channels-last"
+"$PYTHON" - mf-auto/metrics.jsonl mf-contiguous/metrics.jsonl <<'PY' || fail "channels-last and contiguous runs diverge"
+import json, sys
+loss = [[r["train_loss"] for r in map(json.loads, open(p)) if r["kind"] == "train"] for p in sys.argv[1:]]
+assert len(loss[0]) == len(loss[1]) > 0 and all(abs(a - b) < 1e-3 * max(1, abs(b)) for a, b in zip(*loss)), loss
+PY
+expect_rc 2 run_mpi 2 train "${BASE[@]}" --run-dir mf-mlp --model mlp --max-steps 2 --model.memory-format channels-last
+expect_output 'model.memory-format channels-last is for conv nets over images or clips .*not model mlp'
+expect_rc 2 run_mpi 2 train "${BASE[@]}" --run-dir mf-bad --max-steps 2 --model.memory-format nhwc
+expect_output 'model.memory-format'
+pass "--model.memory-format: auto runs the cnn channels-last with contiguous's losses; channels-last on an mlp and an unknown format: exit 2"
 
 "$PYTHON" - series.csv <<'PY'
 import math, random, sys

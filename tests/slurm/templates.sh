@@ -3,7 +3,8 @@
 # runs on this machine (nodes n1, n2). One mode per CTest entry:
 #   single     slurm/single_node.sbatch trains 2 ranks and writes its run dir
 #   multi      slurm/multi_node.sbatch on 2 nodes, with srun --mpi=pmix and with LAUNCHER=mpirun
-#   preempt    scancel --signal=USR1 mid-run: checkpoint, exit 3, requeue, resume, full step count
+#   preempt    scancel -b --signal=USR1 mid-run (the templates' B:USR1@120), srun and mpirun:
+#              checkpoint, exit 3, requeue, resume, full step count
 #   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
 #   installed  `cmake --install` to a prefix, `module load lockstep`, and the installed
 #              single_node.sbatch submitted from a directory that is not the checkout
@@ -61,29 +62,37 @@ multi)
   done
   ;;
 preempt)
-  SECONDS=0
-  # Long enough that the signal always lands mid-run, however loaded the machine is.
-  id=$(RUN_DIR=$WORK/pre submit -o "$WORK/pre.out" slurm/single_node.sbatch "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
-  for _ in $(seq 1 240); do grep -Eq '"step": ?20,' pre/metrics.jsonl 2>/dev/null && break; sleep 0.25; done
-  grep -Eq '"step": ?20,' pre/metrics.jsonl || { cat pre.out; fail "the job never reached step 20"; }
-  scancel --signal=USR1 "$id"
-  for _ in $(seq 1 240); do
-    scontrol show job -o "$id" | grep -q 'Restarts=1' && break; sleep 0.25
+  # The signal the templates ask for before the time limit (--signal=B:USR1@120) goes to
+  # the batch shell, which must pass it to the ranks: with srun, and with mpirun, whose
+  # ranks on the batch node Slurm never signals itself.
+  for launcher in srun mpirun; do
+    SECONDS=0
+    out=$WORK/pre-$launcher.out run=$WORK/pre-$launcher
+    # Long enough that the signal always lands mid-run, however loaded the machine is.
+    id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$run submit -o "$out" slurm/single_node.sbatch \
+         "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
+    for _ in $(seq 1 240); do grep -Eq '"step": ?20,' "$run/metrics.jsonl" 2>/dev/null && break; sleep 0.25; done
+    grep -Eq '"step": ?20,' "$run/metrics.jsonl" || { cat "$out"; fail "$launcher: the job never reached step 20"; }
+    scancel --batch --signal=USR1 "$id"
+    for _ in $(seq 1 240); do
+      scontrol show job -o "$id" | grep -q 'Restarts=1' && break; sleep 0.25
+    done
+    scontrol show job -o "$id" | grep -q 'Restarts=1' || { cat "$out"; fail "$launcher: the job did not requeue after the signal"; }
+    # Slurm holds a requeued job for ~2 minutes (BeginTime); a test need not wait that long,
+    # only until the first run's step daemons are gone (a relaunch before that fails).
+    for _ in $(seq 1 120); do pgrep -f "slurmstepd: \[$id\." >/dev/null || break; sleep 0.25; done
+    # slurmd revokes the old run's credential with a one-second timestamp: a new one made in
+    # the same second is refused ("Job credential revoked"; seen 1 in 4 runs under load).
+    sleep 2
+    scontrol update JobId="$id" StartTime=now
+    wait_job "$id"
+    grep -q 'batch shell: SIGUSR1, passed to the ranks' "$out" || { cat "$out"; fail "$launcher: the batch shell did not pass the signal on"; }
+    grep -q 'signal 10 received: checkpointing at step' "$out" || { cat "$out"; fail "$launcher: no checkpoint-on-signal line"; }
+    grep -q 'requeueing job' "$out" || fail "$launcher: the template did not requeue"
+    grep -Eq 'resumed from .*step-0000000[0-9]+\.ckpt at step' "$out" || fail "$launcher: the requeued job did not resume"
+    [ "$(json_rows "$run/metrics.jsonl" end step)" = 300 ] || fail "$launcher: did not finish at step 300"
+    pass "preemption with $launcher: $(grep -o 'checkpointing at step [0-9]*' "$out"), requeued, resumed, finished at step 300 (${SECONDS} s)"
   done
-  scontrol show job -o "$id" | grep -q 'Restarts=1' || { cat pre.out; fail "the job did not requeue after the signal"; }
-  # Slurm holds a requeued job for ~2 minutes (BeginTime); a test need not wait that long,
-  # only until the first run's step daemons are gone (a relaunch before that fails).
-  for _ in $(seq 1 120); do pgrep -f "slurmstepd: \[$id\." >/dev/null || break; sleep 0.25; done
-  # slurmd revokes the old run's credential with a one-second timestamp: a new one made in
-  # the same second is refused ("Job credential revoked"; seen 1 in 4 runs under load).
-  sleep 2
-  scontrol update JobId="$id" StartTime=now
-  wait_job "$id"
-  grep -q 'signal 10 received: checkpointing at step' pre.out || fail "no checkpoint-on-signal line"
-  grep -q 'requeueing job' pre.out || fail "the template did not requeue"
-  grep -Eq 'resumed from .*step-0000000[0-9]+\.ckpt at step' pre.out || fail "the requeued job did not resume"
-  [ "$(json_rows pre/metrics.jsonl end step)" = 300 ] || fail "did not finish at step 300"
-  pass "preemption: $(grep -o 'checkpointing at step [0-9]*' pre.out), requeued, resumed, finished at step 300 (${SECONDS} s)"
   ;;
 installed)
   [ -f /etc/profile.d/lmod.sh ] || { echo "skipped: Debian's lmod is not installed"; exit 77; }

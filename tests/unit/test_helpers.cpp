@@ -20,6 +20,14 @@ std::string fresh_dir(const std::string& tag) {
   return dir;
 }
 
+io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes) {
+  io::DatasetSpec s;
+  s.name = "t";
+  s.sample_shape = std::move(shape);
+  s.num_classes = classes;
+  return s;
+}
+
 io::DatasetSpec tiny_spec(int64_t classes) {
   io::DatasetSpec s;
   s.name = "tiny";

@@ -17,6 +17,9 @@ std::string fresh_dir(const std::string& tag);
 // A small uint8 image dataset spec: [1, 4, 4], CLASSES classes.
 io::DatasetSpec tiny_spec(int64_t classes = 3);
 
+// A spec of float samples of SHAPE with CLASSES classes, named "t" (for building models).
+io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes);
+
 // N samples of SPEC with deterministic content; labels i % classes.
 void tiny_data(const io::DatasetSpec& spec, int64_t n, std::vector<unsigned char>* samples,
                std::vector<int64_t>* labels);

@@ -123,7 +123,8 @@ TEST(Options, TrainerChoicesAreChecked) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--optimizer", "lamb"}, {"--amp", "fp8"}, {"--lr-scaling", "cubic"},
         {"--best-metric", "val_auc"}, {"--label-smoothing", "1"}, {"--clip-norm", "-1"}, {"--schedule", "poly"},
-        {"--train.step-gamma", "0"}, {"--train.progress", "fancy"}}) {
+        {"--train.step-gamma", "0"}, {"--train.progress", "fancy"}, {"--data.random-erase", "1.5"},
+        {"--data.random-erase", "-0.1"}}) {
     Config cfg;
     std::vector<std::string> args{"--data", "/d"};
     args.insert(args.end(), bad.begin(), bad.end());

@@ -101,3 +101,44 @@ TEST(Augment, OptionsAreCheckedAgainstTheSampleShape) {
   EXPECT_THROW(check_augment(AugmentOptions{0, true}, {9, 128}, "har"), UsageError);
   EXPECT_NO_THROW(check_augment(AugmentOptions{}, {9, 128}, "har"));
 }
+
+// Random erasing: each erased sample loses exactly one axis-aligned rectangle of 2-40% of
+// its area (aspect 0.3-3.3, up to rounding) to 0, the same on every channel and frame;
+// everything else is untouched; P is honoured roughly; the draw is the seed's.
+TEST(Augment, RandomErasingZeroesOneRectanglePerErasedSample) {
+  for (const auto shape : {std::vector<int64_t>{200, 2, 28, 28}, std::vector<int64_t>{40, 1, 3, 16, 20}}) {
+    const auto x = torch::rand(shape) + 1.0;  // no zeros of its own
+    AugmentOptions opt;
+    opt.erase = 0.5;
+    const auto y = augment_batch(x, opt, 9);
+    const int64_t n = shape[0], h = shape[shape.size() - 2], w = shape[shape.size() - 1];
+    int erased = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto zero = y[i].eq(0);
+      EXPECT_TRUE(torch::equal(y[i].masked_select(zero.logical_not()), x[i].masked_select(zero.logical_not())));
+      // One H x W footprint shared by every channel (and frame).
+      const auto foot = zero.flatten(0, -3);  // [C(*T), H, W]
+      for (int64_t k = 1; k < foot.size(0); ++k) ASSERT_TRUE(torch::equal(foot[k], foot[0]));
+      const auto rows = foot[0].any(1).nonzero().flatten(), cols = foot[0].any(0).nonzero().flatten();
+      const int64_t count = foot[0].sum().item<int64_t>();
+      if (count == 0) continue;
+      ++erased;
+      const int64_t eh = rows[-1].item<int64_t>() - rows[0].item<int64_t>() + 1;
+      const int64_t ew = cols[-1].item<int64_t>() - cols[0].item<int64_t>() + 1;
+      EXPECT_EQ(count, eh * ew) << "sample " << i << ": not a filled rectangle";
+      EXPECT_EQ(rows.numel(), eh);
+      EXPECT_EQ(cols.numel(), ew);
+      const double frac = static_cast<double>(count) / static_cast<double>(h * w);
+      EXPECT_GE(frac, 0.02 * 0.5) << "sample " << i;  // rounding of small boxes
+      EXPECT_LE(frac, 0.40 * 1.3) << "sample " << i;
+    }
+    EXPECT_GT(erased, n / 5);
+    EXPECT_LT(erased, n * 4 / 5);
+    EXPECT_TRUE(torch::equal(augment_batch(x, opt, 9), y));
+    EXPECT_FALSE(torch::equal(augment_batch(x, opt, 10), y));
+  }
+  AugmentOptions all;
+  all.erase = 1.0;
+  const auto z = augment_batch(torch::ones({50, 1, 28, 28}), all, 3);
+  for (int64_t i = 0; i < 50; ++i) EXPECT_GT(z[i].eq(0).sum().item<int64_t>(), 0) << "P = 1 left sample " << i;
+}

@@ -37,6 +37,40 @@ TEST(Json, ANumberBeyondDoubleRangeIsAnErrorNamingTheFile) {
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "manifest.json: not valid JSON");
 }
 
+// Regression (fuzz_manifest, tests/fuzz/seeds/manifest/regress-float-to-int.json):
+// nlohmann's get<int>() casts a float or a wider integer without a range check (undefined
+// behaviour: UBSan's float-cast-overflow). json_as / json_get refuse what does not fit.
+TEST(Json, IntegersAreRangeCheckedNeverCast) {
+  const Json t = parse_json(
+      "{\"f\": 1e300, \"neg\": -1, \"wide\": 4294967296, \"half\": 2.5, \"whole\": 3.0, \"nan\": -1e-400,"
+      " \"top\": 9223372036854775807, \"over\": 9223372036854775808, \"fbig\": 1e39, \"b\": 1,"
+      " \"v\": [1, 2.5], \"two63\": 9.223372036854775808e18}",
+      "m.json");
+  EXPECT_ERROR_CONTAINS(json_get<int>(t, "f", "m.json"), "m.json: key 'f' holds a malformed value 1e+300");
+  EXPECT_ERROR_CONTAINS(json_get<int64_t>(t, "f", "m.json"), "key 'f' holds a malformed value");
+  EXPECT_ERROR_CONTAINS(json_get<uint64_t>(t, "neg", "m.json"), "key 'neg' holds a malformed value -1");
+  EXPECT_ERROR_CONTAINS(json_get<int>(t, "wide", "m.json"), "key 'wide' holds a malformed value 4294967296");
+  EXPECT_ERROR_CONTAINS(json_get<int>(t, "half", "m.json"), "key 'half' holds a malformed value 2.5");
+  EXPECT_EQ(json_get<int>(t, "whole", "m.json"), 3);  // an integral float is taken
+  EXPECT_EQ(json_get<int>(t, "nan", "m.json"), 0);    // -0.0 (underflow) is integral
+  EXPECT_EQ(json_get<int64_t>(t, "top", "m.json"), INT64_MAX);
+  EXPECT_ERROR_CONTAINS(json_get<int64_t>(t, "over", "m.json"), "key 'over' holds a malformed value");
+  EXPECT_EQ(json_get<uint64_t>(t, "over", "m.json"), 9223372036854775808ull);
+  EXPECT_ERROR_CONTAINS(json_get<int64_t>(t, "two63", "m.json"), "key 'two63' holds a malformed value");
+  EXPECT_EQ(json_get<uint64_t>(t, "two63", "m.json"), 9223372036854775808ull);
+  EXPECT_ERROR_CONTAINS(json_get<float>(t, "fbig", "m.json"), "key 'fbig' holds a malformed value");
+  EXPECT_DOUBLE_EQ(json_get<double>(t, "fbig", "m.json"), 1e39);
+  EXPECT_ERROR_CONTAINS(json_get<bool>(t, "b", "m.json"), "key 'b' holds a malformed value 1");
+  EXPECT_ERROR_CONTAINS(json_get<std::vector<int64_t>>(t, "v", "m.json"), "key 'v' holds a malformed value [1,2.5]");
+  EXPECT_EQ(json_get<std::vector<double>>(t, "v", "m.json"), (std::vector<double>{1.0, 2.5}));
+  EXPECT_ERROR_CONTAINS(json_as<int16_t>(Json(40000), "m.json: 'x'"), "m.json: 'x' holds a malformed value 40000");
+  EXPECT_ERROR_CONTAINS(json_as<std::string>(Json(1), "m.json: 'x'"), "m.json: 'x' holds a malformed value 1");
+  // The manifest reader, where the fuzzer found it.
+  const std::string dir = lockstep::testing::fresh_dir("json-float-int");
+  write_file_atomic(dir + "/manifest.json", "{\"lockstep_format\": 1e300, \"sample_shape\": [1]}");
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "manifest.json: key 'lockstep_format' holds a malformed value 1e+300");
+}
+
 TEST(Json, NonFiniteNumbersBecomeNullAndBytesNeverThrow) {
   EXPECT_EQ(dump_json(Json{{"x", std::nan("")}}), "{\"x\":null}");
   EXPECT_EQ(dump_json(Json{{"x", INFINITY}}), "{\"x\":null}");

@@ -6,17 +6,14 @@
 
 #include "core/base/error.hpp"
 #include "core/model/registry.hpp"
+#include "test_helpers.hpp"
 
 using namespace lockstep;
 
 namespace {
 
 io::DatasetSpec spec(std::vector<int64_t> shape, int64_t classes) {
-  io::DatasetSpec s;
-  s.name = "t";
-  s.sample_shape = std::move(shape);
-  s.num_classes = classes;
-  return s;
+  return lockstep::testing::shape_spec(std::move(shape), classes);
 }
 
 std::vector<int64_t> batch_of(int64_t n, const std::vector<int64_t>& shape) {

@@ -2,6 +2,8 @@
 // settings it flags.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/tools/network_report.hpp"
 
 using namespace lockstep;
@@ -61,4 +63,23 @@ TEST(NetworkReport, LoopbackOnlyIsAProblemAcrossHosts) {
   f.hosts = 1;
   EXPECT_TRUE(report_network(f).problems.empty());
   EXPECT_TRUE(has(report_network(f).lines, "settings: none (defaults)"));
+}
+
+// CPU gradients through Open MPI's TCP transport between exactly two hosts: the half-rate
+// rendezvous case is flagged, with the eager-limit settings that cure it; not for NCCL
+// jobs, more ranks, InfiniBand, UCX or a user who already set the limit.
+TEST(NetworkReport, TwoRanksOverTcpAreToldAboutTheEagerLimit) {
+  NetworkFacts f;
+  f.interfaces = {{"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}};
+  f.hosts = f.ranks = 2;
+  f.mpi_gradients = true;
+  EXPECT_TRUE(has(report_network(f).warnings, "OMPI_MCA_btl_tcp_eager_limit=4194304"));
+  for (auto change : std::vector<std::function<void(NetworkFacts&)>>{
+           [](NetworkFacts& g) { g.mpi_gradients = false; }, [](NetworkFacts& g) { g.ranks = 4; },
+           [](NetworkFacts& g) { g.ib_devices = {"mlx5_0"}; }, [](NetworkFacts& g) { g.env["OMPI_MCA_pml"] = "ucx"; },
+           [](NetworkFacts& g) { g.env["OMPI_MCA_btl_tcp_eager_limit"] = "1048576"; }}) {
+    NetworkFacts g = f;
+    change(g);
+    EXPECT_FALSE(has(report_network(g).warnings, "eager_limit")) << "flagged where it does not apply";
+  }
 }

@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "core/tools/scaling_model.hpp"
+#include "core/tools/scaling_report.hpp"
+#include "io/util/json_io.hpp"
 #include "io/util/file_util.hpp"
 #include "io/records/svg_plot.hpp"
 #include "io/records/sweep_data.hpp"
@@ -33,6 +35,38 @@ TEST(RingModel, EfficiencyFallsWithRanksAndPassesThroughTheCalibrationPoint) {
   s.strong = true;
   EXPECT_LT(s.efficiency(64), m.efficiency(64));
   EXPECT_ERROR_CONTAINS(calibrate_ring(AllreduceSample{1, 4096, 1e-5, 8192, 2e-5}, 1, 1, false), "2 or more ranks");
+}
+
+TEST(RingModel, EachBucketPaysTheLatencyTerm) {
+  RingModel one = calibrate_ring(AllreduceSample{2, 4096, 20e-6, 16 << 20, 4e-3}, 10e6, 0.05, false);
+  RingModel four = calibrate_ring(AllreduceSample{2, 4096, 20e-6, 16 << 20, 4e-3}, 10e6, 0.05, false, 4);
+  EXPECT_EQ(four.buckets, 4);
+  // Same bandwidth term; 3 more buckets cost 3 x 2(n-1) alpha.
+  EXPECT_NEAR(four.allreduce_seconds(8) - one.allreduce_seconds(8), 3 * 2 * 7 * one.alpha, 1e-12);
+}
+
+// A sweep whose runs recorded the gradient bytes on the wire (--dist.compress) and the
+// bucket count: the report's model uses them, and model.json carries its terms.
+TEST(ScalingReport, ModelUsesWireBytesAndBuckets) {
+  const std::string dir = lockstep::testing::fresh_dir("sweep_wire");
+  for (const int n : {1, 2}) {
+    io::make_dirs(dir + "/ranks-" + std::to_string(n));
+    std::ofstream(dir + "/ranks-" + std::to_string(n) + "/metrics.jsonl")
+        << "{\"kind\": \"train\", \"step\": 10, \"samples_per_s\": 100, \"seconds\": 1}\n"
+        << "{\"kind\": \"train\", \"step\": 20, \"samples_per_s\": " << (n == 1 ? 1000 : 1600) << ", \"seconds\": 1}\n"
+        << "{\"kind\": \"end\", \"step\": 20, \"global_batch\": " << 64 * n
+        << ", \"params\": 1000000, \"grad_wire_bytes\": 2000000, \"grad_buckets\": 3}\n";
+  }
+  std::ofstream(dir + "/ranks-2/doctor.json") << "{\"ranks\": 2, \"hosts\": 2, \"small_bytes\": 4096, \"small_seconds\": 1e-4, "
+                                                  "\"big_bytes\": 16777216, \"big_seconds\": 0.02}\n";
+  const io::Sweep s = io::read_sweep(dir);
+  EXPECT_DOUBLE_EQ(s.runs[1].wire_bytes, 2e6);
+  EXPECT_EQ(s.runs[1].buckets, 3);
+  const ScalingReport r = scaling_report(s, dir);
+  const io::Json m = io::parse_json(r.model_json, "model.json");
+  EXPECT_DOUBLE_EQ(m.at("gradient_bytes").get<double>(), 2e6);  // not 4 x params
+  EXPECT_EQ(m.at("buckets").get<int>(), 3);
+  EXPECT_EQ(m.at("calibrated_at_ranks").get<int>(), 2);
 }
 
 TEST(Sweep, ReaderNamesWhatIsMissing) {

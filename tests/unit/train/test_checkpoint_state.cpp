@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
+#include "core/model/memory_format.hpp"
 #include "core/model/registry.hpp"
 #include "core/dist/preflight.hpp"
 #include "core/train/checkpoint_state.hpp"
@@ -16,6 +17,13 @@ io::DatasetSpec mnist_like() {
   s.sample_shape = {1, 28, 28};
   return s;
 }
+
+void sgd_step(Net& model, torch::optim::Optimizer& opt, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  torch::nn::functional::cross_entropy(model.forward(x), y).backward();
+  opt.step();
+}
+
 }  // namespace
 
 TEST(Model, ReferenceCnnShapes) {
@@ -41,11 +49,7 @@ TEST(TrainState, ModelAndOptimizerRoundTrip) {
   torch::optim::SGD opt_a(a->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const auto x = torch::randn({4, 1, 28, 28});
   const auto y = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
-  for (int i = 0; i < 2; ++i) {
-    opt_a.zero_grad();
-    torch::nn::functional::cross_entropy(a->forward(x), y).backward();
-    opt_a.step();
-  }
+  for (int i = 0; i < 2; ++i) sgd_step(*a, opt_a, x, y);
   const std::string payload = serialize_state(*a, opt_a);
 
   torch::manual_seed(2);  // different initial weights
@@ -53,15 +57,37 @@ TEST(TrainState, ModelAndOptimizerRoundTrip) {
   torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   load_state(payload, *b, &opt_b, "mem");
   // Same weights, and the same next step (momentum buffers restored).
-  for (auto* opt : {&opt_a, &opt_b}) {
-    auto& m = opt == &opt_a ? a : b;
-    opt->zero_grad();
-    torch::nn::functional::cross_entropy(m->forward(x), y).backward();
-    opt->step();
-  }
+  sgd_step(*a, opt_a, x, y);
+  sgd_step(*b, opt_b, x, y);
   const auto pa = a->parameters(), pb = b->parameters();
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
   EXPECT_THROW(load_state("not a torch archive", *b, &opt_b, "bad.ckpt"), Error);
+}
+
+// A checkpoint written by a contiguous run resumes into a channels-last one (and back):
+// the same next step, and the resumed model keeps its layout (--model.memory-format).
+TEST(TrainState, ACheckpointCrossesMemoryFormats) {
+  const auto x = torch::randn({4, 1, 28, 28});
+  const auto y = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
+  for (const bool from_channels_last : {false, true}) {
+    torch::manual_seed(1);
+    auto a = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
+    if (from_channels_last) use_channels_last(*a);
+    torch::optim::SGD opt_a(a->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    sgd_step(*a, opt_a, x, y);
+    const std::string payload = serialize_state(*a, opt_a);
+    torch::manual_seed(2);
+    auto b = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
+    if (!from_channels_last) use_channels_last(*b);
+    torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    load_state(payload, *b, &opt_b, "mem");
+    EXPECT_EQ(b->channels_last(), !from_channels_last);
+    if (b->channels_last()) EXPECT_EQ(b->parameters()[0].suggest_memory_format(), torch::MemoryFormat::ChannelsLast);
+    sgd_step(*a, opt_a, x, y);
+    sgd_step(*b, opt_b, x, y);
+    const auto pa = a->parameters(), pb = b->parameters();
+    for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::allclose(pa[i], pb[i], 1e-4, 1e-6)) << i;
+  }
 }
 
 TEST(TrainState, MetaRoundTrip) {
@@ -114,6 +140,11 @@ TEST(CheckpointMetaErrors, AMalformedFieldIsNamed) {
   EXPECT_ERROR_CONTAINS(meta_from_json("{not json", "m.ckpt"), "m.ckpt: checkpoint metadata: not valid JSON");
   // A number beyond double range is a JSON error like any other (found by fuzz_manifest).
   EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": 1e999}", "m.ckpt"), "m.ckpt: checkpoint metadata: not valid JSON");
+  // A number that does not fit the field's integer type is refused, not cast (undefined
+  // behaviour under nlohmann's get<int>; io::json_as).
+  EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": 1e300}", "m.ckpt"), "key 'step' holds a malformed value 1e+300");
+  EXPECT_ERROR_CONTAINS(meta_from_json("{\"step\": 1, \"epoch\": 0, \"samples_done_in_epoch\": 0, \"world_size\": 2.5}", "m.ckpt"),
+                        "field 'world_size' is missing or malformed");
 }
 
 TEST(CheckpointMeta, BytesThatAreNotUtf8DoNotBreakTheHeader) {

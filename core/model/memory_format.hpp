@@ -1,0 +1,31 @@
+// memory_format: the layout a conv net's weights and activations live in
+// (--model.memory-format). Channels-last (NHWC; NDHWC for clips) is what oneDNN's CPU
+// convolutions and cuDNN's tensor-core kernels run natively, and ATen's CPU max-pool and
+// BatchNorm kernels are vectorised over channels in it. Measured on the CI VM's Xeon
+// (AVX-512, one thread per rank, bench/memory_format.sh): the reference CNN trains 1.32x
+// faster at 2 ranks, the video job's c3d 1.34x (profiled, the CNN's two max-pools took 11
+// ms of a 46 ms NCHW step, 1.5 ms channels-last). The function is the same, only the
+// strides differ: checkpoints, safetensors exports and the all-reduced gradients (copied
+// in logical order) do not change.
+#pragma once
+
+#include "core/config/enums.hpp"
+#include "core/model/registry.hpp"
+
+namespace lockstep {
+
+// Whether MODEL should run channels-last under F: contiguous never; channels-last for a
+// conv net (UsageError for any other model); auto for a conv net on CPU, and on a GPU
+// only with AMP (tensor cores: NVIDIA's guidance; without AMP cuDNN's NCHW float32 is as
+// fast).
+bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda, bool amp);
+
+// Gives MODEL's 4-D and 5-D parameters and buffers channels-last strides in place (the
+// same tensor objects, new storage: call before training starts) and makes forward()
+// convert its input. Returns how many tensors changed layout. "Channels-last strides" are
+// what suggest_memory_format() reads as such (the kernels choose their layout by it), not
+// what contiguous(ChannelsLast) leaves: for a one-channel tensor (a first conv's weight,
+// a gray image batch) that keeps NCHW strides, and the whole net then ran NCHW.
+int use_channels_last(Net& model);
+
+}  // namespace lockstep

@@ -1,0 +1,95 @@
+// --model.memory-format: a conv net run channels-last computes the same function with the
+// same gradients as contiguous, and its weights leave it (safetensors, a checkpoint) in
+// the same order; which models and devices auto picks it for.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/model/memory_format.hpp"
+#include "core/model/registry.hpp"
+#include "core/model/weights.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+io::DatasetSpec spec(std::vector<int64_t> shape, int64_t classes) {
+  return lockstep::testing::shape_spec(std::move(shape), classes);
+}
+
+// Two copies of one model (same weights), the second channels-last.
+std::pair<std::shared_ptr<Net>, std::shared_ptr<Net>> twins(const char* name, const io::DatasetSpec& s) {
+  torch::manual_seed(3);
+  auto a = make_model(ModelOptions{name, 0.0, 4, 18}, s);
+  torch::manual_seed(3);
+  auto b = make_model(ModelOptions{name, 0.0, 4, 18}, s);
+  EXPECT_GT(use_channels_last(*b), 0) << name;
+  return {a, b};
+}
+
+}  // namespace
+
+TEST(MemoryFormat, ChannelsLastComputesTheSameFunctionAndGradients) {
+  struct Case {
+    const char* name;
+    std::vector<int64_t> shape;
+  };
+  for (const Case& c : {Case{"cnn", {1, 28, 28}}, Case{"resnet", {3, 32, 32}}, Case{"c3d", {1, 8, 16, 16}},
+                        Case{"r3d", {1, 8, 16, 16}}}) {
+    auto [a, b] = twins(c.name, spec(c.shape, 5));
+    EXPECT_FALSE(a->channels_last());
+    EXPECT_TRUE(b->channels_last());
+    for (const auto& p : b->parameters())
+      if (p.dim() == 4) EXPECT_EQ(p.suggest_memory_format(), torch::MemoryFormat::ChannelsLast) << c.name;
+      else if (p.dim() == 5) EXPECT_EQ(p.suggest_memory_format(), torch::MemoryFormat::ChannelsLast3d) << c.name;
+    std::vector<int64_t> shape{4};
+    shape.insert(shape.end(), c.shape.begin(), c.shape.end());
+    const torch::Tensor x = torch::randn(shape);  // contiguous in, as the loader gives it
+    a->train();
+    b->train();
+    const torch::Tensor ya = a->forward(x), yb = b->forward(x);
+    EXPECT_TRUE(torch::allclose(ya, yb, 1e-4, 1e-5)) << c.name << ": " << (ya - yb).abs().max().item<double>();
+    ya.square().sum().backward();
+    yb.square().sum().backward();
+    const auto pa = a->named_parameters(), pb = b->named_parameters();
+    for (const auto& item : pa) {
+      const torch::Tensor ga = item.value().grad(), gb = pb[item.key()].grad();
+      EXPECT_TRUE(torch::allclose(ga, gb, 1e-3, 1e-4)) << c.name << " " << item.key();
+      // what the gradient reducer copies: the logical order, whatever the strides
+      EXPECT_TRUE(torch::allclose(ga.reshape({-1}), gb.reshape({-1}), 1e-3, 1e-4)) << c.name << " " << item.key();
+    }
+  }
+}
+
+TEST(MemoryFormat, WeightsLeaveInTheSameOrder) {
+  auto [a, b] = twins("cnn", spec({1, 28, 28}, 10));
+  const io::SafeTensors sa = to_safetensors(named_state(*a), "cnn", {}), sb = to_safetensors(named_state(*b), "cnn", {});
+  ASSERT_EQ(sa.tensors.size(), sb.tensors.size());
+  for (size_t i = 0; i < sa.tensors.size(); ++i) EXPECT_EQ(sa.tensors[i].data, sb.tensors[i].data) << sa.tensors[i].name;
+  // A channels-last model loads a contiguous model's state and stays channels-last.
+  torch::NoGradGuard no_grad;
+  for (auto& p : a->parameters()) p.add_(0.5);
+  auto pa = a->named_parameters();
+  for (auto& item : b->named_parameters()) item.value().copy_(pa[item.key()]);
+  const torch::Tensor x = torch::randn({2, 1, 28, 28});
+  a->eval();
+  b->eval();
+  EXPECT_TRUE(torch::allclose(a->forward(x), b->forward(x), 1e-4, 1e-5));
+  EXPECT_EQ(b->named_parameters()["conv1.weight"].suggest_memory_format(), torch::MemoryFormat::ChannelsLast);  // one input channel
+}
+
+TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpusWithAmp) {
+  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, spec({1, 28, 28}, 10));
+  auto mlp = make_model(ModelOptions{"mlp", 0.0, 4, 18}, spec({1, 28, 28}, 10));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/false, /*amp=*/false));
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", true, false));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", true, true));
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kContiguous, *cnn, "cnn", false, false));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *cnn, "cnn", true, false));
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *mlp, "mlp", false, false));
+  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *mlp, "mlp", false, false),
+                        "--model.memory-format channels-last is for conv nets over images or clips (cnn, resnet, c3d, "
+                        "r3d), not model mlp");
+}
