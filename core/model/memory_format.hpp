@@ -15,10 +15,22 @@
 namespace lockstep {
 
 // Whether MODEL should run channels-last under F: contiguous never; channels-last for a
-// conv net (UsageError for any other model); auto for a conv net on CPU, and on a GPU
-// only with AMP (tensor cores: NVIDIA's guidance; without AMP cuDNN's NCHW float32 is as
-// fast).
-bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda, bool amp);
+// conv net (UsageError for any other model, and on CPU for a model with a hazard below);
+// auto for a conv net on CPU without such a hazard, and on a GPU only with AMP (tensor
+// cores: NVIDIA's guidance; without AMP cuDNN's NCHW float32 is as fast). When auto
+// keeps a conv net contiguous because of a hazard, NOTE (if given) says why.
+bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda, bool amp,
+                         std::string* note = nullptr);
+
+// The first layer channels-last must not run through on CPU, described ("" when none): a
+// 1x1 convolution with a stride above 1 and fewer than 16 input channels. oneDNN's NHWC
+// 1x1 backward-weights kernel reduces such an input to unit stride in a workspace sized
+// for its channel block and writes past it when there are fewer channels
+// (uxlfoundation/oneDNN issue 6035). Measured with LibTorch 2.11 on the CI VM: 2-7 input
+// channels corrupt the heap with one thread (double free) and hang or give wrong weight
+// gradients with two; 8 and more pass; 16 covers AVX-512 builds' wider block. The forward
+// pass and the input gradient are not affected, nor are cuDNN's kernels.
+std::string channels_last_hazard(const Net& model);
 
 // Gives MODEL's 4-D and 5-D parameters and buffers channels-last strides in place (the
 // same tensor objects, new storage: call before training starts) and makes forward()

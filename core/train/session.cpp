@@ -154,8 +154,12 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (cfg.amp != Amp::kNone && !place.device.is_cuda())
     log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
   init_weights(cfg, *model);
-  if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), cfg.amp != Amp::kNone))
+  std::string layout_note;
+  if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), cfg.amp != Amp::kNone,
+                          &layout_note))
     use_channels_last(*model);
+  else if (!layout_note.empty())
+    log::info0("note: " + layout_note);
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
   if (cfg.sync_bn) {

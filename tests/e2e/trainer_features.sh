@@ -14,9 +14,17 @@ BASE=("${NOLR[@]}" --lr 0.05)
 # --- models -------------------------------------------------------------------------
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir mlp --model mlp --max-steps 8
 expect_output 'model mlp \([0-9]+ parameters'
-expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir resnet --model resnet --width 4 --max-steps 4 --sync-bn
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir resnet --model resnet --width 16 --max-steps 4 --sync-bn
 expect_output 'model resnet \([0-9]+ parameters, channels-last, sync-bn'
-pass "mlp and resnet (with --sync-bn) train at 2 ranks"
+# Width 4: the 1x1 stride-2 shortcut convs have 4 and 8 input channels, which oneDNN's
+# channels-last weight gradient corrupts memory on (core/model/memory_format.hpp): auto
+# runs it NCHW and says so, an explicit channels-last is refused.
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir resnet4 --model resnet --width 4 --max-steps 4 --sync-bn
+expect_output 'note: model resnet runs contiguous \(NCHW\) on CPU, not channels-last: layer layer2_0.down_conv is a 1x1 convolution with stride 2x2 and 4 input channel'
+expect_output 'model resnet \([0-9]+ parameters, sync-bn'
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir resnet4cl --model resnet --width 4 --max-steps 4 --model.memory-format channels-last
+expect_output '--model.memory-format channels-last on CPU: layer layer2_0.down_conv'
+pass "mlp and resnet (with --sync-bn) train at 2 ranks; narrow resnets stay NCHW on CPU"
 for job in fashion_mnist_long fashion_mnist_tta fashion_mnist_resnet; do  # the accuracy jobs as shipped, a few steps
   expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/$job.ini" --data data --run.dir "job-$job" --batch-size 16 \
     --model.width 4 --max-steps 3 --log-every 1

@@ -22,9 +22,11 @@ io::DatasetSpec spec(std::vector<int64_t> shape, int64_t classes) {
 // Two copies of one model (same weights), the second channels-last.
 std::pair<std::shared_ptr<Net>, std::shared_ptr<Net>> twins(const char* name, const io::DatasetSpec& s) {
   torch::manual_seed(3);
-  auto a = make_model(ModelOptions{name, 0.0, 4, 18}, s);
+  // width 16: narrower resnets/r3ds have 1x1 strided convs channels-last must not run on
+  // CPU (channels_last_hazard, tested below)
+  auto a = make_model(ModelOptions{name, 0.0, 16, 18}, s);
   torch::manual_seed(3);
-  auto b = make_model(ModelOptions{name, 0.0, 4, 18}, s);
+  auto b = make_model(ModelOptions{name, 0.0, 16, 18}, s);
   EXPECT_GT(use_channels_last(*b), 0) << name;
   return {a, b};
 }
@@ -92,4 +94,32 @@ TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpusWithAmp) {
   EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *mlp, "mlp", false, false),
                         "--model.memory-format channels-last is for conv nets over images or clips (cnn, resnet, c3d, "
                         "r3d), not model mlp");
+}
+
+// oneDNN issue 6035: channels-last 1x1 strided convs with few input channels get wrong
+// weight gradients and corrupt the heap on CPU. Auto keeps such a model NCHW and says why,
+// an explicit channels-last is refused; GPUs (cuDNN) and wide models are unaffected.
+TEST(MemoryFormat, NarrowStridedOneByOneConvsStayContiguousOnCpu) {
+  auto narrow = make_model(ModelOptions{"resnet", 0.0, 4, 18}, spec({1, 28, 28}, 10));
+  auto wide = make_model(ModelOptions{"resnet", 0.0, 16, 18}, spec({1, 28, 28}, 10));
+  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, spec({1, 28, 28}, 10));
+  auto r3d = make_model(ModelOptions{"r3d", 0.0, 4, 10}, spec({1, 8, 16, 16}, 5));
+  EXPECT_EQ(channels_last_hazard(*narrow).rfind("layer layer2_0.down_conv is a 1x1 convolution with stride 2x2 and 4 "
+                                                "input channel(s)", 0), 0u)
+      << channels_last_hazard(*narrow);
+  EXPECT_NE(channels_last_hazard(*r3d).find("and 4 input channel(s)"), std::string::npos)
+      << channels_last_hazard(*r3d);
+  EXPECT_EQ(channels_last_hazard(*wide), "");
+  EXPECT_EQ(channels_last_hazard(*cnn), "");
+  std::string note;
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", false, false, &note));
+  EXPECT_EQ(note.rfind("model resnet runs contiguous (NCHW) on CPU, not channels-last: layer layer2_0.down_conv", 0), 0u)
+      << note;
+  note.clear();
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *wide, "resnet", false, false, &note));
+  EXPECT_EQ(note, "");
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", /*cuda=*/true, /*amp=*/true));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", true, false));
+  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", false, false),
+                        "--model.memory-format channels-last on CPU: layer layer2_0.down_conv");
 }
