@@ -5,6 +5,13 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <set>
@@ -37,6 +44,20 @@ std::string env_or(const NetworkFacts& f, const std::string& key, const std::str
 }
 
 }  // namespace
+
+bool unix_socket_dead(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool refused = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 && errno == ECONNREFUSED;
+  ::close(fd);
+  return refused;
+}
 
 NetworkFacts gather_network_facts(int hosts) {
   NetworkFacts f;
@@ -82,6 +103,7 @@ NetworkFacts gather_network_facts(int hosts) {
       unique.push_back(i);
   f.interfaces = unique;
   if (io::is_directory("/sys/class/infiniband")) f.ib_devices = io::list_dir("/sys/class/infiniband");
+  f.munge_socket_dead = unix_socket_dead(kMungeSocket);
   return f;
 }
 
@@ -157,6 +179,16 @@ NetworkReport report_network(const NetworkFacts& f) {
                          "about half the link rate (rendezvous handshakes wait behind the other direction's data; "
                          "docs/scaling.md); OMPI_MCA_btl_tcp_eager_limit=4194304 and "
                          "OMPI_MCA_btl_tcp_rndv_eager_limit=4194304 restore it for buckets up to 8 MiB");
+  // A host with munge installed whose daemon died (or was never restarted after a test
+  // cluster stopped) keeps the socket file; PMIx's munge security plugin in mpirun then
+  // retries it with back-off on every start: 2.3 s measured here, before any rank runs.
+  // (Whether mpirun had PMIX_MCA_psec=^munge cannot be seen from a rank: MPI_Init sets
+  // PMIX_MCA_psec=native in every rank's environment.)
+  if (f.munge_socket_dead)
+    r.warnings.push_back(std::string("munge's socket ") + kMungeSocket +
+                         " refuses connections (munged is not running): mpirun waits ~2.3 s in PMIx's munge "
+                         "security plugin at every start; start munged (Slurm needs it) or launch with "
+                         "PMIX_MCA_psec=^munge");
   return r;
 }
 

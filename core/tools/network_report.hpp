@@ -12,7 +12,9 @@
 //    only loopback on a multi-host job, NCCL_IB_DISABLE=1 with adapters present,
 //    NCCL_P2P_DISABLE / NCCL_SHM_DISABLE (intra-node traffic through the network),
 //    NCCL_DEBUG=TRACE or NCCL_DEBUG_SUBSYS (slow), NCCL_ALGO/NCCL_PROTO pinned (fine for
-//    studies, not as defaults), Open MPI's TCP BTL excluded on a multi-host CPU job.
+//    studies, not as defaults), Open MPI's TCP BTL excluded on a multi-host CPU job, 2 CPU
+//    ranks on 2 hosts over TCP without eager limits, and a dead munge daemon behind a live
+//    socket file (PMIx's munge plugin then retries it for ~2.3 s at every mpirun start).
 #pragma once
 
 #include <map>
@@ -32,7 +34,14 @@ struct NetworkFacts {
   int hosts = 1;                           // hosts in the job
   int ranks = 1;                           // ranks in the job
   bool mpi_gradients = false;              // gradients all-reduced by MPI (no GPUs: CPU training)
+  bool munge_socket_dead = false;          // munge's socket file is there, nobody listens on it
 };
+
+// munge's default socket (Debian, RHEL): what PMIx's munge plugin connects to.
+inline constexpr const char* kMungeSocket = "/run/munge/munge.socket.2";
+
+// True when PATH is a socket file that refuses connections (its daemon is gone).
+bool unix_socket_dead(const std::string& path);
 
 struct NetworkReport {
   std::vector<std::string> lines;     // what it found

@@ -2,9 +2,16 @@
 // settings it flags.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
 #include <functional>
 
 #include "core/tools/network_report.hpp"
+#include "test_helpers.hpp"
 
 using namespace lockstep;
 
@@ -82,4 +89,39 @@ TEST(NetworkReport, TwoRanksOverTcpAreToldAboutTheEagerLimit) {
     change(g);
     EXPECT_FALSE(has(report_network(g).warnings, "eager_limit")) << "flagged where it does not apply";
   }
+}
+
+// A socket file with no listener: what munged leaves behind when it dies.
+TEST(NetworkReport, DeadUnixSocketIsToldFromLiveOneAndFromOtherFiles) {
+  const std::string dir = lockstep::testing::fresh_dir("munge_socket");
+  const auto bound = [&](const std::string& path, bool listening) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << path;
+    if (listening) EXPECT_EQ(::listen(fd, 1), 0);
+    return fd;
+  };
+  const int dead = bound(dir + "/dead.sock", false);
+  ::close(dead);  // the file stays, nobody listens
+  const int live = bound(dir + "/live.sock", true);
+  std::ofstream(dir + "/plain") << "x";
+  EXPECT_TRUE(unix_socket_dead(dir + "/dead.sock"));
+  EXPECT_FALSE(unix_socket_dead(dir + "/live.sock"));
+  EXPECT_FALSE(unix_socket_dead(dir + "/plain"));
+  EXPECT_FALSE(unix_socket_dead(dir + "/missing.sock"));
+  ::close(live);
+}
+
+TEST(NetworkReport, DeadMungeDaemonIsNamed) {
+  NetworkFacts f;
+  f.interfaces = {{"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}};
+  EXPECT_FALSE(has(report_network(f).warnings, "munge"));
+  f.munge_socket_dead = true;
+  const NetworkReport r = report_network(f);
+  EXPECT_TRUE(has(r.warnings, "mpirun waits ~2.3 s"));
+  EXPECT_TRUE(has(r.warnings, "PMIX_MCA_psec=^munge"));
+  EXPECT_TRUE(r.problems.empty()) << "a slow start, not a failure";
 }
