@@ -5,6 +5,9 @@ Same data (lockstep's shards, read with h5py: the same train/val/test split and 
 manifest's normalisation), model (bench/ddp_cnn.py's ReferenceCnn, dropout 0.25), SGD
 (momentum 0.9, weight decay 5e-4 on every parameter), linear warmup then cosine to 0 over
 the planned epochs, batch per rank, one intra-op thread per rank, gloo, DistributedSampler.
+On a GPU (--device auto finds one; what lockstep does): NCCL, one GPU per rank
+(LOCAL_RANK), the model on the GPU, each augmented batch copied to it; --amp bf16 runs
+forward and loss under torch.autocast, as lockstep's --train.amp bf16.
 Like lockstep it validates at every epoch end (every rank its share, sums all-reduced),
 keeps the weights with the best validation macro-F1, stops once validation accuracy
 reaches --target, and evaluates the test split once with the kept weights.
@@ -82,15 +85,16 @@ def augment(x, pad, hflip, g, erase=0.0):
 
 
 @torch.no_grad()
-def evaluate(model, x, y, classes, rank, world, batch):
+def evaluate(model, x, y, classes, rank, world, batch, device, amp):
     """Accuracy and macro-F1 over the whole split: each rank a contiguous slice, sums reduced."""
     model.eval()
     lo, hi = len(x) * rank // world, len(x) * (rank + 1) // world
-    confusion = torch.zeros(classes, classes, dtype=torch.float64)
+    confusion = torch.zeros(classes, classes, dtype=torch.float64, device=device)
     for b in range(lo, hi, batch):
-        pred = model(x[b:min(b + batch, hi)]).argmax(1)
-        confusion.index_put_((y[b:min(b + batch, hi)], pred), torch.ones(len(pred), dtype=torch.float64),
-                             accumulate=True)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            pred = model(x[b:min(b + batch, hi)].to(device)).argmax(1)
+        confusion.index_put_((y[b:min(b + batch, hi)].to(device), pred),
+                             torch.ones(len(pred), dtype=torch.float64, device=device), accumulate=True)
     dist.all_reduce(confusion)
     model.train()
     tp = confusion.diag()
@@ -118,9 +122,17 @@ def main():
     p.add_argument("--channels-last", action="store_true",
                    help="model and batches in channels-last memory format (what lockstep's --model.memory-format "
                         "auto does on CPU; a PyTorch user has to ask for it)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto: the GPU LOCAL_RANK names when torch sees one (NCCL), else the CPU (gloo)")
+    p.add_argument("--amp", choices=("none", "bf16"), default="none", help="bf16 autocast (forward and loss)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo")
+    use_cuda = a.device == "cuda" or (a.device == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
+    amp = a.amp == "bf16"
+    dist.init_process_group("nccl" if use_cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     manifest = json.load(open(os.path.join(a.data, "manifest.json")))
     classes = manifest["num_classes"]
@@ -130,7 +142,8 @@ def main():
 
     torch.manual_seed(a.seed)
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
-    model = torch.nn.parallel.DistributedDataParallel(ReferenceCnn(classes).to(memory_format=fmt))
+    model = torch.nn.parallel.DistributedDataParallel(ReferenceCnn(classes).to(device, memory_format=fmt),
+                                                      device_ids=[device.index] if use_cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.weight_decay)
     sampler = torch.utils.data.DistributedSampler(torch.utils.data.TensorDataset(x_train, y_train), seed=a.seed)
     steps_per_epoch = len(sampler) // a.batch_size
@@ -154,10 +167,13 @@ def main():
             x = x_train[sel]
             if a.random_crop or a.hflip or a.random_erase:
                 x = augment(x, a.random_crop, a.hflip, g, a.random_erase)
-            F.cross_entropy(model(x.contiguous(memory_format=fmt)), y_train[sel]).backward()
+            x = x.to(device, non_blocking=True).contiguous(memory_format=fmt)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                loss = F.cross_entropy(model(x), y_train[sel].to(device, non_blocking=True))
+            loss.backward()
             opt.step()
             sched.step()
-        val_acc, val_f1 = evaluate(model, x_val, y_val, classes, rank, world, 1024)
+        val_acc, val_f1 = evaluate(model, x_val, y_val, classes, rank, world, 1024, device, amp)
         if rank == 0:
             print(f"epoch {epoch}: val accuracy {val_acc:.4f} macro-F1 {val_f1:.4f} at {time.time() - T0:.1f} s",
                   flush=True)
@@ -167,9 +183,10 @@ def main():
             reached = time.time() - T0
             break
     model.module.load_state_dict(best_state)
-    test_acc, test_f1 = evaluate(model, x_test, y_test, classes, rank, world, 1024)
+    test_acc, test_f1 = evaluate(model, x_test, y_test, classes, rank, world, 1024, device, amp)
     if rank == 0:
-        print(json.dumps({"impl": "ddp-channels-last" if a.channels_last else "ddp", "world": world, "target": a.target, "reached": reached is not None,
+        print(json.dumps({"impl": "ddp-channels-last" if a.channels_last else "ddp", "world": world,
+                          "device": device.type, "amp": a.amp, "target": a.target, "reached": reached is not None,
                           "seconds_to_target": reached, "epochs": epoch, "val_acc": val_acc,
                           "test_acc": test_acc, "test_f1": test_f1, "seconds": time.time() - T0}), flush=True)
     dist.destroy_process_group()

@@ -14,6 +14,10 @@
 # TTA_DDP_CL=N adds N runs of the DDP script in channels-last memory format after the pairs
 # (what lockstep does by default on CPU, --model.memory-format auto): the row that says how
 # much of the difference is the layout.
+# On a GPU both use it (lockstep: NCCL, found by itself; the DDP script: --device auto,
+# NCCL): one rank per GPU, so NP <= the GPUs. TTA_AMP=bf16 runs both under bf16 autocast
+# (lockstep --train.amp bf16, the DDP script --amp bf16). LOCKSTEP_VENV names the Python
+# with torchrun (on the GPU machine: its torch venv).
 # About 5 minutes a pair on the 2-core CI machine.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +26,8 @@ VENV=${LOCKSTEP_VENV:-$HOME/.cache/lockstep/venv-torch2.11}
 PAIRS=${1:-3} TARGET=${2:-0.925} NP=${3:-2}
 TTA_ON=${TTA_ON:-test}
 case $TTA_ON in test|val) ;; *) echo "TTA_ON must be test or val, not '$TTA_ON'" >&2; exit 2 ;; esac
+TTA_AMP=${TTA_AMP:-none}
+case $TTA_AMP in none|bf16) ;; *) echo "TTA_AMP must be none or bf16, not '$TTA_AMP'" >&2; exit 2 ;; esac
 WORK=${TTA_WORK:-/tmp/lockstep-tta}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 cd "$ROOT"
@@ -70,7 +76,7 @@ run_lockstep() {  # PAIR
   rm -rf "$dir"
   t0=$(now)
   mpirun -np "$NP" "$BUILD/lockstep" train --config "$JOB" --data "$DATA" --run.dir "$dir" --train.seed "$1" \
-    --data.val-split "$TTA_ON" --train.stop-at "val_acc>=$TARGET" >"$dir.log" 2>&1 || { tail -5 "$dir.log"; exit 1; }
+    --data.val-split "$TTA_ON" --train.stop-at "val_acc>=$TARGET" --train.amp "$TTA_AMP" >"$dir.log" 2>&1 || { tail -5 "$dir.log"; exit 1; }
   python3 - "$dir/metrics.jsonl" "$t0" "$(now)" "$TARGET" <<'PY' | tee -a "$RESULTS"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -85,16 +91,16 @@ run_ddp() {  # PAIR [--channels-last]
   local log=$WORK/ddp-$1${2:-}.log t0
   t0=$(now)
   OMP_NUM_THREADS=1 "$VENV/bin/torchrun" --standalone --nproc_per_node "$NP" "$ROOT/bench/ddp_tta.py" \
-    --data "$DATA" --target "$TARGET" --seed "$1" --val-split "$TTA_ON" $DDP_RECIPE ${2:-} >"$log" 2>&1 ||
+    --data "$DATA" --target "$TARGET" --seed "$1" --val-split "$TTA_ON" --amp "$TTA_AMP" $DDP_RECIPE ${2:-} >"$log" 2>&1 ||
     { tail -5 "$log"; exit 1; }
   python3 - "$log" "$t0" "$(now)" <<'PY' | tee -a "$RESULTS"
 import json, sys
 r = json.loads([l for l in open(sys.argv[1]) if l.startswith('{"impl"')][-1])
-print(json.dumps({"impl": r["impl"], "reached": r["reached"], "epochs": r["epochs"], "val_acc": r["val_acc"],
+print(json.dumps({"impl": r["impl"], "device": r["device"], "reached": r["reached"], "epochs": r["epochs"], "val_acc": r["val_acc"],
                   "test_acc": r["test_acc"], "wall_s": float(sys.argv[3]) - float(sys.argv[2])}))
 PY
 }
-echo "time to $TTA_ON accuracy >= $TARGET, $JOB, $NP ranks, $PAIRS interleaved pairs (seeds 1..$PAIRS; $(nproc) cores, $(uname -n)); DDP script: $DDP_RECIPE"
+echo "time to $TTA_ON accuracy >= $TARGET, $JOB, $NP ranks, amp $TTA_AMP, $PAIRS interleaved pairs (seeds 1..$PAIRS; $(nproc) cores, $( (nvidia-smi -L 2>/dev/null || true) | wc -l) GPU(s), $(uname -n)); DDP script: $DDP_RECIPE"
 for pair in $(seq "$PAIRS"); do run_lockstep "$pair"; run_ddp "$pair"; done
 for n in $(seq "${TTA_DDP_CL:-0}"); do run_ddp "$n" --channels-last; done
 python3 - "$RESULTS" "$TTA_ON" <<'PY'
