@@ -25,9 +25,16 @@ case $JOB in
   fashion_mnist_resnet) TARGET=94.5 ;;
   *) echo "accuracy.sh: ACCURACY_JOB=$JOB: no target known (fashion_mnist_long | fashion_mnist_resnet)" >&2; exit 2 ;;
 esac
-LR=$(awk -F'=' '$1 ~ /^ *lr *$/ {gsub(/ /, "", $2); print $2}' "$ROOT/jobs/$JOB.ini")
-[ -n "$LR" ] || { echo "accuracy.sh: jobs/$JOB.ini has no lr" >&2; exit 2; }
-BASE_LR=$(python3 -c "print($LR / 2)")
+BASE_LR=$(python3 - "$ROOT/jobs/$JOB.ini" <<'PY'
+import configparser, sys
+c = configparser.ConfigParser()
+c.read(sys.argv[1])
+if "lr" not in c["train"]:
+    print(f"accuracy.sh: {sys.argv[1]} has no [train] lr", file=sys.stderr)
+    sys.exit(2)
+print(float(c["train"]["lr"]) / 2)
+PY
+)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 cd "$ROOT"
 [ -f data/fashion-mnist/manifest.json ] || "$BUILD/lockstep" shard --input idx:/usr/share/datasets/fashion-mnist \
