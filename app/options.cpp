@@ -92,6 +92,7 @@ po::options_description common_options(Config* c) {
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
       ("data.bucket-batches", po::value(&c->bucket_batches)->default_value(c->bucket_batches),
        "ragged data (memory mode): batches per window sorted by length, so a batch pads little; 0: off")
+      ("eval.hflip", po::value(&c->eval_hflip)->default_value(c->eval_hflip)->implicit_value(true), "test-time augmentation: every evaluation (validation, test, evaluate, predict) averages each image's class probabilities with its mirror's (images, clips)")
       ("model.name", po::value(&c->model)->default_value(c->model), "cnn | resnet | mlp | cnn1d | lmu | gru | c3d | r3d | torchscript:PATH (alias --model)")
       ("model.dropout", po::value(&c->dropout)->default_value(c->dropout), "dropout before the classifier")
       ("model.width", po::value(&c->model_width)->default_value(c->model_width), "channels/units scale; 0: the model's default (alias --width)")

@@ -105,6 +105,7 @@ struct Config {
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_split = "test";  // evaluate --split
   std::string eval_out;    // evaluate: write the result as JSON here
+  bool eval_hflip = false;  // every evaluation averages each image's probabilities with its mirror's
   // predict / export
   std::string predict_out;  // predict: .csv or .h5
   int64_t top_k = 0;        // predict: 0: every class's probability

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/base/error.hpp"
+#include "io/dataset/shard_format.hpp"
 #include "io/loader/sample_order.hpp"
 
 namespace lockstep {
@@ -53,7 +54,7 @@ std::array<int64_t, 4> erase_box(uint64_t& state, double p, int64_t h, int64_t w
 
 void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape, const std::string& data) {
   if (!opt.enabled()) return;
-  const std::string has = data + " has samples of shape " + c10::str(shape);
+  const std::string has = data + " has samples of shape " + io::shape_text(shape);
   if (shape.size() != 3 && shape.size() != 4)
     throw UsageError("--data.random-crop, --data.hflip, --data.brightness, --data.contrast and "
                      "--data.random-erase augment images [C,H,W] and clips [C,T,H,W]; " + has);

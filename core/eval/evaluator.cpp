@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/dist/mpi_runtime.hpp"
+#include "core/eval/mirror.hpp"
 #include "core/eval/sequence_metrics.hpp"
 #include "core/optim/loss.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -58,7 +59,7 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
 }  // namespace
 
 EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
-                    int64_t classes, const MpiRuntime& mpi) {
+                    int64_t classes, const MpiRuntime& mpi, bool hflip) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
@@ -74,7 +75,7 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
     const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
-    const torch::Tensor logits = class_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size)).to(torch::kFloat);
+    const torch::Tensor logits = eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), hflip);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     const torch::Tensor cells = torch::bincount(y * classes + logits.argmax(1), {}, classes * classes);

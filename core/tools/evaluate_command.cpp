@@ -6,6 +6,7 @@
 
 #include "core/base/error.hpp"
 #include "core/eval/evaluator.hpp"
+#include "core/eval/mirror.hpp"
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/data/reader_options.hpp"
@@ -24,6 +25,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (!manifest.spec.labeled && !manifest.spec.sequence_targets())
     throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against "
                      "(lockstep predict writes predictions for unlabelled data)");
+  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
   const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);
   const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(), reader_options(cfg));
@@ -33,7 +35,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   model->to(place.device);
   const BatchMaker maker(spec, place.device);
   const auto t0 = Clock::now();
-  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi);
+  const EvalResult ev = evaluate(*model, data, maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi, cfg.eval_hflip);
   if (ev.sequence) {
     log::info0(fmt::format("evaluate {} (step {}) on {} split '{}': CER {:.4f} WER {:.4f} loss {:.4f} over {} samples, "
                            "{} rank(s), {:.2f} s",
@@ -48,7 +50,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
     return kExitOk;
   }
   log::info0("evaluate " + cfg.checkpoint + " (step " + std::to_string(src.step) + ") on " + cfg.data_dir +
-             " split '" + cfg.eval_split + "': accuracy " + fmt::format("{:.4f}", ev.accuracy) + " macro-F1 " +
+             " split '" + cfg.eval_split + "'" + (cfg.eval_hflip ? " averaged with mirrors (--eval.hflip)" : "") + ": accuracy " + fmt::format("{:.4f}", ev.accuracy) + " macro-F1 " +
              fmt::format("{:.4f}", ev.macro_f1) + " loss " + fmt::format("{:.4f}", ev.loss) + " over " + std::to_string(ev.count) +
              " samples, " + std::to_string(mpi.size()) + " rank(s), " + fmt::format("{:.2f}", seconds_since(t0)) + " s");
   log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, manifest.spec.class_names));
@@ -58,7 +60,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
     const io::Json o = {{"checkpoint", cfg.checkpoint}, {"step", src.step},     {"split", cfg.eval_split},
                         {"samples", ev.count},         {"loss", ev.loss},           {"accuracy", ev.accuracy},
                         {"macro_f1", ev.macro_f1},     {"recall", ev.metrics.recall}, {"confusion", ev.confusion},
-                        {"ranks", mpi.size()}};
+                        {"ranks", mpi.size()}, {"tta", cfg.eval_hflip ? "hflip" : "none"}};
     io::write_file_atomic(cfg.eval_out, io::dump_json(o) + "\n");
   }
   if (place.comm) place.comm->destroy();

@@ -15,6 +15,7 @@
 #include "core/data/reader_options.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/placement.hpp"
+#include "core/eval/mirror.hpp"
 #include "core/model/torch_errors.hpp"
 #include "core/train/weight_source.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -45,7 +46,7 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
     const torch::Tensor p =
-        torch::softmax(class_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size)).to(torch::kFloat), 1);
+        torch::softmax(eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), cfg.eval_hflip), 1);
     torch::Tensor values = p, classes_of;
     if (cfg.top_k > 0) std::tie(values, classes_of) = p.topk(r.width, 1);
     values = values.to(torch::kCPU).contiguous();
@@ -88,6 +89,7 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (manifest.spec.sequence_targets())
     throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has sequence targets; lockstep predict "
                      "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
+  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
   const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);
@@ -110,6 +112,7 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
     f.class_names = spec.class_names;
     f.checkpoint = cfg.checkpoint;
     f.split = cfg.eval_split;
+    f.tta = cfg.eval_hflip ? "hflip" : "none";
     writer = std::make_unique<io::PredictionWriter>(cfg.predict_out, f);
   }
   const int64_t w = rows.width, chunk = 1 << 16;
@@ -150,10 +153,11 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
     }
   }
   if (writer) writer->finish();
-  log::info0(fmt::format("predict {} (step {}) on {} split '{}': {} samples by {} rank(s) in {:.2f} s -> {}{}",
+  log::info0(fmt::format("predict {} (step {}) on {} split '{}': {} samples by {} rank(s) in {:.2f} s -> {}{}{}",
                          cfg.checkpoint, src.step, cfg.data_dir, cfg.eval_split, split.count(), mpi.size(),
                          seconds_since(t0), cfg.predict_out,
-                         top ? fmt::format(" (top {})", w) : " (every class's probability)"));
+                         top ? fmt::format(" (top {})", w) : " (every class's probability)",
+                         cfg.eval_hflip ? ", averaged with mirrors (--eval.hflip)" : ""));
   if (place.comm) place.comm->destroy();
   return kExitOk;
 }

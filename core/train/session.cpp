@@ -17,6 +17,7 @@
 #include "core/model/sync_bn.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/dist/preflight.hpp"
+#include "core/eval/mirror.hpp"
 #include "core/data/reader_options.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
@@ -135,6 +136,10 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), ropt);
   augment = augment_options(cfg);
   check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
+  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
+  if (cfg.eval_hflip)
+    log::info0("evaluation averages each sample's class probabilities with its mirror's (--eval.hflip): "
+               "validation, best.ckpt and the test split see the mirrored-average prediction");
   val = optional_split(*this, cfg.val_split, "validation", ropt);
   test = optional_split(*this, cfg.test_split, "the final test evaluation", ropt);
   if (val && cfg.val_split == cfg.test_split)

@@ -236,7 +236,7 @@ class Trainer {
     if (!s_.val) return EvalResult{};
     if (last_eval_step_ == p_.pos.step) return p_.last_eval;  // this step's weights were just validated
     sync_buffers(s_);
-    p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+    p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
     last_eval_step_ = p_.pos.step;
     if (rule_.active() && p_.stopped_early.empty()) {
       p_.stopped_early = rule_.observe(p_.last_eval, p_.pos.step, seconds_since(run_start_));
@@ -347,12 +347,13 @@ class Trainer {
         chosen = std::string("the last weights, step ") + std::to_string(p_.pos.step) +
                  (s_.val ? "" : "; no validation split to choose others");
       }
-      test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi);
+      test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
       report_eval("test", cfg_.test_split, test, /*detail=*/true, ", " + chosen);
       Row row = base_row("test", last_epoch_);
       row["split"] = cfg_.test_split;
       row["weights_step"] = weights_step;
       row["selected_by"] = best_selected() ? to_string(cfg_.best_metric) : "last";
+      if (cfg_.eval_hflip) row["tta"] = "hflip";
       add_eval(row, "test", test);
       rec_.row(row);
     }

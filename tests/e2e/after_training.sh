@@ -55,6 +55,46 @@ expect_rc 0 run_mpi 2 evaluate --checkpoint model.safetensors --data data
 expect_output "evaluate model.safetensors \(step [0-9]+\) on data split 'test': accuracy $acc_pred"
 pass "export loads strict into the reference module; PyTorch == predict; evaluate of the export == predict ($acc_pred)"
 
+# Mirror test-time augmentation (--eval.hflip): predict == PyTorch's averaged probabilities
+# of each image and its mirror; evaluate agrees with it; training's test pass is evaluate's.
+expect_rc 0 run_mpi 2 predict --checkpoint "$ckpt" --data data --out mirror.h5 --eval.hflip
+expect_output "predict $ckpt .* -> mirror.h5 \(every class's probability\), averaged with mirrors \(--eval.hflip\)"
+acc_mirror=$("$PYTHON" - "$DOCS" <<'PY'
+import json, sys
+import h5py, numpy as np, torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+sys.path.insert(0, sys.argv[1])
+import lockstep_models as lm
+with safe_open("model.safetensors", "pt") as f:
+    meta = f.metadata()
+model = lm.build(meta).eval()
+model.load_state_dict(load_file("model.safetensors"), strict=True)
+manifest = json.load(open("data/manifest.json"))
+raw = np.concatenate([h5py.File("data/" + s["file"])["samples"][:] for s in manifest["splits"]["test"]["shards"]])
+with torch.no_grad():
+    x = lm.normalise(torch.from_numpy(raw), meta)
+    probs = ((model(x).softmax(1) + model(x.flip(-1)).softmax(1)) / 2).numpy()
+ours, plain = h5py.File("mirror.h5"), h5py.File("pred.h5")
+text = lambda v: v.decode() if isinstance(v, bytes) else v
+assert text(ours.attrs["tta"]) == "hflip" and text(plain.attrs["tta"]) == "none", (ours.attrs["tta"], plain.attrs["tta"])
+diff = np.abs(ours["prob"][:] - probs).max()
+assert diff < 1e-4, diff
+assert np.abs(ours["prob"][:] - plain["prob"][:]).max() > 1e-3, "mirroring changed nothing"
+print(f"{(ours['pred'][:] == ours['label'][:]).mean():.4f}")
+PY
+) || fail "lockstep predict --eval.hflip disagrees with PyTorch's mirror average"
+expect_rc 0 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --eval.hflip
+expect_output "on data split 'test' averaged with mirrors \(--eval.hflip\): accuracy $acc_mirror"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir mirror --epochs 1 --eval.hflip
+expect_output "evaluation averages each sample's class probabilities with its mirror's \(--eval.hflip\)"
+[ "$(json_rows mirror/metrics.jsonl test tta)" = hflip ] || fail "the test row does not record --eval.hflip"
+test_mirror=$(json_rows mirror/metrics.jsonl test test_acc)
+expect_rc 0 run_mpi 1 evaluate --checkpoint mirror/checkpoints/best.ckpt --data data --eval.hflip
+got=$(grep -Eo "accuracy [0-9.]+" out.txt | head -1 | cut -d' ' -f2)
+python3 -c "import sys; sys.exit(abs($got - $test_mirror) > 5e-5)" || fail "training's mirrored test $test_mirror != evaluate's $got"
+pass "--eval.hflip: predict == PyTorch's mirror average ($acc_mirror), evaluate agrees, training's test pass == evaluate ($got)"
+
 expect_rc 0 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --split val
 val_acc=$(grep -Eo "accuracy [0-9.]+" out.txt | head -1)
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir warm --epochs 1 --init-from model.safetensors
@@ -128,6 +168,11 @@ expect_rc 0 run_mpi 2 train --data series --batch-size 8 --run-dir c1d --model c
 expect_rc 0 "$LOCKSTEP" export --checkpoint c1d/checkpoints/step-000000004.ckpt --out c1d.safetensors
 expect_rc 0 run_mpi 2 predict --checkpoint c1d.safetensors --data series --split train --out c1d.h5
 "$PYTHON" "$(dirname "$0")/check_export.py" "$DOCS" c1d.safetensors series train c1d.h5 || fail "cnn1d reference module"
+expect_rc 2 run_mpi 2 predict --checkpoint c1d.safetensors --data series --split train --out x.csv --eval.hflip
+expect_output "error: --eval.hflip mirrors images \[C,H,W\] and clips \[C,T,H,W\]; series has samples of shape \[3,32\]$"
+expect_rc 2 run_mpi 2 train --data series --batch-size 8 --run-dir c1dm --model cnn1d --width 8 --max-steps 1 --eval.hflip
+expect_output "--eval.hflip mirrors images .*; series has samples of shape \[3,32\]"
+[ ! -e c1dm/checkpoints ] || fail "a refused --eval.hflip run wrote checkpoints"
 expect_rc 0 run_mpi 2 train --data series --batch-size 8 --run-dir lmu --model lmu --width 16 --epochs 3 --max-steps 4
 expect_rc 0 "$LOCKSTEP" export --checkpoint lmu/checkpoints/step-000000004.ckpt --out lmu.safetensors
 expect_rc 0 run_mpi 2 predict --checkpoint lmu.safetensors --data series --split train --out lmu.h5
