@@ -8,8 +8,10 @@
 #     targets >= 93% at 2 ranks, all within 0.5 pp. About 12 (1 rank) + 7 (2) + 12 (4)
 #     minutes on 2 cores.
 #   ACCURACY_JOB=fashion_mnist_resnet: the ResNet-18 (width 16), crops, flips, random
-#     erasing; target >= 94.5% at 2 ranks. About 27-31 minutes at 2 ranks on 2 cores.
-# Finished runs are reused (resume finds them complete), so a second invocation only prints.
+#     erasing, evaluation averaged with mirrors ([eval] hflip); target >= 94.5% at 2
+#     ranks. About 27-31 minutes at 2 ranks on 2 cores.
+# Finished runs are reused (resume finds them complete), so a second invocation only prints
+# (after the job changes, give a fresh RUNS_DIR: old runs would print their old test rows).
 # ACCURACY_ARGS adds options to every run (e.g. "--seed 1"; use another RUNS_DIR for it).
 #   bash bench/accuracy.sh [RUNS_DIR] [RANKS...]      (default runs/ 1 2 4)
 #   ACCURACY_JOB=fashion_mnist_resnet bash bench/accuracy.sh runs 2

@@ -35,7 +35,7 @@ struct EvalResult {
 // Reads DATA in natural order through a prefetching loader (PREFETCH batches ahead). HFLIP:
 // each image's class probabilities averaged with its mirror's (core/eval/mirror.hpp).
 EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& maker, int64_t batch, int prefetch,
-                    int64_t classes, const MpiRuntime& mpi, bool hflip = false);
+                    int64_t classes, const MpiRuntime& mpi, bool hflip);
 
 // The value of METRIC (val_acc, val_f1, val_loss, val_cer, val_wer) in EV, as it is
 // (lower_is_better() says which way is better); the one mapping best.ckpt and the stop

@@ -25,7 +25,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (!manifest.spec.labeled && !manifest.spec.sequence_targets())
     throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has no labels to evaluate against "
                      "(lockstep predict writes predictions for unlabelled data)");
-  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
+  check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
   const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);
   const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(), reader_options(cfg));
@@ -60,7 +60,7 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
     const io::Json o = {{"checkpoint", cfg.checkpoint}, {"step", src.step},     {"split", cfg.eval_split},
                         {"samples", ev.count},         {"loss", ev.loss},           {"accuracy", ev.accuracy},
                         {"macro_f1", ev.macro_f1},     {"recall", ev.metrics.recall}, {"confusion", ev.confusion},
-                        {"ranks", mpi.size()}, {"tta", cfg.eval_hflip ? "hflip" : "none"}};
+                        {"ranks", mpi.size()}, {"eval_hflip", cfg.eval_hflip}};
     io::write_file_atomic(cfg.eval_out, io::dump_json(o) + "\n");
   }
   if (place.comm) place.comm->destroy();

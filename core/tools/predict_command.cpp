@@ -89,7 +89,7 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (manifest.spec.sequence_targets())
     throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has sequence targets; lockstep predict "
                      "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
-  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
+  check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
   const WeightSource src = read_weights(cfg.checkpoint);
   torch::set_num_threads(cfg.threads);
@@ -112,7 +112,7 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
     f.class_names = spec.class_names;
     f.checkpoint = cfg.checkpoint;
     f.split = cfg.eval_split;
-    f.tta = cfg.eval_hflip ? "hflip" : "none";
+    f.eval_hflip = cfg.eval_hflip;
     writer = std::make_unique<io::PredictionWriter>(cfg.predict_out, f);
   }
   const int64_t w = rows.width, chunk = 1 << 16;

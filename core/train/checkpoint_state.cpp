@@ -46,6 +46,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["val_f1"] = m.val_f1;
   o["val_cer"] = m.val_cer;
   o["val_wer"] = m.val_wer;
+  o["eval_hflip"] = m.eval_hflip;
   o["best_metric"] = m.best_metric;
   o["best_value"] = m.best_value;
   if (!m.epoch_stats.empty()) o["epoch_stats"] = io::Json::parse(m.epoch_stats);
@@ -95,6 +96,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get_or("val_f1", &m.val_f1);
     get_or("val_cer", &m.val_cer);
     get_or("val_wer", &m.val_wer);
+    get_or("eval_hflip", &m.eval_hflip);
     get_or("best_metric", &m.best_metric);
     get_or("best_value", &m.best_value);
     field = "epoch_stats";

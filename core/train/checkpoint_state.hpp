@@ -55,6 +55,7 @@ struct CheckpointMeta {
   double val_f1 = -1.0;
   double val_cer = -1.0;  // sequence targets: of the last evaluation, -1 when none
   double val_wer = -1.0;
+  bool eval_hflip = false;  // evaluations averaged with mirrors (--eval.hflip); false in older checkpoints
   std::string best_metric;  // set in best.ckpt: the metric and its value
   double best_value = 0.0;
 };

@@ -81,15 +81,27 @@ void Checkpointer::resume(const std::string& path, RunProgress* p) {
   p->epoch = m.epoch_stats.empty() ? WindowStats{} : WindowStats::from_json(m.epoch_stats, path);
   p->stopped_early = m.stopped_early;
   p->stop_rule = m.stop_rule;
+  // Scores with and without --eval.hflip are not comparable (the mirror average scores
+  // ~0.3 pp higher): a changed mode restarts the stop rule and the best checkpoint's race.
+  const auto mode = [](bool hflip) { return hflip ? "with --eval.hflip" : "without --eval.hflip"; };
+  if (m.eval_hflip != s_.cfg.eval_hflip && !p->stop_rule.empty()) {
+    p->stop_rule.clear();
+    log::info0(std::string("warning: ") + path + " was validated " + mode(m.eval_hflip) + ", this run validates " +
+               mode(s_.cfg.eval_hflip) + ": early stopping and --train.stop-at start counting afresh");
+  }
   s_.scaler.load_state(extra.amp_scaler);
   // Where the best checkpoint stands, so a resumed run only replaces it with a better one.
   const std::string best = best_path();
   if (io::path_exists(best)) {
     try {
       const CheckpointMeta b = meta_from_json(io::read_checkpoint_meta(best), best);
-      if (b.best_metric == to_string(s_.cfg.best_metric)) {
+      if (b.best_metric == to_string(s_.cfg.best_metric) && b.eval_hflip == s_.cfg.eval_hflip) {
         best_value_ = lower_is_better(s_.cfg.best_metric) ? -b.best_value : b.best_value;
         best_step_ = b.pos.step;
+      } else if (b.best_metric == to_string(s_.cfg.best_metric)) {
+        log::info0(std::string("warning: ") + best + " (step " + std::to_string(b.pos.step) + ") was chosen " +
+                   mode(b.eval_hflip) + ", this run validates " + mode(s_.cfg.eval_hflip) +
+                   ": the scores do not compare, so the next validation replaces it");
       }
     } catch (const Error& e) {
       log::warn("ignoring unreadable " + best + ": " + e.what());
@@ -132,6 +144,7 @@ CheckpointMeta Checkpointer::meta_of(const RunProgress& p) const {
   m.model_width = cfg.model_width;
   m.model_depth = cfg.model_depth;
   m.optimizer = to_string(cfg.optimizer);
+  m.eval_hflip = cfg.eval_hflip;
   m.param_shapes = fnv1a64(param_shapes_text(*s_.model));
   m.epoch_stats = p.epoch.to_json();
   m.stopped_early = p.stopped_early;

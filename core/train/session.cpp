@@ -136,7 +136,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), ropt);
   augment = augment_options(cfg);
   check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
-  check_eval_hflip(cfg.eval_hflip, manifest.spec.sample_shape, cfg.data_dir);
+  check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
   if (cfg.eval_hflip)
     log::info0("evaluation averages each sample's class probabilities with its mirror's (--eval.hflip): "
                "validation, best.ckpt and the test split see the mirrored-average prediction");

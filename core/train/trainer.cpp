@@ -353,7 +353,7 @@ class Trainer {
       row["split"] = cfg_.test_split;
       row["weights_step"] = weights_step;
       row["selected_by"] = best_selected() ? to_string(cfg_.best_metric) : "last";
-      if (cfg_.eval_hflip) row["tta"] = "hflip";
+      row["eval_hflip"] = cfg_.eval_hflip;
       add_eval(row, "test", test);
       rec_.row(row);
     }

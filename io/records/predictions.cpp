@@ -87,7 +87,7 @@ PredictionWriter::PredictionWriter(const std::string& path, PredictionFormat for
   h5_write_attr_str(m.file.get(), "class_names", names);
   h5_write_attr_str(m.file.get(), "checkpoint", m.f.checkpoint);
   h5_write_attr_str(m.file.get(), "split", m.f.split);
-  h5_write_attr_str(m.file.get(), "tta", m.f.tta);
+  h5_write_attr_i64(m.file.get(), "eval_hflip", {m.f.eval_hflip ? 1 : 0});
 }
 
 PredictionWriter::~PredictionWriter() {

@@ -3,7 +3,7 @@
 //         index[,label],top1[,top1_name],p_top1,...,topK,...  (--predict.top-k K)
 //   .h5   /index int64 [N], /pred int64 [N], /prob float32 [N,C] or /topk_class int64
 //         [N,K] + /topk_prob float32 [N,K], /label int64 [N] for labeled data; attributes
-//         checkpoint, split, tta ("none" or "hflip"), class_names.
+//         checkpoint, split, eval_hflip (0 or 1), class_names.
 // Rows arrive in order through append(); the file appears under its name only at
 // finish() (temp file, fsync, rename), so a failed prediction leaves nothing half-written.
 #pragma once
@@ -22,7 +22,7 @@ struct PredictionFormat {
   bool labeled = false;
   std::vector<std::string> class_names;  // may be empty
   std::string checkpoint, split;         // recorded in the file
-  std::string tta = "none";              // test-time augmentation: none | hflip (recorded)
+  bool eval_hflip = false;               // averaged with mirrors (--eval.hflip): recorded
 };
 
 class PredictionWriter {

@@ -76,8 +76,8 @@ with torch.no_grad():
     x = lm.normalise(torch.from_numpy(raw), meta)
     probs = ((model(x).softmax(1) + model(x.flip(-1)).softmax(1)) / 2).numpy()
 ours, plain = h5py.File("mirror.h5"), h5py.File("pred.h5")
-text = lambda v: v.decode() if isinstance(v, bytes) else v
-assert text(ours.attrs["tta"]) == "hflip" and text(plain.attrs["tta"]) == "none", (ours.attrs["tta"], plain.attrs["tta"])
+flag = lambda f: np.asarray(f.attrs["eval_hflip"]).item()
+assert flag(ours) == 1 and flag(plain) == 0, (flag(ours), flag(plain))
 diff = np.abs(ours["prob"][:] - probs).max()
 assert diff < 1e-4, diff
 assert np.abs(ours["prob"][:] - plain["prob"][:]).max() > 1e-3, "mirroring changed nothing"
@@ -88,12 +88,26 @@ expect_rc 0 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --eval.hflip
 expect_output "on data split 'test' averaged with mirrors \(--eval.hflip\): accuracy $acc_mirror"
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir mirror --epochs 1 --eval.hflip
 expect_output "evaluation averages each sample's class probabilities with its mirror's \(--eval.hflip\)"
-[ "$(json_rows mirror/metrics.jsonl test tta)" = hflip ] || fail "the test row does not record --eval.hflip"
-test_mirror=$(json_rows mirror/metrics.jsonl test test_acc)
-expect_rc 0 run_mpi 1 evaluate --checkpoint mirror/checkpoints/best.ckpt --data data --eval.hflip
-got=$(grep -Eo "accuracy [0-9.]+" out.txt | head -1 | cut -d' ' -f2)
-python3 -c "import sys; sys.exit(abs($got - $test_mirror) > 5e-5)" || fail "training's mirrored test $test_mirror != evaluate's $got"
-pass "--eval.hflip: predict == PyTorch's mirror average ($acc_mirror), evaluate agrees, training's test pass == evaluate ($got)"
+[ "$(json_rows mirror/metrics.jsonl test eval_hflip)" = True ] || fail "the test row does not record --eval.hflip"
+# Validation (which chooses best.ckpt) and the test pass are both evaluate --eval.hflip's.
+for split in val test; do
+  expect_rc 0 run_mpi 1 evaluate --checkpoint mirror/checkpoints/best.ckpt --data data --split $split --eval.hflip \
+    --eval.out mirror-$split.json
+done
+"$PYTHON" - <<'PY' || fail "training's mirrored validation or test differs from lockstep evaluate --eval.hflip"
+import json
+rows = [json.loads(l) for l in open("mirror/metrics.jsonl")]
+val = [r for r in rows if r.get("kind") == "epoch" and "val_acc" in r][-1]  # 1 epoch: best.ckpt's validation
+test = [r for r in rows if r.get("kind") == "test"][-1]
+for split, acc in (("val", val["val_acc"]), ("test", test["test_acc"])):
+    ev = json.load(open(f"mirror-{split}.json"))
+    assert ev["eval_hflip"] is True and abs(ev["accuracy"] - acc) < 1e-9, (split, ev["accuracy"], acc)
+PY
+# Scores with and without the mirror do not compare: a resume that changes it says so.
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir mirror --epochs 2
+expect_output "warning: .*best.ckpt \(step [0-9]+\) was chosen with --eval.hflip, this run validates without --eval.hflip"
+[ "$(json_rows mirror/metrics.jsonl test eval_hflip | tail -1)" = False ] || fail "the resumed test row claims --eval.hflip"
+pass "--eval.hflip: predict == PyTorch's mirror average ($acc_mirror), evaluate agrees; training's validation and test == evaluate's; a resume that drops it is warned"
 
 expect_rc 0 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --split val
 val_acc=$(grep -Eo "accuracy [0-9.]+" out.txt | head -1)

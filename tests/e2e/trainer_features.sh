@@ -30,7 +30,7 @@ for job in fashion_mnist_long fashion_mnist_tta fashion_mnist_resnet; do  # the 
     --model.width 4 --max-steps 3 --log-every 1
   expect_output 'step 3/'
 done
-[ "$(json_rows job-fashion_mnist_resnet/metrics.jsonl test tta)" = hflip ] || fail "the ResNet job's test pass is not mirrored"
+[ "$(json_rows job-fashion_mnist_resnet/metrics.jsonl test eval_hflip)" = True ] || fail "the ResNet job's test pass is not mirrored"
 pass "jobs/fashion_mnist_{long,tta,resnet}.ini parse and train (a few steps, width 4; the ResNet job's test pass mirrored)"
 
 # --- memory format: a conv net runs channels-last on CPU (auto); the same result either way

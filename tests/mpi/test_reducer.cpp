@@ -242,7 +242,7 @@ TEST(Evaluator, DistributedEqualsSingleProcess) {
     ro.mode = std::string(mode) == "memory" ? io::ReadMode::kMemory : io::ReadMode::kStream;
     ro.block_samples = 5;
     const io::RankReader reader(dir, m, "test", mpi().rank(), mpi().size(), ro);
-    const EvalResult e = evaluate(*model, reader, maker, 16, 2, 10, mpi());
+    const EvalResult e = evaluate(*model, reader, maker, 16, 2, 10, mpi(), /*hflip=*/false);
     if (dist.count > 0) EXPECT_DOUBLE_EQ(e.loss, dist.loss) << mode;
     dist = e;
   }

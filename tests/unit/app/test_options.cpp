@@ -177,3 +177,20 @@ TEST(Options, ClosedChoicesAreTypedOnceAndListTheirNames) {
   EXPECT_EQ(r.status, ParseStatus::kError);
   EXPECT_NE(r.message.find("--dist.backend must be auto, mpi or nccl, not 'gloo'"), std::string::npos) << r.message;
 }
+
+TEST(Options, EvalHflipIsABareFlagAndAnIniKeyForEveryEvaluatingCommand) {
+  Config train, ev, pred, plain;
+  ASSERT_EQ(parse_train({"--data", "/d", "--eval.hflip"}, &train).status, ParseStatus::kRun);
+  ASSERT_EQ(parse_evaluate({"--data", "/d", "--checkpoint", "c", "--eval.hflip"}, &ev).status, ParseStatus::kRun);
+  ASSERT_EQ(parse_predict({"--data", "/d", "--checkpoint", "c", "--out", "p.csv", "--eval.hflip", "true"}, &pred).status,
+            ParseStatus::kRun);
+  ASSERT_EQ(parse_train({"--data", "/d"}, &plain).status, ParseStatus::kRun);
+  EXPECT_TRUE(train.eval_hflip && ev.eval_hflip && pred.eval_hflip);
+  EXPECT_FALSE(plain.eval_hflip);
+  const std::string path = ::testing::TempDir() + "/hflip.ini";
+  std::ofstream(path) << "[data]\npath = /d\n[eval]\nhflip = true\n";
+  Config ini;
+  ASSERT_EQ(parse_train({"--config", path}, &ini).status, ParseStatus::kRun);
+  EXPECT_TRUE(ini.eval_hflip);
+  EXPECT_NE(ini.resolved_ini.find("[eval]\nhflip = true"), std::string::npos) << ini.resolved_ini;
+}

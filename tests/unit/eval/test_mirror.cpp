@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/eval/mirror.hpp"
+#include "core/model/registry.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -48,12 +49,15 @@ TEST(Mirror, ClipsMirrorEveryFrameAlongWidth) {
   EXPECT_TRUE(torch::allclose(torch::softmax(eval_logits(*net, x, {}, true), 1), want, 1e-5, 1e-6));
 }
 
-TEST(Mirror, OnlyImagesAndClips) {
-  EXPECT_NO_THROW(check_eval_hflip(false, {3, 32}, "series"));
-  EXPECT_NO_THROW(check_eval_hflip(true, {1, 28, 28}, "images"));
-  EXPECT_NO_THROW(check_eval_hflip(true, {3, 8, 32, 32}, "clips"));
-  EXPECT_ERROR_CONTAINS(check_eval_hflip(true, {3, 32}, "series"),
+TEST(Mirror, OnlyImagesAndClipsWithClassLabels) {
+  EXPECT_NO_THROW(check_eval_hflip(false, shape_spec({3, 32}, 5), "series"));
+  EXPECT_NO_THROW(check_eval_hflip(true, shape_spec({1, 28, 28}, 5), "images"));
+  EXPECT_NO_THROW(check_eval_hflip(true, shape_spec({3, 8, 32, 32}, 5), "clips"));
+  EXPECT_ERROR_CONTAINS(check_eval_hflip(true, shape_spec({3, 32}, 5), "series"),
                         "--eval.hflip mirrors images [C,H,W] and clips [C,T,H,W]; series has samples of shape [3,32]");
+  io::DatasetSpec ragged = shape_spec({3, 8, 20}, 5);
+  ragged.ragged = true;
+  EXPECT_ERROR_CONTAINS(check_eval_hflip(true, ragged, "speech"), "speech holds variable-length sequences");
   auto net = eval_model("mlp", {12});
   EXPECT_ERROR_CONTAINS(eval_logits(*net, torch::randn({2, 12}), {}, true), "--eval.hflip needs [N, C, H, W]");
 }

@@ -101,8 +101,10 @@ TEST(TrainState, MetaRoundTrip) {
   m.sample_shape = {1, 28, 28};
   m.num_classes = 10;
   m.config_ini = "[train]\nlr = 0.1\n";
+  m.eval_hflip = true;
   const CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
   EXPECT_EQ(r.pos.step, 123);
+  EXPECT_TRUE(r.eval_hflip);
   EXPECT_EQ(r.pos.samples_done_in_epoch, 4096);
   EXPECT_EQ(r.seed, m.seed);
   EXPECT_EQ(r.sample_shape, m.sample_shape);
