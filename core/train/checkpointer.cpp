@@ -95,13 +95,15 @@ void Checkpointer::resume(const std::string& path, RunProgress* p) {
   if (io::path_exists(best)) {
     try {
       const CheckpointMeta b = meta_from_json(io::read_checkpoint_meta(best), best);
-      if (b.best_metric == to_string(s_.cfg.best_metric) && b.eval_hflip == s_.cfg.eval_hflip) {
-        best_value_ = lower_is_better(s_.cfg.best_metric) ? -b.best_value : b.best_value;
-        best_step_ = b.pos.step;
-      } else if (b.best_metric == to_string(s_.cfg.best_metric)) {
-        log::info0(std::string("warning: ") + best + " (step " + std::to_string(b.pos.step) + ") was chosen " +
-                   mode(b.eval_hflip) + ", this run validates " + mode(s_.cfg.eval_hflip) +
-                   ": the scores do not compare, so the next validation replaces it");
+      if (b.best_metric == to_string(s_.cfg.best_metric)) {  // another metric: the next validation replaces it
+        if (b.eval_hflip == s_.cfg.eval_hflip) {
+          best_value_ = lower_is_better(s_.cfg.best_metric) ? -b.best_value : b.best_value;
+          best_step_ = b.pos.step;
+        } else {
+          log::info0(std::string("warning: ") + best + " (step " + std::to_string(b.pos.step) + ") was chosen " +
+                     mode(b.eval_hflip) + ", this run validates " + mode(s_.cfg.eval_hflip) +
+                     ": the scores do not compare, so the next validation replaces it");
+        }
       }
     } catch (const Error& e) {
       log::warn("ignoring unreadable " + best + ": " + e.what());
