@@ -19,6 +19,7 @@
 #include "core/dist/preflight.hpp"
 #include "core/eval/mirror.hpp"
 #include "core/data/reader_options.hpp"
+#include "core/data/share_check.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
 #include "core/train/weight_source.hpp"
@@ -128,12 +129,15 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   classes = manifest.spec.num_classes;
   global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
+  const io::ReaderOptions ropt = reader_options(cfg);
+  io::ReaderOptions train_opt = ropt;
+  train_opt.redeal = true;  // a new share of the split every epoch (io/loader/rank_reader.hpp)
+  train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), train_opt);
   steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
-                                        cfg.remainder == Remainder::kWrap);
+                                        cfg.remainder == Remainder::kWrap, train->dealt());
   planned_steps = cfg.max_steps > 0 ? std::min<int64_t>(cfg.max_steps, cfg.epochs * steps_per_epoch)
                                     : cfg.epochs * steps_per_epoch;
-  const io::ReaderOptions ropt = reader_options(cfg);
-  train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), ropt);
+  check_rank_shares(*train, manifest, cfg.train_split, cfg.seed, 0, mpi);
   augment = augment_options(cfg);
   check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
   check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
@@ -238,9 +242,11 @@ std::string Session::describe() const {
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
       lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(), cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
-      cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(), train->streaming() ? "stream"
-      : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
-                           : "memory",
+      cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(),
+      (train->streaming()    ? std::string("stream")
+       : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
+                            : std::string("memory")) +
+          (train->dealt() ? ", a new share each epoch" : ", the same share each epoch"),
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
       parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +

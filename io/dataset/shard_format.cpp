@@ -186,6 +186,8 @@ std::string manifest_to_json(const Manifest& m) {
                      {"source", m.source},
                      {"source_fingerprint", m.source_fingerprint},
                      {"dataset_id", m.dataset_id},
+                     {"sample_order", m.sample_order == SampleOrder::kShuffled ? "shuffled" : "source"},
+                     {"order_seed", m.order_seed},
                      {"sample_shape", m.spec.sample_shape},
                      {"dtype", dtype_name(m.spec.dtype)},
                      {"labeled", m.spec.labeled},
@@ -271,6 +273,11 @@ Manifest read_manifest(const std::string& dir) {
   m.source = json_get_or<std::string>(t, "source", "", path);
   m.source_fingerprint = json_get_or<std::string>(t, "source_fingerprint", "", path);
   m.dataset_id = json_get_or<std::string>(t, "dataset_id", "", path);
+  const std::string order = json_get_or<std::string>(t, "sample_order", "source", path);
+  LOCKSTEP_REQUIRE(order == "source" || order == "shuffled",
+                   path + ": sample_order '" + order + "' is neither 'source' nor 'shuffled'");
+  m.sample_order = order == "shuffled" ? SampleOrder::kShuffled : SampleOrder::kSource;
+  m.order_seed = json_get_or<uint64_t>(t, "order_seed", 0, path);
   m.spec.sample_shape = json_get<std::vector<int64_t>>(t, "sample_shape", path);
   m.spec.dtype = dtype_from_name(json_get<std::string>(t, "dtype", path));
   m.spec.labeled = json_get_or<bool>(t, "labeled", true, path);

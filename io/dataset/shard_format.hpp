@@ -72,6 +72,12 @@ struct SplitEntry {
   std::vector<int64_t> histogram(int64_t classes) const;  // summed over shards
 };
 
+// How the importer ordered the samples inside each shard. kShuffled: a seeded random
+// order, so any contiguous range of a shard is an unbiased sample of its split. kSource:
+// the input's order (`lockstep shard --no-shuffle`, and datasets made before lockstep
+// recorded it), which may be sorted by class or subject.
+enum class SampleOrder { kSource, kShuffled };
+
 struct Manifest {
   DatasetSpec spec;
   std::string source;              // what the importer read, for humans
@@ -79,6 +85,8 @@ struct Manifest {
   // Random per import, also an attribute of every shard it wrote: a shard file replaced by
   // one of another import is refused at open. Empty in datasets made before it existed.
   std::string dataset_id;
+  SampleOrder sample_order = SampleOrder::kSource;
+  uint64_t order_seed = 0;  // the import's --seed (kShuffled)
   std::vector<std::pair<std::string, SplitEntry>> splits;  // in writing order
 
   const SplitEntry& split(const std::string& name, const std::string& dir) const;

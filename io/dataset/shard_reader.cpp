@@ -173,6 +173,27 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   validate_samples(spec_, samples, records, n, begin, path_);
 }
 
+std::vector<int64_t> ShardFile::read_class_labels(int64_t begin, int64_t n) const {
+  LOCKSTEP_REQUIRE(spec_.labeled, path_ + ": has no class labels");
+  LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count_,
+                   path_ + ": read of labels [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+                       ") is outside the shard's " + std::to_string(count_) + " samples");
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  if (n == 0) return labels;
+  h5_quiet();
+  std::lock_guard<std::mutex> lock(h5_mutex());
+  const RowSelection rows = select_rows(labels_.get(), begin, n);
+  if (H5Dread(labels_.get(), H5T_NATIVE_INT64, rows.memory.get(), rows.file.get(), H5P_DEFAULT, labels.data()) < 0)
+    throw Error(path_ + ": cannot read labels " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) + ": " +
+                h5_last_error());
+  for (size_t i = 0; i < labels.size(); ++i)
+    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
+                     path_ + ": label " + std::to_string(labels[i]) + " of sample " +
+                         std::to_string(begin + static_cast<int64_t>(i)) + " is outside [0, " +
+                         std::to_string(spec_.num_classes) + ")");
+  return labels;
+}
+
 ShardHeader read_shard_header(const std::string& path) {
   H5Handle f = open_shard(path);
   ShardHeader h;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/util/h5.hpp"
 #include "io/dataset/shard_format.hpp"
@@ -39,6 +40,9 @@ class ShardFile {
   // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and their label
   // records into RECORDS (N * record_width(); class label -1 when unlabeled).
   void read(int64_t begin, int64_t n, void* samples, int64_t* records) const;
+  // The class labels of samples [BEGIN, BEGIN+N) alone (labeled data), checked against
+  // the class count: what a rank's class mix is computed from without reading samples.
+  std::vector<int64_t> read_class_labels(int64_t begin, int64_t n) const;
 
  private:
   std::string path_;

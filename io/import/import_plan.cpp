@@ -33,9 +33,7 @@ SplitAssignment deal(const std::string& split, const std::vector<int64_t>& order
   const int64_t n = static_cast<int64_t>(order.size());
   const int64_t s = std::min<int64_t>(shards, n);
   for (int64_t k = 0; k < s; ++k) {
-    std::vector<int64_t> part(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
-    std::sort(part.begin(), part.end());
-    a.shards.push_back(std::move(part));
+    a.shards.emplace_back(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
   }
   return a;
 }

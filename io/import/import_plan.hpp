@@ -10,8 +10,10 @@
 //    one stays): no group is in two splits. Not stratified by class: groups carry
 //    several classes; the import prints each split's class histogram.
 // 4. Each split's list is cut into contiguous near-equal ranges, one per shard
-//    (min(shards, samples) shards). Within a shard, samples keep source order, so the
-//    writer reads the source in one sequential pass; the reader reshuffles every epoch.
+//    (min(shards, samples) shards). A shard is written in the order of its list: when
+//    shuffling, a seeded random order, so that any contiguous range of a shard (what a
+//    rank reads when there are fewer shards than ranks) is an unbiased sample of the split
+//    even when the source is sorted by class or subject; without shuffling, source order.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ struct PlanOptions {
 
 struct SplitAssignment {
   std::string split;
-  std::vector<std::vector<int64_t>> shards;  // source indices, ascending within each shard
+  std::vector<std::vector<int64_t>> shards;  // source indices, in the order each shard stores them
   int64_t count() const;
 };
 

@@ -4,21 +4,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "core/base/error.hpp"
+#include "io/import/shard_stage.hpp"
 #include "io/util/file_util.hpp"
 
 namespace lockstep::io {
 namespace {
 
-// A ShardWriter with a staging buffer, so the pass appends in large slices.
+// A ShardWriter with a buffer, so the pass appends in large slices. A shard stored in
+// another order than the pass meets its samples goes through a StagedShard first.
 struct BufferedWriter {
   std::unique_ptr<ShardWriter> writer;
+  std::unique_ptr<StagedShard> stage;  // null: the shard is stored in pass (source) order
   std::string split;
   bool train_stats = false;  // its samples feed the dataset statistics
   std::vector<unsigned char> samples;
@@ -27,12 +32,30 @@ struct BufferedWriter {
   size_t flush_at = 0;
   void flush() {
     if (n == 0) return;
-    writer->append(samples.data(), records.data(), n);
+    if (stage)
+      stage->append(samples.data(), records.data(), n);
+    else
+      writer->append(samples.data(), records.data(), n);
     samples.clear();
     records.clear();
     n = 0;
   }
 };
+
+// The pass meets a shard's samples in ascending source order; ORDER is the order the shard
+// stores them in. Returns the stored position of each sample in pass order, or an empty
+// vector when the two orders are the same.
+std::vector<int64_t> stored_positions(const std::vector<int64_t>& order) {
+  if (std::is_sorted(order.begin(), order.end())) return {};
+  std::vector<std::pair<int64_t, int64_t>> by_source;  // (source index, stored position)
+  by_source.reserve(order.size());
+  for (size_t p = 0; p < order.size(); ++p) by_source.emplace_back(order[p], static_cast<int64_t>(p));
+  std::sort(by_source.begin(), by_source.end());
+  std::vector<int64_t> position;
+  position.reserve(order.size());
+  for (const auto& sp : by_source) position.push_back(sp.second);
+  return position;
+}
 
 class Progress {
  public:
@@ -169,6 +192,10 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       BufferedWriter w;
       w.writer = std::make_unique<ShardWriter>(opt.output_dir, a.split, k, count, spec,
                                                static_cast<int64_t>(a.shards[k].size()), wopt);
+      std::vector<int64_t> position = stored_positions(a.shards[k]);
+      if (!position.empty())
+        w.stage = std::make_unique<StagedShard>(temp_name_for(w.writer->final_path() + ".stage"), sb,
+                                                spec.record_width(), std::move(position), opt.reorder_window_bytes);
       w.split = a.split;
       w.train_stats = first && a.split == in.split;
       w.flush_at = std::max<size_t>(1, (1u << 20) / sb);
@@ -210,6 +237,8 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   std::vector<std::pair<std::string, SplitEntry>> out;
   for (auto& w : writers) {
     w.flush();
+    if (w.stage) w.stage->drain(*w.writer);
+    w.stage.reset();
     w.writer->set_stats(spec.mean, spec.std);
     if (out.empty() || out.back().first != w.split) out.emplace_back(w.split, SplitEntry{});
     out.back().second.shards.push_back(w.writer->finish());
@@ -246,6 +275,8 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   m.source = source;
   m.source_fingerprint = fp_hash;
   m.dataset_id = new_dataset_id();
+  m.sample_order = opt.plan.shuffle ? SampleOrder::kShuffled : SampleOrder::kSource;
+  m.order_seed = opt.plan.seed;
   DatasetSpec& spec = m.spec;
   spec = inputs[0].source->spec();
   spec.name = opt.name;

@@ -2,9 +2,10 @@
 //
 // 1. If DIR's manifest carries the same source fingerprint, nothing is done.
 // 2. Each input split is planned (import_plan: shuffle, limit, stratified validation,
-//    shards) and written in ONE sequential pass over its source: samples are routed to
+//    shards) and read in ONE sequential pass over its source: samples are routed to
 //    their shard's buffer and appended in ~1 MiB slices, so a multi-GB source is never
-//    held in memory.
+//    held in memory. A shuffled shard is stored in its planned random order through a
+//    staging file (shard_stage.hpp); the manifest records the order (sample_order).
 // 3. Per-channel mean/std are accumulated over the first split's training samples
 //    during its pass and stored in every shard of every split (written at finish()).
 // 4. Nothing the import did not make is destroyed: it refuses (without --force) an output
@@ -44,6 +45,7 @@ struct ImportOptions {
   bool force = false;
   std::vector<std::string> input_files;  // the files (or IDX directory) read, for the overwrite checks
   bool progress = false;  // a progress line on stderr (set when stderr is a TTY)
+  size_t reorder_window_bytes = size_t{256} << 20;  // memory for storing a shuffled shard (shard_stage.hpp)
 };
 
 struct ImportResult {

@@ -10,36 +10,96 @@ namespace lockstep::io {
 
 RankReader::RankReader(const std::string& dir, const Manifest& m, const std::string& split, int rank, int world,
                        const ReaderOptions& opt)
-    : spec_(m.spec), rank_(rank), bucket_batches_(opt.bucket_batches) {
+    : spec_(m.spec), rank_(rank), world_(world), bucket_batches_(opt.bucket_batches) {
   const SplitEntry& entry = m.split(split, dir);
-  ranges_ = plan_rank_ranges(shard_counts(entry), rank, world);
+  counts_ = shard_counts(entry);
+  ranges_ = plan_rank_ranges(counts_, rank, world);
   for (const auto& r : ranges_) size_ += r.size();
-  const double share_mb = static_cast<double>(size_) * static_cast<double>(spec_.sample_bytes()) / (1 << 20);
-  const bool memory = opt.mode == ReadMode::kMemory || (opt.mode == ReadMode::kAuto && share_mb <= static_cast<double>(opt.memory_budget_mb));
+  block_ = opt.block_samples > 0 ? opt.block_samples
+                                 : std::max<int64_t>(1, (4 << 20) / static_cast<int64_t>(spec_.sample_bytes()));
+  group_ = std::max<int64_t>(1, opt.shuffle_blocks);
+  const double mb_per_sample = static_cast<double>(spec_.sample_bytes()) / (1 << 20);
+  const auto fits = [&](int64_t samples) {
+    return static_cast<double>(samples) * mb_per_sample <= static_cast<double>(opt.memory_budget_mb);
+  };
+  bool memory = opt.mode == ReadMode::kMemory || (opt.mode == ReadMode::kAuto && fits(size_));
+  if (opt.redeal) {
+    const int64_t total = entry.count();
+    if (opt.mode != ReadMode::kStream && fits(total)) {
+      deal_ = Deal::kSamples;
+      size_ = dealt_sample_count(counts_, rank, world);
+      store_.emplace(load_rank_samples(dir, m, split, 0, 1));
+      int64_t at = 0;
+      for (const int64_t c : counts_) {
+        shard_offset_.push_back(at);
+        at += c;
+      }
+      return;
+    }
+    memory = opt.mode == ReadMode::kMemory;  // the share fits only: the fixed plan
+    if (!memory) {
+      deal_ = Deal::kBlocks;
+      size_ = dealt_sample_count(counts_, rank, world);
+    }
+  }
   if (memory) {
     store_.emplace(load_rank_samples(dir, m, split, rank, world));
     return;
   }
   files_.resize(entry.shards.size());
-  for (const auto& r : ranges_) {
-    const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
-    if (!files_[static_cast<size_t>(r.shard)])
-      files_[static_cast<size_t>(r.shard)] = std::make_unique<ShardFile>(dir + "/" + s.file, spec_, &s, m.dataset_id);
+  for (size_t s = 0; s < entry.shards.size(); ++s) {
+    const bool needed = deal_ == Deal::kBlocks || std::any_of(ranges_.begin(), ranges_.end(), [&](const SampleRange& r) {
+                          return r.shard == static_cast<int>(s);
+                        });
+    if (needed) files_[s] = std::make_unique<ShardFile>(dir + "/" + entry.shards[s].file, spec_, &entry.shards[s], m.dataset_id);
   }
-  block_ = opt.block_samples > 0 ? opt.block_samples
-                                 : std::max<int64_t>(1, (4 << 20) / static_cast<int64_t>(spec_.sample_bytes()));
-  group_ = std::max<int64_t>(1, opt.shuffle_blocks);
+}
+
+std::vector<SampleRange> RankReader::epoch_ranges(bool shuffle, uint64_t seed, int64_t epoch) const {
+  if (!shuffle || deal_ == Deal::kFixed) return ranges_;
+  return deal_rank_ranges(counts_, deal_ == Deal::kSamples ? 1 : block_, seed, epoch, rank_, world_);
+}
+
+std::vector<int64_t> RankReader::store_ids(const std::vector<SampleRange>& ranges) const {
+  std::vector<int64_t> ids;
+  ids.reserve(static_cast<size_t>(size_));
+  for (const auto& r : ranges)
+    for (int64_t i = r.begin; i < r.end; ++i)
+      ids.push_back(deal_ == Deal::kSamples ? shard_offset_[static_cast<size_t>(r.shard)] + i : static_cast<int64_t>(ids.size()));
+  return ids;
 }
 
 EpochOrder RankReader::order(bool shuffle, uint64_t seed, int64_t epoch, int64_t batch) const {
+  if (!store_) return streaming_order(epoch_ranges(shuffle, seed, epoch), block_, group_, shuffle, seed, epoch, rank_);
+  // Memory: an order over the rank's share, then mapped to the store's sample ids.
+  const std::vector<int64_t> ids = store_ids(epoch_ranges(shuffle, seed, epoch));
+  EpochOrder o;
   if (shuffle && batch > 0 && bucketing()) {
-    std::vector<int64_t> lengths(static_cast<size_t>(size_));
+    std::vector<int64_t> lengths(ids.size());
     const int64_t w = spec_.record_width();
-    for (int64_t i = 0; i < size_; ++i) lengths[static_cast<size_t>(i)] = record_length(spec_, store_->raw_labels() + i * w);
-    return bucketed_order(lengths, batch, bucket_batches_, seed, epoch, rank_);
+    for (size_t i = 0; i < ids.size(); ++i) lengths[i] = record_length(spec_, store_->raw_labels() + ids[i] * w);
+    o = bucketed_order(lengths, batch, bucket_batches_, seed, epoch, rank_);
+  } else {
+    o = memory_order(size_, shuffle, seed, epoch, rank_);
   }
-  if (store_) return memory_order(size_, shuffle, seed, epoch, rank_);
-  return streaming_order(ranges_, block_, group_, shuffle, seed, epoch, rank_);
+  for (int64_t& id : o.ids) id = ids[static_cast<size_t>(id)];
+  return o;
+}
+
+std::vector<int64_t> RankReader::share_labels(uint64_t seed, int64_t epoch) const {
+  std::vector<int64_t> labels;
+  if (!spec_.labeled) return labels;
+  const std::vector<SampleRange> ranges = epoch_ranges(/*shuffle=*/true, seed, epoch);
+  if (store_) {
+    const int64_t w = spec_.record_width();
+    for (const int64_t id : store_ids(ranges)) labels.push_back(store_->raw_labels()[id * w]);
+    return labels;
+  }
+  for (const auto& r : ranges) {
+    const auto part = files_[static_cast<size_t>(r.shard)]->read_class_labels(r.begin, r.size());
+    labels.insert(labels.end(), part.begin(), part.end());
+  }
+  return labels;
 }
 
 void RankReader::load_group(const EpochOrder& order, int64_t g, StreamCache& cache) const {

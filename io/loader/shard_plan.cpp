@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/base/error.hpp"
+#include "io/loader/sample_order.hpp"
 
 namespace lockstep::io {
 
@@ -35,11 +36,42 @@ int64_t rank_sample_count(const std::vector<int64_t>& shard_counts, int rank, in
   return n;
 }
 
-int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap) {
+std::vector<SampleRange> deal_rank_ranges(const std::vector<int64_t>& shard_counts, int64_t unit, uint64_t seed,
+                                          int64_t epoch, int rank, int world) {
+  LOCKSTEP_REQUIRE(world >= 1 && rank >= 0 && rank < world, "bad rank/world for the shard plan");
+  LOCKSTEP_REQUIRE(unit >= 1, "the deal unit must be at least 1 sample");
+  std::vector<SampleRange> units;
+  for (int s = 0; s < static_cast<int>(shard_counts.size()); ++s)
+    for (int64_t b = 0; b < shard_counts[static_cast<size_t>(s)]; b += unit)
+      units.push_back({s, b, std::min(shard_counts[static_cast<size_t>(s)], b + unit)});
+  int64_t total = 0;
+  for (const int64_t c : shard_counts) total += c;
+  const int64_t lo = total * rank / world, hi = total * (rank + 1) / world;
+  // The rank argument of the permutation is fixed: every rank must draw the same deal.
+  const auto perm = epoch_permutation(static_cast<int64_t>(units.size()), mix_seed(seed, 0xDEA1ULL), epoch, 0);
+  std::vector<SampleRange> out;
+  int64_t at = 0;  // position of the current unit's first sample in the dealt sequence
+  for (const int64_t u : perm) {
+    if (at >= hi) break;
+    const SampleRange& r = units[static_cast<size_t>(u)];
+    const int64_t b = std::max(lo, at), e = std::min(hi, at + r.size());
+    if (b < e) out.push_back({r.shard, r.begin + (b - at), r.begin + (e - at)});
+    at += r.size();
+  }
+  return out;
+}
+
+int64_t dealt_sample_count(const std::vector<int64_t>& shard_counts, int rank, int world) {
+  int64_t total = 0;
+  for (const int64_t c : shard_counts) total += c;
+  return total * (rank + 1) / world - total * rank / world;
+}
+
+int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap, bool dealt) {
   LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
   int64_t steps = -1;
   for (int r = 0; r < world; ++r) {
-    const int64_t n = rank_sample_count(shard_counts, r, world);
+    const int64_t n = dealt ? dealt_sample_count(shard_counts, r, world) : rank_sample_count(shard_counts, r, world);
     if (wrap) {
       LOCKSTEP_REQUIRE(n > 0, "rank " + std::to_string(r) + " of " + std::to_string(world) +
                                   " gets no samples (more ranks than samples)");

@@ -12,6 +12,14 @@
 //    ranks of ceil(samples_r / batch); a rank that runs out continues from the start of
 //    its epoch order, so every sample is seen at least once per epoch.
 // 4. Evaluation reads every sample of the rank's ranges (nothing dropped).
+// 5. Training re-deals the split every epoch (deal_rank_ranges), so that no rank sees the
+//    same subset in every epoch, whatever the shard count: the split is cut into units of
+//    UNIT consecutive samples of one shard, the units are permuted by (seed, epoch) alone
+//    (the same permutation on every rank) and concatenated, and rank r takes positions
+//    [T*r/W, T*(r+1)/W) of that sequence (T samples in the split). Every rank gets the
+//    same count in every epoch (dealt_sample_count), ranks are disjoint and together
+//    read the whole split. UNIT 1 is a uniform random deal, as PyTorch's
+//    DistributedSampler makes (memory mode); larger units keep reads sequential (stream).
 #pragma once
 
 #include <cstdint>
@@ -31,8 +39,13 @@ struct SampleRange {
 std::vector<SampleRange> plan_rank_ranges(const std::vector<int64_t>& shard_counts, int rank,
                                           int world);
 int64_t rank_sample_count(const std::vector<int64_t>& shard_counts, int rank, int world);
+// Rule 5: this epoch's ranges of RANK, in visiting order of the dealt sequence.
+std::vector<SampleRange> deal_rank_ranges(const std::vector<int64_t>& shard_counts, int64_t unit, uint64_t seed,
+                                          int64_t epoch, int rank, int world);
+int64_t dealt_sample_count(const std::vector<int64_t>& shard_counts, int rank, int world);
 // Throws naming the rank when some rank has fewer samples than one batch (drop) or none
-// at all (wrap).
-int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap = false);
+// at all (wrap). DEALT: the shares of rule 5 instead of rules 1-2.
+int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap = false,
+                        bool dealt = false);
 
 }  // namespace lockstep::io

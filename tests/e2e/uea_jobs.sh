@@ -18,6 +18,39 @@ for job in har_basicmotions:basicmotions:0.975 japanese_vowels:japanese-vowels:0
   expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/$name.ini" --data "$WORK/data/$set" --run.dir "$WORK/runs/$name"
   expect_output "nothing to do"
 done
+# Data order: BasicMotions' .ts files are sorted by class. Imported as a new user would
+# (the default single shard) and trained on 2 ranks, every rank must still see a fair
+# sample: the importer stores each shard in a seeded random order and training deals a
+# new share every epoch. Before, rank 0 trained on two classes only and the test accuracy
+# was 75%.
+BM=data/basicmotions.ts
+expect_rc 0 "$LOCKSTEP" shard --input "ts:$BM/BasicMotions_TRAIN.ts" --test-input "ts:$BM/BasicMotions_TEST.ts" \
+  --val-fraction 0.1 --output data/bm-one
+grep -q '"sample_order":"shuffled"' data/bm-one/manifest.json || fail "the manifest does not record the shuffled order"
+expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/har_basicmotions.ini" --data data/bm-one --run.dir runs/bm-one
+! grep -q "trains on .* samples with" "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "a shuffled import was warned as biased"; }
+acc=$(end_field runs/bm-one test_acc)
+meets "$acc" 0.975 || fail "class-sorted input in one shard at 2 ranks: test accuracy $acc below 0.975"
+pass "class-sorted .ts in one shard at 2 ranks: test accuracy $acc, as the 2-shard import"
+# The same input kept in source order (--no-shuffle): read as a fixed share per rank, the
+# start-up check names each biased rank and the remedy; dealt a new share every epoch
+# (memory mode's default), it trains as well as the shuffled import.
+expect_rc 0 "$LOCKSTEP" shard --input "ts:$BM/BasicMotions_TRAIN.ts" --test-input "ts:$BM/BasicMotions_TEST.ts" \
+  --val-fraction 0.1 --no-shuffle --output data/bm-sorted
+grep -q '"sample_order":"source"' data/bm-sorted/manifest.json || fail "the manifest does not record the source order"
+expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/har_basicmotions.ini" --data data/bm-sorted --run.dir runs/bm-fixed \
+  --data.mode memory --data.memory-budget-mb 0 --train.epochs 1
+expect_output "rank 0 trains on 18 samples with no sample of class '(Walking|Badminton)'"
+expect_output "rank 1 trains on 18 samples with no sample of class '(Standing|Running)'"
+expect_output "without --no-shuffle"
+expect_output "the same share each epoch"
+expect_rc 0 run_mpi 2 train --config "$ROOT/jobs/har_basicmotions.ini" --data data/bm-sorted --run.dir runs/bm-sorted
+! grep -q "trains on .* samples with" "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "a uniform deal was warned as biased"; }
+expect_output "a new share each epoch"
+acc=$(end_field runs/bm-sorted test_acc)
+meets "$acc" 0.975 || fail "source-order import dealt per epoch: test accuracy $acc below 0.975"
+pass "source-order import: fixed shares warned naming both ranks; dealt per epoch: test accuracy $acc"
+
 # BasicMotions is 6 channels x 100 steps, 4 named classes in declared order.
 "$LOCKSTEP" inspect data/basicmotions >"$WORK/out.txt" 2>&1
 expect_output "6x100 float32"

@@ -1,6 +1,7 @@
 // Import pipeline: the plan (pure), CSV and HDF5 sources, validation split, statistics.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -57,7 +58,7 @@ std::string make_h5(const std::string& dir, int64_t n, hid_t type, bool with_lab
 
 }  // namespace
 
-TEST(ImportPlan, EverySampleOnceAndShardsSorted) {
+TEST(ImportPlan, EverySampleOnceAndShardsInASeededOrder) {
   const auto labels = labels_mod(103, 4);
   PlanOptions opt;
   opt.shards = 4;
@@ -66,7 +67,8 @@ TEST(ImportPlan, EverySampleOnceAndShardsSorted) {
   ASSERT_EQ(plan.size(), 1u);
   std::set<int64_t> seen;
   for (const auto& shard : plan[0].shards) {
-    EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+    // Stored in the shuffled order, not source order: any range of a shard is a fair sample.
+    EXPECT_FALSE(std::is_sorted(shard.begin(), shard.end()));
     EXPECT_GE(shard.size(), 25u);
     for (const int64_t i : shard) EXPECT_TRUE(seen.insert(i).second);
   }
@@ -353,4 +355,48 @@ TEST(Unlabeled, Hdf5AndCsvImportWithoutLabels) {
   auto csv = open_csv({{"train", dir + "/u.csv"}}, opt, &names);
   EXPECT_FALSE(csv[0].source->spec().labeled);
   EXPECT_EQ(csv[0].source->spec().sample_shape, (std::vector<int64_t>{3}));
+}
+
+// A class-sorted source in one shard: the shard stores the plan's random order (staged and
+// reordered window by window: a tiny window forces many), every byte in its place, the
+// manifest says so, and no staging file is left; --no-shuffle keeps source order.
+TEST(Importer, ShuffledShardsStoreThePlannedOrder) {
+  const DatasetSpec spec = shape_spec({2, 3}, 3);
+  const int64_t n = 90;
+  std::vector<unsigned char> samples;
+  std::vector<int64_t> unused;
+  tiny_data(spec, n, &samples, &unused);
+  std::vector<int64_t> sorted_labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) sorted_labels[static_cast<size_t>(i)] = i / 30;  // 30 of class 0, then 1, then 2
+  for (const bool shuffle : {true, false}) {
+    std::vector<InputSplit> inputs;
+    inputs.push_back({"train", std::make_unique<MemorySource>("sorted", spec, samples, sorted_labels), false});
+    ImportOptions opt;
+    opt.output_dir = fresh_dir(shuffle ? "shuffled" : "source");
+    opt.plan.shuffle = shuffle;
+    opt.plan.seed = 3;
+    opt.reorder_window_bytes = 7 * (spec.sample_bytes() + sizeof(int64_t));  // 7 samples a window
+    const Manifest m = run_import(std::move(inputs), opt, "sorted", "fp").manifest;
+    EXPECT_EQ(m.sample_order, shuffle ? SampleOrder::kShuffled : SampleOrder::kSource);
+    EXPECT_EQ(read_manifest(opt.output_dir).sample_order, m.sample_order);
+    for (const std::string& f : list_dir(opt.output_dir))
+      EXPECT_EQ(f.find(".tmp."), std::string::npos) << "left behind: " << f;
+    const auto plan = plan_import(sorted_labels, 3, "train", opt.plan);
+    const auto& order = plan[0].shards[0];
+    ShardFile shard(opt.output_dir + "/" + m.split("train", "").shards[0].file, m.spec);
+    std::vector<unsigned char> got(static_cast<size_t>(n) * spec.sample_bytes());
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    shard.read(0, n, got.data(), labels.data());
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t src = order[static_cast<size_t>(p)];
+      EXPECT_EQ(labels[static_cast<size_t>(p)], sorted_labels[static_cast<size_t>(src)]);
+      EXPECT_EQ(0, std::memcmp(got.data() + p * spec.sample_bytes(), samples.data() + src * spec.sample_bytes(),
+                               spec.sample_bytes()))
+          << "stored position " << p;
+    }
+    EXPECT_EQ(shard.read_class_labels(0, n), labels);
+    // The first half of the shard: all three classes when shuffled, classes 0 and 1 only in source order.
+    const std::set<int64_t> first_half(labels.begin(), labels.begin() + n / 2);
+    EXPECT_EQ(first_half.size(), shuffle ? 3u : 2u);
+  }
 }

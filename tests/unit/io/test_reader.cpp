@@ -152,3 +152,67 @@ TEST(EpochLoader, DestroyedMidEpochStopsCleanly) {
     ASSERT_NE(loader.next(), nullptr);
   }  // no hang, no crash: each destructor stops a thread with batches still queued
 }
+
+// A training reader deals a new share each epoch, in both modes: for every simulated rank
+// the bytes match their ids, the shares of one epoch partition the split, and epochs differ.
+TEST(RankReader, TrainingReaderDealsANewShareEveryEpoch) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 50, 1);  // one shard, 3 ranks
+  for (const char* md : {"memory", "stream", "auto"}) {
+    ReaderOptions o = mode(md);
+    o.redeal = true;
+    std::vector<std::set<int64_t>> epoch_shares(2);
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      std::set<int64_t> all;
+      for (int r = 0; r < 3; ++r) {
+        const RankReader reader(dir, m, "train", r, 3, o);
+        EXPECT_TRUE(reader.dealt()) << md;
+        EXPECT_EQ(reader.size(), dealt_sample_count({50}, r, 3));
+        const EpochOrder order = reader.order(true, 5, epoch, 4);
+        ASSERT_EQ(static_cast<int64_t>(order.ids.size()), reader.size());
+        std::vector<unsigned char> samples(static_cast<size_t>(reader.size()) * 16);
+        std::vector<int64_t> labels(static_cast<size_t>(reader.size()));
+        StreamCache cache;
+        reader.fill(order, 0, reader.size(), samples.data(), labels.data(), cache);
+        std::vector<int64_t> share_labels;
+        for (int64_t q = 0; q < reader.size(); ++q) {
+          // The sample's global index, found from its bytes (each tiny sample is unique).
+          int64_t id = -1;
+          for (int64_t i = 0; i < 50 && id < 0; ++i)
+            if (std::vector<unsigned char>(samples.begin() + q * 16, samples.begin() + (q + 1) * 16) == sample_of(m.spec, i))
+              id = i;
+          ASSERT_GE(id, 0) << md << " rank " << r << " position " << q;
+          EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3);
+          EXPECT_TRUE(all.insert(id).second) << md << ": sample " << id << " dealt twice in epoch " << epoch;
+          share_labels.push_back(id % 3);
+          if (r == 0) epoch_shares[static_cast<size_t>(epoch)].insert(id);
+        }
+        auto reported = reader.share_labels(5, epoch);
+        std::sort(reported.begin(), reported.end());
+        std::sort(share_labels.begin(), share_labels.end());
+        EXPECT_EQ(reported, share_labels) << md;
+      }
+      EXPECT_EQ(all.size(), 50u) << md;
+    }
+    EXPECT_NE(epoch_shares[0], epoch_shares[1]) << md << ": rank 0 saw the same share in two epochs";
+  }
+}
+
+TEST(RankReader, MemoryModeOverTheBudgetKeepsTheFixedShare) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 50, 1);
+  ReaderOptions o = mode("memory");
+  o.redeal = true;
+  o.memory_budget_mb = 0;  // the whole split does not fit: the rank's share is loaded
+  const RankReader reader(dir, m, "train", 1, 2, o);
+  EXPECT_FALSE(reader.dealt());
+  EXPECT_FALSE(reader.streaming());
+  EXPECT_EQ(reader.size(), rank_sample_count({50}, 1, 2));
+  const EpochOrder e0 = reader.order(true, 5, 0), e1 = reader.order(true, 5, 1);
+  EXPECT_NE(e0.ids, e1.ids);  // reshuffled within
+  EXPECT_EQ(std::set<int64_t>(e0.ids.begin(), e0.ids.end()), std::set<int64_t>(e1.ids.begin(), e1.ids.end()));
+  // Auto with the same budget streams, and deals.
+  o.mode = ReadMode::kAuto;
+  EXPECT_TRUE(RankReader(dir, m, "train", 1, 2, o).dealt());
+  EXPECT_TRUE(RankReader(dir, m, "train", 1, 2, o).streaming());
+}

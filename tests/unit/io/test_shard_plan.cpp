@@ -92,3 +92,60 @@ TEST(SampleOrder, KnownValuesPinTheAlgorithm) {
   uint64_t s = 0;
   EXPECT_EQ(splitmix64(s), 0xE220A8397B1DCDAFull);
 }
+
+// Rule 5: the per-epoch deal, for many simulated ranks, shard layouts, units and epochs.
+TEST(ShardDeal, EveryEpochPartitionsTheSplitIntoEqualShares) {
+  const std::vector<std::vector<int64_t>> layouts{{100}, {37, 41, 3}, {10, 10, 10, 10, 9}, {1, 0, 5}};
+  for (const auto& counts : layouts) {
+    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    for (int world = 1; world <= 9; ++world)
+      for (const int64_t unit : {1, 4, 50})
+        for (int64_t epoch = 0; epoch < 3; ++epoch) {
+          std::vector<std::vector<int>> seen(counts.size());
+          for (size_t s = 0; s < counts.size(); ++s) seen[s].assign(static_cast<size_t>(counts[s]), 0);
+          int64_t dealt = 0;
+          for (int r = 0; r < world; ++r) {
+            const auto ranges = deal_rank_ranges(counts, unit, 7, epoch, r, world);
+            EXPECT_EQ(ranges, deal_rank_ranges(counts, unit, 7, epoch, r, world));  // pure
+            int64_t n = 0;
+            for (const auto& range : ranges) {
+              ASSERT_TRUE(range.begin >= 0 && range.begin < range.end && range.end <= counts[range.shard]);
+              ASSERT_LE(range.size(), unit);
+              for (int64_t i = range.begin; i < range.end; ++i) ++seen[range.shard][i];
+              n += range.size();
+            }
+            EXPECT_EQ(n, dealt_sample_count(counts, r, world));
+            EXPECT_LE(n, total / world + 1);
+            EXPECT_GE(n, total / world);
+            dealt += n;
+          }
+          EXPECT_EQ(dealt, total);
+          for (const auto& shard : seen)
+            for (const int c : shard) ASSERT_EQ(c, 1) << "world " << world << " unit " << unit;
+        }
+  }
+}
+
+TEST(ShardDeal, ARankGetsAnotherShareEachEpochAndSeedsDiffer) {
+  const std::vector<int64_t> counts{1000};  // one shard, fewer shards than ranks
+  const auto share = [&](int64_t unit, uint64_t seed, int64_t epoch, int rank) {
+    std::set<int64_t> ids;
+    for (const auto& r : deal_rank_ranges(counts, unit, seed, epoch, rank, 4))
+      for (int64_t i = r.begin; i < r.end; ++i) ids.insert(i);
+    return ids;
+  };
+  for (const int64_t unit : {1, 25}) {
+    EXPECT_NE(share(unit, 1, 0, 2), share(unit, 1, 1, 2));
+    EXPECT_NE(share(unit, 1, 0, 2), share(unit, 2, 0, 2));
+  }
+  // Unit 1 mixes the whole split: rank 0's share is not the first quarter of it.
+  const auto first = share(1, 1, 0, 0);
+  EXPECT_LT(std::count_if(first.begin(), first.end(), [](int64_t i) { return i < 250; }), 100);
+}
+
+TEST(ShardDeal, StepsPerEpochOfEqualShares) {
+  // 49 samples over 2 ranks: 24 and 25, batch 4 -> 6 steps (whole shards gave 29 and 20: 5).
+  EXPECT_EQ(steps_per_epoch({10, 10, 10, 10, 9}, 2, 4, false, /*dealt=*/true), 6);
+  EXPECT_EQ(steps_per_epoch({10, 10, 10, 10, 9}, 2, 4, /*wrap=*/true, /*dealt=*/true), 7);
+  EXPECT_THROW(steps_per_epoch({3}, 4, 1, false, true), Error);
+}

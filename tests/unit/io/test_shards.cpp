@@ -239,3 +239,24 @@ TEST(ShardWriterTest, HalfToFloat) {
   EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
   EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
 }
+
+// The manifest records how samples are ordered within shards; older manifests (no field)
+// read as source order, and an unknown value is refused naming the manifest.
+TEST(Shards, ManifestRecordsTheSampleOrder) {
+  const std::string dir = fresh_dir("order");
+  Manifest m = write_tiny_dataset(dir, 12, 1);
+  EXPECT_EQ(read_manifest(dir).sample_order, SampleOrder::kSource);
+  m.sample_order = SampleOrder::kShuffled;
+  m.order_seed = 18446744073709551615ull;
+  write_manifest(dir, m);
+  EXPECT_EQ(read_manifest(dir).sample_order, SampleOrder::kShuffled);
+  EXPECT_EQ(read_manifest(dir).order_seed, 18446744073709551615ull);
+  std::string text = read_text_file(dir + "/manifest.json");
+  std::string old_style = text;
+  old_style.replace(old_style.find("\"sample_order\":\"shuffled\","), 26, "");
+  std::ofstream(dir + "/manifest.json") << old_style;
+  EXPECT_EQ(read_manifest(dir).sample_order, SampleOrder::kSource);
+  text.replace(text.find("\"shuffled\""), 10, "\"sorted\"");
+  std::ofstream(dir + "/manifest.json") << text;
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "sample_order 'sorted' is neither");
+}
