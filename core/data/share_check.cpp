@@ -29,7 +29,7 @@ std::string remedy(const io::RankReader& train, const io::Manifest& m) {
 
 }  // namespace
 
-int check_rank_shares(const io::RankReader& train, const io::Manifest& m, const std::string& split, uint64_t seed,
+void check_rank_shares(const io::RankReader& train, const io::Manifest& m, const std::string& split, uint64_t seed,
                       int64_t epoch, const MpiRuntime& mpi) {
   double mine[kFields] = {0, -1, 0, 0};
   if (m.spec.labeled && !m.spec.sequence_targets()) {
@@ -43,7 +43,6 @@ int check_rank_shares(const io::RankReader& train, const io::Manifest& m, const 
   std::vector<uint8_t> bytes(sizeof mine);
   std::memcpy(bytes.data(), mine, sizeof mine);
   const std::vector<uint8_t> all = mpi.gather_bytes(bytes, 0);
-  double biased = 0;
   if (mpi.rank() == 0) {
     std::vector<std::string> lines;
     for (int r = 0; r < mpi.size(); ++r) {
@@ -56,15 +55,12 @@ int check_rank_shares(const io::RankReader& train, const io::Manifest& m, const 
       b.expected = f[3];
       if (!b.fair()) lines.push_back(io::share_text(b, r, m.spec.class_names));
     }
-    biased = static_cast<double>(lines.size());
     for (size_t i = 0; i < lines.size() && i < kNamedRanks; ++i)
       log::warn(lines[i] + " in epoch " + std::to_string(epoch) + " of split '" + split + "': its training is biased; " +
                 remedy(train, m));
     if (lines.size() > kNamedRanks)
       log::warn(std::to_string(lines.size() - kNamedRanks) + " more rank(s) train on a biased share of split '" + split + "'");
   }
-  mpi.allreduce_max(&biased, 1);
-  return static_cast<int>(biased);
 }
 
 }  // namespace lockstep

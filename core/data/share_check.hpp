@@ -13,9 +13,7 @@ namespace lockstep {
 
 class MpiRuntime;
 
-// Returns the number of ranks found biased (the same on every rank's return: rank 0's
-// count is broadcast).
-int check_rank_shares(const io::RankReader& train, const io::Manifest& m, const std::string& split, uint64_t seed,
+void check_rank_shares(const io::RankReader& train, const io::Manifest& m, const std::string& split, uint64_t seed,
                       int64_t epoch, const MpiRuntime& mpi);
 
 }  // namespace lockstep

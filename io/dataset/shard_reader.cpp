@@ -136,30 +136,41 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
   }
 }
 
-void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) const {
+void ShardFile::check_rows(int64_t begin, int64_t n) const {
   LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count_,
                    path_ + ": read of [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                        ") is outside the shard's " + std::to_string(count_) + " samples");
+}
+
+std::string ShardFile::read_error(const char* dataset, int64_t begin, int64_t n) const {
+  return path_ + ": cannot read " + dataset + " " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) +
+         (chunk_checksums_ ? " (a chunk fails its checksum, or the file is truncated: the shard changed after "
+                             "`lockstep shard`; lockstep inspect DIR --verify checks every shard): "
+                           : " (truncated or corrupt file?): ") +
+         h5_last_error();
+}
+
+std::vector<int64_t> ShardFile::read_ints(const H5Handle& d, const char* name, int64_t begin, int64_t n,
+                                          int64_t cols) const {
+  std::vector<int64_t> buf(static_cast<size_t>(n * cols));
+  const RowSelection r = select_rows(d.get(), begin, n);
+  if (H5Dread(d.get(), H5T_NATIVE_INT64, r.memory.get(), r.file.get(), H5P_DEFAULT, buf.data()) < 0)
+    throw Error(read_error(name, begin, n));
+  return buf;
+}
+
+void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) const {
+  check_rows(begin, n);
   if (n == 0) return;
   h5_quiet();  // may be the loader's thread
   std::lock_guard<std::mutex> lock(h5_mutex());
   const RowSelection rows = select_rows(samples_.get(), begin, n);
-  const auto what = [&](const char* dataset) {
-    return path_ + ": cannot read " + dataset + " " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) +
-           (chunk_checksums_ ? " (a chunk fails its checksum, or the file is truncated: the shard changed after "
-                               "`lockstep shard`; lockstep inspect DIR --verify checks every shard): "
-                             : " (truncated or corrupt file?): ") +
-           h5_last_error();
-  };
   if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
-    throw Error(what("samples"));
+    throw Error(read_error("samples", begin, n));
   const int64_t w = spec_.record_width();
   // Each integer dataset fills its columns of the records.
   const auto read_columns = [&](const H5Handle& d, const char* name, int64_t first_col, int64_t cols) {
-    std::vector<int64_t> buf(static_cast<size_t>(n * cols));
-    const RowSelection r = select_rows(d.get(), begin, n);
-    if (H5Dread(d.get(), H5T_NATIVE_INT64, r.memory.get(), r.file.get(), H5P_DEFAULT, buf.data()) < 0)
-      throw Error(what(name));
+    const std::vector<int64_t> buf = read_ints(d, name, begin, n, cols);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t c = 0; c < cols; ++c) records[i * w + first_col + c] = buf[static_cast<size_t>(i * cols + c)];
   };
@@ -175,17 +186,11 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
 
 std::vector<int64_t> ShardFile::read_class_labels(int64_t begin, int64_t n) const {
   LOCKSTEP_REQUIRE(spec_.labeled, path_ + ": has no class labels");
-  LOCKSTEP_REQUIRE(begin >= 0 && n >= 0 && begin + n <= count_,
-                   path_ + ": read of labels [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
-                       ") is outside the shard's " + std::to_string(count_) + " samples");
-  std::vector<int64_t> labels(static_cast<size_t>(n));
-  if (n == 0) return labels;
+  check_rows(begin, n);
+  if (n == 0) return {};
   h5_quiet();
   std::lock_guard<std::mutex> lock(h5_mutex());
-  const RowSelection rows = select_rows(labels_.get(), begin, n);
-  if (H5Dread(labels_.get(), H5T_NATIVE_INT64, rows.memory.get(), rows.file.get(), H5P_DEFAULT, labels.data()) < 0)
-    throw Error(path_ + ": cannot read labels " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) + ": " +
-                h5_last_error());
+  std::vector<int64_t> labels = read_ints(labels_, "labels", begin, n, 1);
   for (size_t i = 0; i < labels.size(); ++i)
     LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,
                      path_ + ": label " + std::to_string(labels[i]) + " of sample " +

@@ -45,6 +45,11 @@ class ShardFile {
   std::vector<int64_t> read_class_labels(int64_t begin, int64_t n) const;
 
  private:
+  void check_rows(int64_t begin, int64_t n) const;  // [BEGIN, BEGIN+N) lies in the shard
+  std::string read_error(const char* dataset, int64_t begin, int64_t n) const;
+  // N x COLS int64 values of integer dataset D from row BEGIN; the caller holds the HDF5 lock.
+  std::vector<int64_t> read_ints(const H5Handle& d, const char* name, int64_t begin, int64_t n, int64_t cols) const;
+
   std::string path_;
   DatasetSpec spec_;
   int64_t count_ = 0;
