@@ -279,6 +279,8 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         return {ParseStatus::kError, "--config " + path + " is a directory, not an INI job file"};
+      if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))  // a FIFO would block here
+        return {ParseStatus::kError, "--config " + path + " is not a regular file (a FIFO or device), not an INI job file"};
       std::ifstream in(path);
       if (!in) return {ParseStatus::kError, "cannot read config file " + path};
       try {

@@ -176,6 +176,10 @@ void warn(const std::string& msg) {
   flush_to(emit(STDERR_FILENO, timestamp() + " " + where() + " warning: " + msg + "\n", state().rank == 0), 1.0);
 }
 
+void warn0(const std::string& msg) {
+  if (state().rank == 0) warn(msg);
+}
+
 void error(const std::string& msg) {
   // An abort may follow: a launcher that still reads gets the line (and what came before).
   flush_to(emit(STDERR_FILENO, timestamp() + " " + where() + " error: " + msg + "\n", state().rank == 0), 2.0);

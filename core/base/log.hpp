@@ -1,7 +1,8 @@
 // log: lockstep's one logger.
 //
 // 1. info0() prints on rank 0 only (stdout and, once a run dir exists, its train.log).
-// 2. warn() and error() print on any rank, to stderr, prefixed "[rank R@HOST]".
+// 2. warn() and error() print on any rank, to stderr, prefixed "[rank R@HOST]"; warn0()
+//    is rank 0's warning about the whole job (one line, not one per rank).
 // 3. Every line starts with an ISO-8601 UTC timestamp so Slurm logs from several jobs
 //    can be merged and sorted.
 // 4. Under the MPI runtime the console (stdout/stderr) is written by a background thread
@@ -45,6 +46,9 @@ bool interactive();
 // --train.progress: bar or lines forced (true / false); unset keeps the rule above.
 void force_progress_bar(bool bar);
 void warn(const std::string& msg);
+// A warning about the whole job (every rank knows it alike): printed by rank 0 only, like
+// warn(), and kept in train.log.
+void warn0(const std::string& msg);
 void error(const std::string& msg);
 
 // "[rank R@HOST]" for this process.

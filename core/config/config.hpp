@@ -18,8 +18,9 @@ struct Config {
   // Honest by default: validation (best.ckpt, evaluations during training) on 'val', a
   // split `lockstep shard` carves out of train; 'test' evaluated once, at the end. "none"
   // turns either off; val-split = test-split is allowed but logged as selecting on test.
-  std::string val_split = "val";
-  std::string test_split = "test";
+  std::string val_split = "val";    // "none": no validation (parsed into use_val by check_config)
+  std::string test_split = "test";  // "none": no final test (use_test)
+  bool use_val = true, use_test = true;
   DataMode data_mode = DataMode::kAuto;
   int64_t memory_budget_mb = 4096;   // per rank, for data.mode auto
   int prefetch = 4;                  // batches the loader thread keeps ready
@@ -62,6 +63,7 @@ struct Config {
   double step_gamma = 0.1;       // step schedule: decay factor
   double clip_norm = 0.0;        // max global gradient norm, 0: off
   std::string class_weights = "none";  // none | auto | w0,w1,... (core/optim/loss.hpp)
+  bool weighted_classes = false;       // class_weights is not "none" (set by check_config)
   double label_smoothing = 0.0;
   Amp amp = Amp::kNone;          // core/optim/amp.hpp
   int64_t eval_every = 0;        // steps between evaluations; 0: at epoch ends only
@@ -80,7 +82,8 @@ struct Config {
   int64_t log_every = 50;
   // [run]
   std::string run_dir = "runs/default";
-  std::string resume = "auto";  // auto | none | PATH
+  std::string resume = "auto";  // auto | none | PATH (parsed into:)
+  ResumeMode resume_mode = ResumeMode::kAuto;
   // [ckpt]
   int64_t ckpt_every = 0;  // steps between checkpoints; 0: at epoch ends and at the end
   int keep_last = 3;

@@ -18,6 +18,8 @@ bool parse_stop_target(const std::string& text, BestMetric* metric, double* valu
     char* end = nullptr;
     const double v = std::strtod(text.c_str() + head.size(), &end);
     if (*end != '\0' || !std::isfinite(v)) return false;
+    // A target validation can never meet would never stop the run, silently.
+    if (class_metric(m) ? !(v >= 0 && v <= 1) : v < 0) return false;
     *metric = m;
     *value = v;
     return true;
@@ -73,9 +75,14 @@ std::string check_config(Config* c) {
   if (c->early_stop_min_delta < 0) return "--train.early-stop-min-delta must be >= 0";
   if (c->top_k < 0) return "--predict.top-k must be >= 0";
   if (c->export_format != "safetensors") return "--export.format must be safetensors, not '" + c->export_format + "'";
+  c->resume_mode = c->resume == "auto" ? ResumeMode::kAuto : c->resume == "none" ? ResumeMode::kNone : ResumeMode::kPath;
+  c->use_val = c->val_split != "none";
+  c->use_test = c->test_split != "none";
+  c->weighted_classes = c->class_weights != "none" && !c->class_weights.empty();
   c->stop_metric = BestMetric::kNone;
   if (!c->stop_at.empty() && !parse_stop_target(c->stop_at, &c->stop_metric, &c->stop_value))
-    return "--train.stop-at must be val_acc>=X, val_f1>=X or val_loss<=X, not '" + c->stop_at + "'";
+    return "--train.stop-at must be val_acc>=X or val_f1>=X (X in [0, 1]), or val_loss<=X, val_cer<=X or "
+           "val_wer<=X (X >= 0), not '" + c->stop_at + "'";
   return "";
 }
 

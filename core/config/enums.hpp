@@ -29,6 +29,8 @@ inline bool lower_is_better(BestMetric m) {
 inline bool sequence_metric(BestMetric m) { return m == BestMetric::kValCer || m == BestMetric::kValWer; }
 inline bool class_metric(BestMetric m) { return m == BestMetric::kValAcc || m == BestMetric::kValF1; }
 enum class ProgressMode { kAuto, kBar, kLines };  // train.progress
+// run.resume, parsed by check_config (not an option choice: a path is allowed too).
+enum class ResumeMode { kAuto, kNone, kPath };
 enum class Fault { kNone, kThrow, kStall, kKill, kSlow };  // debug.fault
 
 // Each enum's (value, name) table, in the order --help lists them.

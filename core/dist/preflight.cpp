@@ -9,12 +9,6 @@
 
 namespace lockstep {
 
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
-
 void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields) {
   const int n = static_cast<int>(fields.size()), world = mpi.size();
   std::vector<uint64_t> mine;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/hash.hpp"  // fnv1a64, what the fields are compared by
+
 namespace lockstep {
 
 class MpiRuntime;
@@ -21,6 +23,5 @@ using Fingerprint = std::vector<std::pair<std::string, std::string>>;  // (field
 
 void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields);
 
-uint64_t fnv1a64(const std::string& s);
 
 }  // namespace lockstep

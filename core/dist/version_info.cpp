@@ -34,10 +34,13 @@ std::string cuda_version(int v) { return v > 0 ? fmt::format("{}.{}", v / 1000, 
 
 }  // namespace
 
+std::string lockstep_version() { return fmt::format("{} (git {})", LOCKSTEP_VERSION, LOCKSTEP_GIT_COMMIT); }
+std::string torch_version() { return TORCH_VERSION; }
+
 VersionItems version_items() {
   VersionItems v;
-  v.emplace_back("lockstep", fmt::format("{} (git {})", LOCKSTEP_VERSION, LOCKSTEP_GIT_COMMIT));
-  v.emplace_back("LibTorch", TORCH_VERSION);
+  v.emplace_back("lockstep", lockstep_version());
+  v.emplace_back("LibTorch", torch_version());
 #ifdef LOCKSTEP_HAVE_NCCL
   int runtime = 0, driver = 0, nccl = 0;
   cudaRuntimeGetVersion(&runtime);

@@ -14,6 +14,10 @@ namespace lockstep {
 using VersionItems = std::vector<std::pair<std::string, std::string>>;  // (component, version)
 
 VersionItems version_items();
+// "0.2.0 (git abc1234567)": this build, as checkpoints, the pre-flight check and the start
+// line record it; and the LibTorch it was built against.
+std::string lockstep_version();
+std::string torch_version();
 // "lockstep 0.2.0 (abc1234567), LibTorch 2.11.0, CUDA 13.0 (runtime 13.0, driver none), ..."
 std::string version_line();
 

@@ -112,19 +112,6 @@ double metric_value(const EvalResult& ev, BestMetric metric) {
   }
 }
 
-void add_eval(io::Json& row, const char* prefix, const EvalResult& ev) {
-  if (ev.count == 0) return;
-  const std::string p = prefix;
-  row[p + "_loss"] = ev.loss;
-  if (ev.sequence) {
-    row[p + "_cer"] = ev.cer;
-    row[p + "_wer"] = ev.wer;
-    return;
-  }
-  row[p + "_acc"] = ev.accuracy;
-  row[p + "_f1"] = ev.macro_f1;
-}
-
 std::string eval_text(const char* prefix, const EvalResult& ev) {
   if (ev.count == 0) return "";
   if (ev.sequence) return fmt::format(" {0}_loss {1:.4f} {0}_cer {2:.4f} {0}_wer {3:.4f}", prefix, ev.loss, ev.cer, ev.wer);

@@ -14,7 +14,6 @@
 #include "core/data/batch_maker.hpp"
 #include "core/eval/class_metrics.hpp"
 #include "core/model/registry.hpp"
-#include "io/util/json_io.hpp"
 #include "io/loader/rank_reader.hpp"
 
 namespace lockstep {
@@ -42,9 +41,6 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
 // rule both use.
 double metric_value(const EvalResult& ev, BestMetric metric);
 
-// PREFIX_loss, _acc and _f1 (or, for sequences, _loss, _cer and _wer) into ROW; nothing
-// when EV counted no samples.
-void add_eval(io::Json& row, const char* prefix, const EvalResult& ev);
 // The same as log-line text: " val_loss 0.1234 val_acc ..." ("" when nothing was counted).
 std::string eval_text(const char* prefix, const EvalResult& ev);
 

@@ -45,6 +45,7 @@ class C3d final : public Net {
   }
 
   bool conv_net() const override { return true; }
+  bool checkpoints_activations() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
     for (auto& b : blocks_) x = run_block(*b, x, checkpoint_);

@@ -47,9 +47,9 @@ std::shared_ptr<Net> make_any(const ModelOptions& opt, const io::DatasetSpec& sp
 
 std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& spec) {
   if (opt.width < 0) throw UsageError("--model.width must be >= 0");
-  if (opt.checkpoint_activations && opt.name != "resnet" && opt.name != "r3d" && opt.name != "c3d")
-    throw UsageError("--model.checkpoint-activations is built into resnet, r3d and c3d, not " + opt.name);
   auto net = make_any(opt, spec);
+  if (opt.checkpoint_activations && !net->checkpoints_activations())
+    throw UsageError("--model.checkpoint-activations is built into resnet, r3d and c3d, not " + opt.name);
   if (spec.sequence_targets() && !net->sequence_output())
     throw UsageError("--model.name " + opt.name + " classifies whole samples, but dataset '" + spec.name +
                      "' has sequence targets (CTC): use a sequence model (gru, lmu)");

@@ -58,6 +58,8 @@ class Net : public torch::nn::Module {
   // channels-last (core/model/memory_format.hpp), and then convert their input with
   // formatted() first thing in forward().
   virtual bool conv_net() const { return false; }
+  // Models with activation checkpointing built in (resnet, r3d, c3d) say true.
+  virtual bool checkpoints_activations() const { return false; }
   bool channels_last() const { return channels_last_; }
   void set_channels_last(bool on) { channels_last_ = on; }
   // Parameters, then buffers: everything that defines the function (broadcast at start,

@@ -63,6 +63,7 @@ class ResNet final : public Net {
   }
 
   bool conv_net() const override { return true; }
+  bool checkpoints_activations() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
     x = stem_bn_(stem_(x));

@@ -7,6 +7,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/registry.hpp"
+#include "io/util/file_util.hpp"
 
 namespace lockstep {
 namespace {
@@ -41,6 +42,11 @@ class ScriptNet final : public Net {
 std::shared_ptr<Net> load_script_model(const std::string& path, const io::DatasetSpec& spec) {
   const std::string what = "model torchscript:" + path;
   torch::jit::Module module;
+  try {
+    io::require_regular_file(path);
+  } catch (const Error& e) {
+    throw UsageError(what + ": " + e.what());
+  }
   try {
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {

@@ -1,5 +1,6 @@
 // doctor: see doctor.hpp.
 #include "core/tools/doctor.hpp"
+#include "core/tools/output_guard.hpp"
 
 #include <fmt/format.h>
 #include "core/base/env.hpp"
@@ -204,6 +205,7 @@ struct Doctor {
 
 int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
   torch::set_num_threads(cfg.threads);
+  if (!cfg.doctor_out.empty()) check_output("--doctor.out", cfg.doctor_out, {});
   Doctor d{cfg, mpi};
   log::info0("doctor: " + version_line());
   d.placement();

@@ -1,5 +1,6 @@
 // export_command: see export_command.hpp.
 #include "core/tools/export_command.hpp"
+#include "core/tools/output_guard.hpp"
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@ void export_weights(const ExportRequest& req) {
     const bool to_safetensors_file =
         req.out.size() > 12 && req.out.compare(req.out.size() - 12, 12, ".safetensors") == 0;
     if (!to_safetensors_file) throw UsageError("--export.out " + req.out + ": the file name must end in .safetensors");
+    check_output("--export.out", req.out, {req.checkpoint});
     WeightSource src = read_weights(req.checkpoint);
     if (!req.data_dir.empty()) {
       const io::Manifest m = io::read_manifest(req.data_dir);

@@ -12,11 +12,11 @@
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/data/batch_maker.hpp"
-#include "core/data/reader_options.hpp"
 #include "core/dist/mpi_runtime.hpp"
-#include "core/dist/placement.hpp"
-#include "core/eval/mirror.hpp"
 #include "core/model/torch_errors.hpp"
+#include "core/eval/mirror.hpp"
+#include "core/tools/inference_setup.hpp"
+#include "core/tools/output_guard.hpp"
 #include "core/train/weight_source.hpp"
 #include "io/loader/epoch_loader.hpp"
 #include "io/loader/sample_store.hpp"
@@ -85,21 +85,17 @@ std::vector<Piece> pieces_in_order(const std::vector<int64_t>& counts, int world
 
 int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
-  const io::Manifest manifest = io::read_manifest(cfg.data_dir);
-  if (manifest.spec.sequence_targets())
-    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name + "' has sequence targets; lockstep predict "
-                     "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
-  check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
+  check_output("--predict.out", cfg.predict_out, {cfg.checkpoint});
+  Inference in = open_inference(cfg, mpi, [&](const io::Manifest& m) {
+    if (m.spec.sequence_targets())
+      throw UsageError(cfg.data_dir + ": dataset '" + m.spec.name + "' has sequence targets; lockstep predict "
+                       "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
+  });
+  const io::Manifest& manifest = in.manifest;
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
-  const WeightSource src = read_weights(cfg.checkpoint);
-  torch::set_num_threads(cfg.threads);
-  Placement place = place_run(cfg, mpi);
-  const io::DatasetSpec spec = spec_for_model(manifest.spec, src);
-  auto model = build_model(src, ModelOptions{cfg.model, 0.0, cfg.model_width, cfg.model_depth}, spec);
-  model->to(place.device);
-  const io::RankReader data(cfg.data_dir, manifest, cfg.eval_split, mpi.rank(), mpi.size(), reader_options(cfg));
-  const BatchMaker maker(spec, place.device);
-  const Rows rows = infer(*model, data, maker, cfg, spec.num_classes);
+  const WeightSource& src = in.src;
+  const io::DatasetSpec& spec = in.spec;
+  const Rows rows = infer(*in.model, *in.data, *in.maker, cfg, spec.num_classes);
 
   // Rank 0 writes; every rank walks the same list of pieces, so sends and receives pair up.
   std::unique_ptr<io::PredictionWriter> writer;
@@ -158,7 +154,7 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
                          seconds_since(t0), cfg.predict_out,
                          top ? fmt::format(" (top {})", w) : " (every class's probability)",
                          cfg.eval_hflip ? ", averaged with mirrors (--eval.hflip)" : ""));
-  if (place.comm) place.comm->destroy();
+  in.close();
   return kExitOk;
 }
 

@@ -3,22 +3,17 @@
 #include "core/train/checkpoint_state.hpp"
 
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <cstring>
 #include <mutex>
 #include <sstream>
 
 #include "core/base/error.hpp"
-#include "core/base/version.hpp"
 #include "io/util/json_io.hpp"
-#include "core/dist/preflight.hpp"
+#include "core/base/hash.hpp"
 
 
 namespace lockstep {
-
-std::string lockstep_version() { return std::string(LOCKSTEP_VERSION) + " (git " + LOCKSTEP_GIT_COMMIT + ")"; }
-std::string torch_version() { return TORCH_VERSION; }
 
 std::string meta_to_json(const CheckpointMeta& m) {
   io::Json o;
@@ -107,6 +102,8 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
   } catch (const std::exception& e) {
     throw Error(path + ": checkpoint metadata field '" + field + "' is missing or malformed (" + e.what() + ")");
   }
+  const std::string norm = io::normalisation_problem(m.mean, m.std, m.mean.empty() && m.std.empty() ? 0 : m.sample_shape.empty() ? -1 : m.sample_shape[0]);
+  LOCKSTEP_REQUIRE(norm.empty(), path + ": checkpoint metadata: " + norm);
   LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
                        m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty(),
                    path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
@@ -159,7 +156,15 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
     if (model.channels_last()) use_channels_last(model);  // the tensors read take the file's strides
     if (opt) {
       root.read("optimizer", opt_ar);
-      opt->load(opt_ar);
+      try {
+        opt->load(opt_ar);
+      } catch (const c10::Error& e) {
+        // The weights fit (checked above), so the optimizer's parameter list differs: the
+        // trainable set changed (issue 31: LibTorch's own assertion was all a user saw).
+        throw UsageError(path + ": its optimizer state does not fit this run's trainable parameters (was "
+                         "--model.freeze changed since it was saved? --model.init-from " + path +
+                         " starts a new run from its weights)");
+      }
     }
     if (extra) {
       torch::Tensor scaler;

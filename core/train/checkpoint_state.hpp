@@ -88,7 +88,4 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
 std::vector<uint8_t> rng_state_bytes(torch::Device device);
 void set_rng_state_bytes(const std::vector<uint8_t>& bytes, torch::Device device);
 
-std::string lockstep_version();
-std::string torch_version();
-
 }  // namespace lockstep

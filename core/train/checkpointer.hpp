@@ -10,7 +10,8 @@
 // 2. resume: every rank reads that file and first checks it can continue this run (model
 //    family, width, depth, optimizer, parameter shapes, data shape): one line if not,
 //    never a LibTorch assert. Then weights, optimizer state, every rank's RNG state (same
-//    world size), the fp16 scaler, the position and the epoch's statistics so far.
+//    world size), the fp16 scaler, and the TrainState (position, epoch statistics so far,
+//    stop rule, last validation scores: train_state.hpp).
 // 3. save / update_best gather every rank's RNG state (collective); rank 0 serialises the
 //    state to host memory and hands it to the recorder's background writer.
 // 4. update_best also keeps a host copy of the best weights on every rank, so the final
@@ -24,36 +25,46 @@
 #include <string>
 #include <vector>
 
-#include "core/train/epoch_stats.hpp"
-#include "core/eval/evaluator.hpp"
+#include "core/config/config.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "io/dataset/shard_format.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace lockstep {
 
-struct Session;
+class LossScaler;
+class MpiRuntime;
 class Recorder;
+class TrainState;
 
-// What a run carries from step to step, and a checkpoint restores.
-struct RunProgress {
-  TrainPosition pos;
-  WindowStats epoch;     // the current epoch's statistics so far
-  double lr = 0.0;       // the rate of the last step
-  EvalResult last_eval;  // count 0: none yet
-  std::string stopped_early;  // why the stop rule ended the run ("" while it runs on)
-  std::string stop_rule;      // the stop rule's state (stop_rule.hpp), JSON
+// What a checkpoint saves besides the TrainState, and a resume restores: the stateful
+// parts of a run (owned by Session) and where they live.
+struct CheckpointParts {
+  Net& model;
+  torch::optim::Optimizer& opt;
+  LossScaler& scaler;
+  const MpiRuntime& mpi;
+  torch::Device device;
 };
 
 class Checkpointer {
  public:
-  Checkpointer(Session& s, Recorder& rec);
+  // CFG and SPEC: the run's configuration and data (recorded in every checkpoint, and
+  // checked against the one a run resumes).
+  Checkpointer(const Config& cfg, const io::DatasetSpec& spec, CheckpointParts parts, Recorder& rec);
 
-  std::string agree_resume_path();                  // collective
-  void resume(const std::string& path, RunProgress* p);
-  // Collective: a checkpoint of P (its EPOCH must include the open log window); skipped
-  // when this step already has one.
-  void save(const RunProgress& p);
-  // Collective: best.ckpt when P.last_eval improves --ckpt.best-metric.
-  void update_best(const RunProgress& p);
+  std::string agree_resume_path();  // collective
+  // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
+  // GLOBAL_BATCH samples.
+  void resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch);
+  // Collective: a checkpoint of STATE (its epoch statistics must include the open log
+  // window); skipped when this step already has one.
+  void save(const TrainState& state);
+  // Collective: best.ckpt when STATE's last validation improves --ckpt.best-metric.
+  void update_best(const TrainState& state);
   // Every rank: the best weights into the model. Returns their step; -1 when there is no
   // best (the model keeps its weights).
   int64_t restore_best();
@@ -61,10 +72,13 @@ class Checkpointer {
   std::string best_path() const;
 
  private:
-  CheckpointMeta meta_of(const RunProgress& p) const;
+  CheckpointMeta meta_of(const TrainState& state) const;
   std::string snapshot();  // collective; the serialised state on rank 0, "" elsewhere
+  void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
 
-  Session& s_;
+  const Config& cfg_;
+  const io::DatasetSpec& spec_;
+  CheckpointParts parts_;
   Recorder& rec_;
   int64_t last_saved_step_ = -1;
   double best_value_ = 0.0;  // larger is better (val_loss negated)

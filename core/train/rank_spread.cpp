@@ -10,8 +10,7 @@
 namespace lockstep {
 
 const char* rank_phase_name(int phase) {
-  static const char* names[kRankPhases] = {"data_wait", "forward", "backward", "exposed_comm", "optimizer", "busy"};
-  return names[phase];
+  return io::kRankPhaseNames[static_cast<size_t>(phase)];
 }
 
 PhaseSpread RankSpread::phase(int p) const {
@@ -72,21 +71,18 @@ std::optional<std::string> StragglerWatch::update(const RankSpread& s, const std
       me[kRankForward], me[kRankBackward], me[kRankOptimizer], s.phase(kRankComm).max);
 }
 
-std::string RankMonitor::observe(const Times& mine, int64_t steps, io::Json* row) {
+std::string RankMonitor::observe(const Times& mine, int64_t steps, io::MetricsRow* row) {
   if (world_ < 2) return "";
   const RankSpread s = gather_rank_times(mine, steps, rank_, world_, sum_);
   for (int p = 0; p < kRankPhases; ++p) {
     const PhaseSpread ps = s.phase(p);
-    const std::string stem = std::string(rank_phase_name(p)) + "_ms_";
-    (*row)[stem + "min"] = ps.min;
-    (*row)[stem + "median"] = ps.median;
-    (*row)[stem + "max"] = ps.max;
+    row->rank_ms[static_cast<size_t>(p)] = {ps.min, ps.median, ps.max};
   }
   const int slow = s.slowest();
   const std::string host = static_cast<size_t>(slow) < hosts_.size() ? hosts_[static_cast<size_t>(slow)] : "?";
-  (*row)["slowest_rank"] = slow;
-  (*row)["slowest_host"] = host;
-  if (auto warning = watch_.update(s, hosts_)) log::info0("warning: " + *warning);
+  row->slowest_rank = slow;
+  row->slowest_host = host;
+  if (auto warning = watch_.update(s, hosts_)) log::warn0(*warning);
   const PhaseSpread busy = s.phase(kRankBusy), comm = s.phase(kRankComm);
   return fmt::format("; ranks: busy min/median/max {:.1f}/{:.1f}/{:.1f} ms/step, exposed comm {:.1f}/{:.1f}/{:.1f}, "
                      "slowest rank {}@{}",

@@ -20,11 +20,12 @@
 
 #include "core/base/clock.hpp"
 #include "core/train/epoch_stats.hpp"
-#include "io/util/json_io.hpp"
+#include "io/records/metrics_row.hpp"
 
 namespace lockstep {
 
 enum RankPhase : int { kRankData, kRankForward, kRankBackward, kRankComm, kRankOptimizer, kRankBusy, kRankPhases };
+static_assert(kRankPhases == io::kRankPhaseCount, "the metrics row holds every phase's spread");
 // Metrics-row stems: "data_wait", "forward", "backward", "exposed_comm", "optimizer", "busy".
 const char* rank_phase_name(int phase);
 
@@ -61,10 +62,10 @@ class RankMonitor {
  public:
   RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent)
       : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent) {}
-  // Gathers every rank's times of this window (MINE: this rank's over STEPS steps), adds
-  // "<phase>_ms_{min,median,max}", "slowest_rank" and "slowest_host" to ROW, logs a
-  // straggler warning (rank 0), and returns the text for rank 0's log line ("" at 1 rank).
-  std::string observe(const Times& mine, int64_t steps, io::Json* row);
+  // Gathers every rank's times of this window (MINE: this rank's over STEPS steps), sets
+  // ROW's per-phase spread and slowest rank and host, logs a straggler warning (rank 0),
+  // and returns the text for rank 0's log line ("" at 1 rank).
+  std::string observe(const Times& mine, int64_t steps, io::MetricsRow* row);
 
  private:
   int rank_, world_;

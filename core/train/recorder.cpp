@@ -24,7 +24,8 @@ namespace {
 class NullRecorder final : public Recorder {
  public:
   void start(int64_t) override {}
-  void row(const io::Json&) override {}
+  bool ended() const override { return false; }
+  void row(const io::MetricsRow&) override {}
   void write_checkpoint(int64_t, std::string, std::string, int) override {}
   void write_best(std::string, std::string) override {}
   void wait_checkpoints() override {}
@@ -32,38 +33,6 @@ class NullRecorder final : public Recorder {
   bool progress_due() const override { return false; }
   void progress(const Progress&) override {}
 };
-
-// The TensorBoard scalars of a metrics row.
-std::vector<std::pair<std::string, double>> scalars_of(const io::Json& row) {
-  std::vector<std::pair<std::string, double>> out;
-  const std::string kind = row.value("kind", "");
-  const auto add = [&](const char* key, const char* tag) {
-    if (row.contains(key) && row[key].is_number()) out.emplace_back(tag, io::json_as<double>(row[key], key));
-  };
-  if (kind == "train") {
-    add("train_loss", "train/loss");
-    add("train_acc", "train/acc");
-    add("lr", "train/lr");
-    add("samples_per_s", "train/samples_per_s");
-  } else if (kind == "epoch") {
-    add("train_loss", "epoch/train_loss");
-    add("samples_per_s", "epoch/samples_per_s");
-    add("data_wait_s", "time/data_wait_s");
-    add("forward_s", "time/forward_s");
-    add("backward_s", "time/backward_s");
-    add("exposed_comm_s", "time/exposed_comm_s");
-    add("optimizer_s", "time/optimizer_s");
-  }
-  if (kind != "end") {
-    add("val_loss", "val/loss");
-    add("val_acc", "val/acc");
-    add("val_f1", "val/macro_f1");
-    add("test_loss", "test/loss");
-    add("test_acc", "test/acc");
-    add("test_f1", "test/macro_f1");
-  }
-  return out;
-}
 
 class Rank0Recorder final : public Recorder {
  public:
@@ -94,12 +63,14 @@ class Rank0Recorder final : public Recorder {
     writer_ = std::make_unique<CheckpointWriter>();
   }
 
-  void row(const io::Json& row) override {
+  bool ended() const override { return metrics_ && metrics_->ended(); }
+
+  void row(const io::MetricsRow& row) override {
     dir_->check();
-    metrics_->write(io::dump_json(row));
+    metrics_->write(io::dump_json(row.to_json()));
     if (!tb_) return;
-    const auto s = scalars_of(row);
-    if (!s.empty()) tb_->scalars(row.value("step", int64_t{0}), s);
+    const auto s = row.scalars();
+    if (!s.empty()) tb_->scalars(row.step, s);
   }
 
   void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) override {

@@ -18,7 +18,7 @@
 
 #include "core/config/config.hpp"
 #include "core/base/progress.hpp"
-#include "io/util/json_io.hpp"
+#include "io/records/metrics_row.hpp"
 
 namespace lockstep {
 
@@ -30,8 +30,10 @@ class Recorder {
   // The run starts at START_STEP (0, or the step of the checkpoint it resumes): opens
   // the run's files. Rows a crashed run wrote past START_STEP are dropped.
   virtual void start(int64_t start_step) = 0;
-  // One metrics.jsonl row (it carries "kind" and "step") and its TensorBoard scalars.
-  virtual void row(const io::Json& row) = 0;
+  // Rank 0: metrics.jsonl held an end row at START_STEP (metrics_log.hpp); false elsewhere.
+  virtual bool ended() const = 0;
+  // One metrics.jsonl row and its TensorBoard scalars (io/records/metrics_row.hpp).
+  virtual void row(const io::MetricsRow& row) = 0;
   // Checkpoints go to disk on a background thread, in order (checkpoint_writer.hpp):
   // temp file, fsync, rename; then the step checkpoints are pruned to KEEP_LAST valid
   // ones. A write error surfaces at the next call or at wait_checkpoints().

@@ -17,6 +17,7 @@
 #include "core/model/sync_bn.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/dist/preflight.hpp"
+#include "core/dist/version_info.hpp"
 #include "core/eval/mirror.hpp"
 #include "core/data/reader_options.hpp"
 #include "core/data/share_check.hpp"
@@ -28,16 +29,13 @@
 namespace lockstep {
 namespace {
 
-// The reader of an optional split: null (and a line saying so) when it is off or absent.
-std::unique_ptr<io::RankReader> optional_split(const Session& s, const std::string& split, const char* role,
-                                               const io::ReaderOptions& ropt) {
-  if (split == "none") return nullptr;
+// The reader of an optional split: null when it is off (USE false) or absent (a line
+// saying so: ROLE is skipped, HINT).
+std::unique_ptr<io::RankReader> optional_split(const Session& s, bool use, const std::string& split, const char* role,
+                                               const char* hint, const io::ReaderOptions& ropt) {
+  if (!use) return nullptr;
   if (!s.manifest.has_split(split)) {
-    log::info0(fmt::format("no '{}' split in {}: {}", split, s.cfg.data_dir, role) +
-               (std::string(role) == "validation"
-                    ? " is skipped (lockstep shard makes one with --val-fraction; --data.val-split test validates "
-                      "on the test split, which then also selects best.ckpt)"
-                    : " is skipped"));
+    log::info0(fmt::format("no '{}' split in {}: {} is skipped{}", split, s.cfg.data_dir, role, hint));
     return nullptr;
   }
   return std::make_unique<io::RankReader>(s.cfg.data_dir, s.manifest, split, s.mpi.rank(), s.mpi.size(), ropt);
@@ -105,7 +103,7 @@ void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
                        "class labels: use val_f1, val_acc or val_loss");
   }
   if (!spec.sequence_targets()) return;
-  if (cfg.class_weights != "none" || cfg.label_smoothing > 0)
+  if (cfg.weighted_classes || cfg.label_smoothing > 0)
     throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
                      "sequence targets (CTC)");
   if (augment_options(cfg).enabled())
@@ -144,11 +142,14 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (cfg.eval_hflip)
     log::info0("evaluation averages each sample's class probabilities with its mirror's (--eval.hflip): "
                "validation, best.ckpt and the test split see the mirrored-average prediction");
-  val = optional_split(*this, cfg.val_split, "validation", ropt);
-  test = optional_split(*this, cfg.test_split, "the final test evaluation", ropt);
+  val = optional_split(*this, cfg.use_val, cfg.val_split, "validation",
+                       " (lockstep shard makes one with --val-fraction; --data.val-split test validates on the test "
+                       "split, which then also selects best.ckpt)",
+                       ropt);
+  test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt);
   if (val && cfg.val_split == cfg.test_split)
-    log::info0("warning: validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
-              "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");
+    log::warn0("validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
+               "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");
 
   // 2. model, preflight, placement
   torch::manual_seed(cfg.seed);
@@ -258,13 +259,13 @@ std::string Session::describe() const {
       schedule.base, sched, extras);
 }
 
-void sync_buffers(Session& s) {
-  const std::vector<at::Tensor> buffers = s.model->buffers();
+void sync_buffers(Net& model, Communicator& comm, bool average) {
+  const std::vector<at::Tensor> buffers = model.buffers();
   if (buffers.empty()) return;
-  if (s.cfg.sync_buffers)
-    average_tensors(buffers, *s.place.comm);
+  if (average)
+    average_tensors(buffers, comm);
   else
-    broadcast_tensors(buffers, *s.place.comm);
+    broadcast_tensors(buffers, comm);
 }
 
 }  // namespace lockstep

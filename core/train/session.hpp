@@ -68,9 +68,9 @@ struct Session {
 };
 
 // Collective: before an evaluation or a checkpoint every rank takes rank 0's BatchNorm
-// running statistics (what DDP's broadcast_buffers does every step) or, with
-// --dist.sync-buffers, their average: evaluation then computes the function the
-// checkpoint holds, on every rank.
-void sync_buffers(Session& s);
+// running statistics of MODEL (what DDP's broadcast_buffers does every step) or, with
+// AVERAGE (--dist.sync-buffers), their average over COMM: evaluation then computes the
+// function the checkpoint holds, on every rank.
+void sync_buffers(Net& model, Communicator& comm, bool average);
 
 }  // namespace lockstep

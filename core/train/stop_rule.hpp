@@ -17,18 +17,18 @@
 
 namespace lockstep {
 
-
 class StopRule {
  public:
   explicit StopRule(const Config& cfg);
   bool active() const;
+  // It has seen a validation (or was loaded from a checkpoint that had).
+  bool has_state() const { return have_best_ || !history_.empty(); }
   // After a validation at STEP (SECONDS since the run started): why to stop, or "".
   std::string observe(const EvalResult& ev, int64_t step, double seconds);
   std::string state_json() const;
   void load_state_json(const std::string& json, const std::string& path);
 
  private:
-
   BestMetric early_;
   int patience_;
   double min_delta_;

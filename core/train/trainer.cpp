@@ -10,6 +10,7 @@
 #include <csignal>
 #include <thread>
 
+#include "core/eval/eval_report.hpp"
 #include "core/train/checkpointer.hpp"
 #include "core/train/device_memory.hpp"
 #include "core/train/epoch_stats.hpp"
@@ -22,9 +23,11 @@
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
+#include "core/train/stop_protocol.hpp"
 #include "core/train/fault_injection.hpp"
 #include "core/train/rank_spread.hpp"
-#include "core/train/stop_rule.hpp"
+#include "core/train/run_rows.hpp"
+#include "core/train/train_state.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "core/model/torch_errors.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -33,85 +36,67 @@
 namespace lockstep {
 namespace {
 
-using Row = io::Json;
-
-void add_times(Row& row, const Times& t) {
-  row["seconds"] = t.seconds;
-  row["data_wait_s"] = t.data_wait;
-  row["forward_s"] = t.forward;
-  row["backward_s"] = t.backward;
-  row["exposed_comm_s"] = t.exposed_comm;
-  row["optimizer_s"] = t.optimizer;
-}
-
-// A number for a row: JSON has no NaN (null says "not measured").
-io::Json number(double v) { return std::isfinite(v) ? io::Json(v) : io::Json(nullptr); }
+using io::MetricsRow;
+using io::RowKind;
 
 class Trainer {
  public:
-  Trainer(Session& s, Recorder& rec, Checkpointer& ck, RunProgress& p)
-      : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), p_(p), timer_(s.place.device),
+  Trainer(Session& s, Recorder& rec, Checkpointer& ck, TrainState& state)
+      : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), st_(state), timer_(s.place.device),
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16),
         ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {
     timer_.set_trace(std::make_unique<StepTrace>(parse_trace_range(cfg_.trace_steps), s.mpi.rank(), s.mpi.host(),
                                                  cfg_.run_dir + "/trace",
-                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, p.pos.step));
+                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step));
   }
 
   int run() {
-    if (!p_.stopped_early.empty()) {
-      log::info0(fmt::format("nothing to do: the run stopped at step {}: {}", p_.pos.step, p_.stopped_early));
-      return kExitOk;
-    }
-    if (p_.pos.epoch >= cfg_.epochs || (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps)) {
-      log::info0("nothing to do: the run is complete at step " + std::to_string(p_.pos.step));
-      return kExitOk;
-    }
     stop_signal::install();
     run_start_ = Clock::now();
-    window_.restart(p_.pos.step + 1);
-    rule_.load_state_json(p_.stop_rule, cfg_.run_dir);
-    if (!cfg_.init_from.empty() && p_.pos.step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
-    bool stop = !p_.stopped_early.empty();
-    while (p_.pos.epoch < cfg_.epochs && !stop) {
-      const int64_t epoch = p_.pos.epoch;
-      const int64_t first = p_.pos.samples_done_in_epoch / s_.global_batch;
+    if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps))
+      return finish_trained();
+    window_.restart(st_.pos().step + 1);
+    if (!cfg_.init_from.empty() && st_.pos().step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
+    bool stop = st_.stopped();
+    while (st_.pos().epoch < cfg_.epochs && !stop) {
+      const int64_t epoch = st_.pos().epoch;
+      const int64_t first = st_.pos().samples_done_in_epoch / s_.global_batch;
       // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
       io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch, cfg_.batch_size), cfg_.batch_size,
                              s_.steps_per_epoch * cfg_.grad_accum, first * cfg_.grad_accum, cfg_.prefetch);
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
-        inject_fault(cfg_, s_.mpi.rank(), p_.pos.step);
+        inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
         train_step(loader, step, epoch);
         window_.add_times(Times{seconds_since(t0)});
         if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
-        ++p_.pos.step;
-        p_.pos.samples_done_in_epoch = (step + 1) * s_.global_batch;
+        st_.advance_step(step + 1, s_.global_batch);
         draw_progress(epoch, step + 1);
-        if (p_.pos.step % cfg_.log_every == 0) log_row(epoch, step + 1);
-        if (cfg_.eval_every > 0 && p_.pos.step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
+        if (st_.pos().step % cfg_.log_every == 0) log_row(epoch, step + 1);
+        if (cfg_.eval_every > 0 && st_.pos().step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
           evaluate_now(epoch, "validation");
           s_.model->train();
-          if (!p_.stopped_early.empty()) {
+          if (st_.stopped()) {
             stop = true;
             break;
           }
         }
-        if (cfg_.ckpt_every > 0 && p_.pos.step % cfg_.ckpt_every == 0) checkpoint_now();
-        if (cfg_.max_steps > 0 && p_.pos.step >= cfg_.max_steps) {
+        if (cfg_.ckpt_every > 0 && st_.pos().step % cfg_.ckpt_every == 0) checkpoint_now();
+        if (cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps) {
           stop = true;
           break;
         }
         // Every rank learns at the same step boundary whether any rank was signalled.
-        double signalled = stop_signal::pending();
-        s_.mpi.allreduce_max(&signalled, 1);
-        if (signalled > 0) return stop_on_signal(static_cast<int>(signalled));
+        if (const int sig = agreed_signal(s_.mpi)) return stop_on_signal(sig);
       }
       end_epoch(epoch, stop);
-      stop = stop || !p_.stopped_early.empty();
+      stop = stop || st_.stopped();
     }
-    finish_run();
+    // A stop during the last validation (or its checkpoint): that checkpoint is the stop's;
+    // the final test and the end row run when the job is resumed.
+    if (const int sig = agreed_signal(s_.mpi)) return stop_after_training(sig);
+    finish_run(st_.last_eval());
     rec_.wait_checkpoints();
     return kExitOk;
   }
@@ -124,8 +109,8 @@ class Trainer {
   // One optimizer step of ACCUM micro-batches.
   void train_step(io::EpochLoader& loader, int64_t step, int64_t epoch) {
     const int64_t batch = cfg_.batch_size, accum = cfg_.grad_accum;
-    p_.lr = s_.schedule.at(p_.pos.step);
-    set_lr(*s_.opt, p_.lr);
+    st_.set_lr(s_.schedule.at(st_.pos().step));
+    set_lr(*s_.opt, st_.lr());
     s_.opt->zero_grad();
     timer_.begin_step();
     torch::Tensor step_loss, step_correct;
@@ -175,10 +160,10 @@ class Trainer {
     pr.steps = s_.steps_per_epoch;
     pr.loss = loss;
     pr.accuracy = acc;
-    const double secs = p_.epoch.times.seconds;
-    pr.samples_per_s = secs > 0 ? p_.epoch.samples / secs : 0.0;
+    const double secs = st_.epoch_stats().times.seconds;
+    pr.samples_per_s = secs > 0 ? st_.epoch_stats().samples / secs : 0.0;
     pr.eta_s = pr.samples_per_s > 0
-                   ? static_cast<double>((s_.planned_steps - p_.pos.step) * s_.global_batch) / pr.samples_per_s
+                   ? static_cast<double>((s_.planned_steps - st_.pos().step) * s_.global_batch) / pr.samples_per_s
                    : -1.0;
     rec_.progress(pr);
   }
@@ -188,45 +173,31 @@ class Trainer {
     Times phases;
     timer_.collect(&phases);
     window_.add_times(phases);
-    const WindowStats w = window_.close(sum(), p_.lr, p_.pos.step + 1);
-    p_.epoch += w;
+    const WindowStats w = window_.close(sum(), st_.lr(), st_.pos().step + 1);
+    st_.add_window(w);
     run_ += w;
     return w;
   }
 
-  Row base_row(const char* kind, int64_t epoch) const {
-    Row row;
-    row["kind"] = kind;
-    row["epoch"] = epoch + 1;
-    row["step"] = p_.pos.step;
-    return row;
-  }
+  MetricsRow base_row(RowKind kind, int64_t epoch) const { return row_at(kind, epoch, st_.pos().step); }
 
-  void add_run_state(Row& row) {
-    row["lr"] = p_.lr;
+  void add_run_state(MetricsRow& row) {
+    row.lr = st_.lr();
     if (s_.scaler.enabled()) {
-      row["loss_scale"] = s_.scaler.current_scale();
-      row["skipped_steps"] = s_.scaler.skipped();
+      row.loss_scale = s_.scaler.current_scale();
+      row.skipped_steps = s_.scaler.skipped();
     }
-    if (cfg_.clip_norm > 0) row["clipped_steps"] = clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0};
+    if (cfg_.clip_norm > 0) row.clipped_steps = clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0};
   }
 
   void log_row(int64_t epoch, int64_t step_in_epoch) {
     const WindowStats w = close_window();
-    const double sps = w.times.samples_per_s(w.steps, s_.global_batch);
-    const std::string scale = s_.scaler.enabled() ? fmt::format(" loss-scale {:g} skipped {}", s_.scaler.current_scale(),
-                                                                s_.scaler.skipped())
-                                                  : "";
-    Row row = base_row("train", epoch);
+    MetricsRow row = base_row(RowKind::kTrain, epoch);
     const std::string spread = ranks_.observe(w.times, w.steps, &row);  // collective
-    log::step0(fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}{}{}", epoch + 1,
-                           cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.loss(), acc_text(w.acc()), p_.lr, sps, scale,
-                           w.times.summary(w.steps), timer_.on_device() ? " (device time)" : "", spread));
-    row["train_loss"] = number(w.loss());
-    if (!sequence_) row["train_acc"] = number(w.acc());
-    row["samples_per_s"] = sps;
-    add_times(row, w.times);
+    add_training(&row, w, w.times.samples_per_s(w.steps, s_.global_batch), sequence_);
     add_run_state(row);
+    log::step0(train_line(row, cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.steps) +
+               (timer_.on_device() ? " (device time)" : "") + spread);
     rec_.row(row);
   }
 
@@ -234,31 +205,19 @@ class Trainer {
   // sees every result (identical on every rank).
   EvalResult validate() {
     if (!s_.val) return EvalResult{};
-    if (last_eval_step_ == p_.pos.step) return p_.last_eval;  // this step's weights were just validated
-    sync_buffers(s_);
-    p_.last_eval = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
-    last_eval_step_ = p_.pos.step;
-    if (rule_.active() && p_.stopped_early.empty()) {
-      p_.stopped_early = rule_.observe(p_.last_eval, p_.pos.step, seconds_since(run_start_));
-      p_.stop_rule = rule_.state_json();
-      if (!p_.stopped_early.empty()) log::info0(fmt::format("stopping at step {}: {}", p_.pos.step, p_.stopped_early));
-    }
-    return p_.last_eval;
+    if (last_eval_step_ == st_.pos().step) return st_.last_eval();  // this step's weights were just validated
+    sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
+    const EvalResult ev =
+        evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
+    last_eval_step_ = st_.pos().step;
+    if (st_.observe_eval(ev, seconds_since(run_start_)))
+      log::info0(fmt::format("stopping at step {}: {}", st_.pos().step, st_.stopped_early()));
+    return ev;
   }
 
   void report_eval(const char* what, const std::string& split, const EvalResult& ev, bool detail,
-                   const std::string& note = "") {
-    if (ev.count == 0) return;
-    if (ev.sequence) {
-      log::info0(fmt::format("{} at step {} on '{}' ({} samples{}): loss {:.4f} CER {:.4f} WER {:.4f}", what, p_.pos.step,
-                             split, ev.count, note, ev.loss, ev.cer, ev.wer));
-      return;
-    }
-    log::info0(fmt::format("{} at step {} on '{}' ({} samples{}): loss {:.4f} accuracy {:.4f} macro-F1 {:.4f}", what,
-                           p_.pos.step, split, ev.count, note, ev.loss, ev.accuracy, ev.macro_f1));
-    if (!detail) return;
-    log::info0("per-class metrics:\n" + per_class_table(ev.metrics, ev.confusion, s_.manifest.spec.class_names));
-    log::info0("confusion matrix (rows: true class, columns: predicted):\n" + confusion_table(ev.confusion, s_.classes));
+                   const std::string& note = "") const {
+    log_eval(what, st_.pos().step, split, ev, s_.classes, s_.manifest.spec.class_names, detail, note);
   }
 
   // --train.eval-every: an evaluation, its row and best.ckpt, mid-epoch.
@@ -266,95 +225,119 @@ class Trainer {
     const EvalResult ev = validate();
     if (ev.count == 0) return;
     report_eval(what, cfg_.val_split, ev, /*detail=*/false);
-    Row row = base_row("eval", epoch);
-    add_eval(row, "val", ev);
+    MetricsRow row = base_row(RowKind::kEval, epoch);
+    add_scores(&row, ScoreSet::kVal, ev);
     add_run_state(row);
     rec_.row(row);
-    ck_.update_best(p_);
+    ck_.update_best(st_);
   }
 
   // Collective. A mid-epoch checkpoint: the open window is checked (no weights a NaN
   // step made are saved) and counted in the stored epoch statistics, but stays open.
   void checkpoint_now() {
     const auto t0 = Clock::now();
-    RunProgress at = p_;
-    at.epoch += window_.peek(sum(), p_.lr);
-    sync_buffers(s_);
+    const TrainState at = st_.with_open_window(window_.peek(sum(), st_.lr()));
+    sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
     ck_.save(at);
     timer_.trace_span("checkpoint", t0);
+  }
+
+  // Training is complete at this step (a resume of a finished run). The run is complete
+  // only once its end row is written: a job stopped or killed during its final evaluation
+  // does that evaluation now.
+  int finish_trained() {
+    double ended = rec_.ended() ? 1.0 : 0.0;  // rank 0 knows; every rank must agree
+    s_.mpi.allreduce_max(&ended, 1);
+    if (ended > 0) {
+      log::info0(st_.stopped()
+                     ? fmt::format("nothing to do: the run stopped at step {}: {}", st_.pos().step, st_.stopped_early())
+                     : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
+      return kExitOk;
+    }
+    log::info0(fmt::format("training is complete at step {}, but the run's final evaluation never finished (a stop or "
+                           "a kill during it): evaluating now",
+                           st_.pos().step));
+    last_epoch_ = std::min<int64_t>(st_.pos().epoch, cfg_.epochs - 1);
+    if (const int sig = agreed_signal(s_.mpi)) return stop_after_training(sig);
+    // The final weights' validation again (its scores in the checkpoint have no loss), not
+    // shown to the stop rule: the run is over.
+    EvalResult val;
+    if (s_.val) {
+      sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
+      val = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
+    }
+    finish_run(val);
+    rec_.wait_checkpoints();
+    return kExitOk;
+  }
+
+  // Collective: a stop after the last step. Its checkpoint exists (end_epoch saved it, or
+  // the resumed run loaded it): made durable and marked resumable; exit 3.
+  int stop_after_training(int sig) {
+    log::info0(fmt::format("signal {} received after the last step ({}): its checkpoint is kept and the final "
+                           "evaluation runs when the job resumes (--resume auto); exiting with code {}",
+                           sig, st_.pos().step, static_cast<int>(kExitResumable)));
+    return exit_resumable(s_.mpi, rec_, st_.pos().step);
   }
 
   // Collective: checkpoint, make it durable, let every rank know, exit 3.
   int stop_on_signal(int sig) {
     log::info0(fmt::format("signal {} received: checkpointing at step {} and exiting with code {} (resumable: "
                            "--resume auto continues here)",
-                           sig, p_.pos.step, static_cast<int>(kExitResumable)));
+                           sig, st_.pos().step, static_cast<int>(kExitResumable)));
     close_window();
-    sync_buffers(s_);
-    ck_.save(p_);
-    rec_.wait_checkpoints();  // rank 0: the checkpoint is on disk (or this throws)
-    rec_.mark_resumable(p_.pos.step);
-    s_.mpi.barrier();  // no rank exits before rank 0's checkpoint is durable
-    stop_signal::mark_durable();
-    return kExitResumable;
+    sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
+    ck_.save(st_);
+    return exit_resumable(s_.mpi, rec_, st_.pos().step);
   }
 
   void end_epoch(int64_t epoch, bool stopped) {
     close_window();
-    const WindowStats e = p_.epoch;
-    const double sps = e.times.samples_per_s(e.steps, s_.global_batch);
+    const WindowStats e = st_.epoch_stats();
     const EvalResult ev = validate();
     const bool last = stopped || epoch + 1 >= cfg_.epochs;
     report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
     report_device_memory(s_.mpi, s_.place.device);
     end_epoch_stats_ = e;
     if (!stopped) {
-      log::info0(fmt::format("epoch {}/{} done: loss {:.4f}{}{} {:.0f} samples/s {:.1f} s; {}", epoch + 1, cfg_.epochs,
-                             e.loss(), acc_text(e.acc()), val_text(ev), sps, e.times.seconds, e.times.summary(e.steps)));
-      Row row = base_row("epoch", epoch);
-      row["train_loss"] = number(e.loss());
-      if (!sequence_) row["train_acc"] = number(e.acc());
-      add_eval(row, "val", ev);
-      row["samples_per_s"] = sps;
-      add_times(row, e.times);
+      MetricsRow row = base_row(RowKind::kEpoch, epoch);
+      add_training(&row, e, e.times.samples_per_s(e.steps, s_.global_batch), sequence_);
+      add_scores(&row, ScoreSet::kVal, ev);
       add_run_state(row);
+      log::info0(epoch_line(row, cfg_.epochs, e.steps));
       rec_.row(row);
-      ++p_.pos.epoch;
-      p_.pos.samples_done_in_epoch = 0;
-      p_.epoch = WindowStats{};
+      st_.end_epoch();
     }
-    ck_.update_best(p_);
-    ck_.save(p_);
+    ck_.update_best(st_);
+    ck_.save(st_);
     last_epoch_ = epoch;
   }
 
   static std::string val_text(const EvalResult& ev) { return eval_text("val", ev); }
-  // Training accuracy means nothing for CTC: not shown.
-  std::string acc_text(double acc) const { return sequence_ ? "" : fmt::format(" acc {:.4f}", acc); }
 
   // The test split, once, with the weights validation chose; then the end row.
-  void finish_run() {
-    const EvalResult val = p_.last_eval;
+  // VAL: the final weights' validation (count 0 when there is none).
+  void finish_run(const EvalResult& val) {
     EvalResult test;
     std::string chosen;
-    int64_t weights_step = p_.pos.step;
+    int64_t weights_step = st_.pos().step;
     if (s_.test) {
       const int64_t best = ck_.restore_best();
       if (best >= 0) {
         weights_step = best;
         chosen = fmt::format("the best {} checkpoint, step {}", to_string(cfg_.best_metric), best);
       } else {
-        chosen = std::string("the last weights, step ") + std::to_string(p_.pos.step) +
+        chosen = std::string("the last weights, step ") + std::to_string(st_.pos().step) +
                  (s_.val ? "" : "; no validation split to choose others");
       }
       test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
       report_eval("test", cfg_.test_split, test, /*detail=*/true, ", " + chosen);
-      Row row = base_row("test", last_epoch_);
-      row["split"] = cfg_.test_split;
-      row["weights_step"] = weights_step;
-      row["selected_by"] = best_selected() ? to_string(cfg_.best_metric) : "last";
-      row["eval_hflip"] = cfg_.eval_hflip;
-      add_eval(row, "test", test);
+      MetricsRow row = base_row(RowKind::kTest, last_epoch_);
+      row.split = cfg_.test_split;
+      row.weights_step = weights_step;
+      row.selected_by = best_selected() ? to_string(cfg_.best_metric) : "last";
+      row.eval_hflip = cfg_.eval_hflip;
+      add_scores(&row, ScoreSet::kTest, test);
       rec_.row(row);
     }
     const double total_sps = run_.times.samples_per_s(run_.steps, s_.global_batch);
@@ -364,26 +347,24 @@ class Trainer {
                         : fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen);
     const std::string skipped =
         s_.scaler.enabled() ? fmt::format(", {} step(s) skipped by the fp16 loss scaler", s_.scaler.skipped()) : "";
-    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", p_.pos.step,
+    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", st_.pos().step,
                            val.count > 0 ? val_text(val) : " no validation split", tested, total_sps,
                            seconds_since(run_start_), skipped, run_.times.summary(run_.steps)));
-    Row row = base_row("end", last_epoch_);
-    row["train_loss"] = number(end_epoch_stats_.loss());
-    if (!sequence_) row["train_acc"] = number(end_epoch_stats_.acc());
-    add_eval(row, "val", val);
-    add_eval(row, "test", test);
-    row["samples_per_s"] = total_sps;
+    MetricsRow row = base_row(RowKind::kEnd, last_epoch_);
+    add_training(&row, end_epoch_stats_, total_sps, sequence_);
+    add_scores(&row, ScoreSet::kVal, val);
+    add_scores(&row, ScoreSet::kTest, test);
     Times wall = run_.times;
     wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
-    add_times(row, wall);
+    row.set_times(wall);
     add_run_state(row);
-    if (!p_.stopped_early.empty()) row["stopped_early"] = p_.stopped_early;
-    row["world_size"] = s_.mpi.size();
-    row["global_batch"] = s_.global_batch;
-    row["params"] = s_.parameter_count();
-    row["grad_wire_bytes"] = static_cast<int64_t>(s_.reducer->wire_bytes_per_step());  // per rank and step
-    row["grad_buckets"] = static_cast<int64_t>(s_.reducer->buckets().size());
-    row["first_step_unix_ms"] = static_cast<int64_t>(first_step_unix_ * 1000);
+    row.stopped_early = st_.stopped_early();
+    row.world_size = s_.mpi.size();
+    row.global_batch = s_.global_batch;
+    row.params = s_.parameter_count();
+    row.grad_wire_bytes = static_cast<int64_t>(s_.reducer->wire_bytes_per_step());  // per rank and step
+    row.grad_buckets = static_cast<int64_t>(s_.reducer->buckets().size());
+    row.first_step_unix_ms = static_cast<int64_t>(first_step_unix_ * 1000);
     rec_.row(row);
   }
 
@@ -393,7 +374,7 @@ class Trainer {
   const Config& cfg_;
   Recorder& rec_;
   Checkpointer& ck_;
-  RunProgress& p_;
+  TrainState& st_;
   StepTimer timer_;
   const Objective objective_{s_.manifest.spec, *s_.loss};
   const bool sequence_ = objective_.sequence();  // CTC on sequence targets
@@ -403,7 +384,6 @@ class Trainer {
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
   int64_t last_epoch_ = 0;
   int64_t last_eval_step_ = -1;
-  StopRule rule_{cfg_};
   torch::Tensor clipped_;         // device counter of steps whose norm was clipped
   double first_step_unix_ = 0;    // wall clock when this process finished its first step
   Clock::time_point run_start_;
@@ -412,18 +392,24 @@ class Trainer {
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Session session(cfg, mpi);
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
-  Checkpointer checkpointer(session, *recorder);
-  RunProgress progress;
+  Checkpointer checkpointer(cfg, session.manifest.spec,
+                            CheckpointParts{*session.model, *session.opt, session.scaler, mpi, session.place.device},
+                            *recorder);
+  TrainState state(cfg);
   const std::string resume = checkpointer.agree_resume_path();
   // Dropout differs per rank; a fresh start (or a resume on another world size) seeds it
   // from (seed, rank, step). A resume on the same world size restores the saved states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
-  if (!resume.empty()) checkpointer.resume(resume, &progress);
-  recorder->start(progress.pos.step);
+  if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
+  recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.
-  Row start_row{{"kind", "start"}, {"step", progress.pos.step}, {"epoch", progress.pos.epoch + 1},
-                {"world_size", mpi.size()}, {"unix_time", unix_seconds()}, {"versions", io::Json::object()}};
-  for (const auto& [name, version] : version_items()) start_row["versions"][name] = version;
+  MetricsRow start_row;
+  start_row.kind = RowKind::kStart;
+  start_row.step = state.pos().step;
+  start_row.epoch = state.pos().epoch + 1;
+  start_row.world_size = mpi.size();
+  start_row.unix_time = unix_seconds();
+  start_row.versions = version_items();
   recorder->row(start_row);
   const std::string start = session.describe();
   for (size_t at = 0; at < start.size();) {  // one timestamped line each
@@ -432,7 +418,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     at = nl + 1;
   }
   log::info0("versions: " + version_line());
-  Trainer trainer(session, *recorder, checkpointer, progress);
+  Trainer trainer(session, *recorder, checkpointer, state);
   const int code = trainer.run();
   session.close();
   return code;

@@ -12,7 +12,13 @@
 // 4. At each epoch end (and when --max-steps stops the run): validation on the val
 //    split, the epoch row, best.ckpt, a checkpoint.
 // 5. At the end: the test split evaluated once with the best checkpoint's weights (the
-//    last weights when there is no validation), its row and line, the end row.
+//    last weights when there is no validation), its row and line, the end row. A run is
+//    complete only once that end row is written: a signal after the last step exits 3
+//    keeping the last checkpoint (stop_protocol.hpp), and a job that resumes a run whose
+//    training is done but has no end row (stopped or killed in its final evaluation)
+//    validates the final weights again and runs the test now.
+// The run's state between steps is TrainState's (train_state.hpp); rows and log lines
+// come from run_rows.hpp.
 // Returns the process exit code.
 #pragma once
 

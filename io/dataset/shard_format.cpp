@@ -173,6 +173,39 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
+std::string normalisation_problem(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels) {
+  if (mean.size() != std.size() || (channels >= 0 && mean.size() != static_cast<size_t>(channels)))
+    return channels >= 0 ? fmt::format("mean/std have {}/{} entries for {} channels", mean.size(), std.size(), channels)
+                         : fmt::format("mean/std have {}/{} entries", mean.size(), std.size());
+  for (size_t c = 0; c < mean.size(); ++c)
+    if (!(std::isfinite(mean[c]) && std::fabs(mean[c]) <= 1e15 && std::isfinite(std[c]) && std[c] >= 1e-15 &&
+          std[c] <= 1e15))
+      return fmt::format("channel {} has mean {} / std {} (the mean must be within +-1e15 and the std must be "
+                         "finite and positive, in [1e-15, 1e15]: anything else normalises samples into inf/NaN)",
+                         c, mean[c], std[c]);
+  return "";
+}
+
+std::string spec_problem(const DatasetSpec& spec) {
+  if (spec.sample_shape.empty() || spec.sample_shape.size() > 8) return "sample_shape must have 1 to 8 dimensions";
+  int64_t elems = 1;
+  for (const int64_t d : spec.sample_shape) {
+    if (!(d > 0 && d <= (int64_t{1} << 31) && elems <= (int64_t{1} << 40) / d))
+      return "sample_shape " + shape_text(spec.sample_shape) + " is not a valid sample size";
+    elems *= d;
+  }
+  if (spec.labeled && !(spec.num_classes > 0 && spec.num_classes <= kMaxClasses))
+    return fmt::format("num_classes {} is outside [1, {}]", spec.num_classes, kMaxClasses);
+  if (!spec.class_names.empty() && static_cast<int64_t>(spec.class_names.size()) != spec.num_classes)
+    return fmt::format("class_names has {} names for {} classes", spec.class_names.size(), spec.num_classes);
+  if (spec.max_target_length < 0 || spec.max_target_length > 100000)
+    return fmt::format("max_target_length {} is outside [0, 100000]", spec.max_target_length);
+  if (spec.sequence_targets() &&
+      (spec.labeled || spec.tokens.empty() || static_cast<int64_t>(spec.tokens.size()) > kMaxClasses))
+    return "sequence targets need a token list and no class labels";
+  return "";
+}
+
 std::string manifest_to_json(const Manifest& m) {
   Json splits = Json::object();
   for (const auto& [name, split] : m.splits) {
@@ -207,32 +240,10 @@ std::string manifest_to_json(const Manifest& m) {
 namespace {
 
 void check_spec(const DatasetSpec& spec, const std::string& path) {
-  LOCKSTEP_REQUIRE(!spec.sample_shape.empty() && spec.sample_shape.size() <= 8,
-                   path + ": sample_shape must have 1 to 8 dimensions");
-  int64_t elems = 1;
-  for (const int64_t d : spec.sample_shape) {
-    LOCKSTEP_REQUIRE(d > 0 && d <= (int64_t{1} << 31) && elems <= (int64_t{1} << 40) / d,
-                     path + ": sample_shape " + shape_text(spec.sample_shape) + " is not a valid sample size");
-    elems *= d;
-  }
-  LOCKSTEP_REQUIRE(!spec.labeled || (spec.num_classes > 0 && spec.num_classes <= kMaxClasses),
-                   fmt::format("{}: num_classes {} is outside [1, {}]", path, spec.num_classes, kMaxClasses));
-  const size_t channels = static_cast<size_t>(spec.sample_shape[0]);
-  LOCKSTEP_REQUIRE(spec.mean.size() == channels && spec.std.size() == channels,
-                   fmt::format("{}: mean/std have {}/{} entries for {} channels", path, spec.mean.size(),
-                               spec.std.size(), channels));
-  for (size_t c = 0; c < channels; ++c)
-    LOCKSTEP_REQUIRE(std::isfinite(spec.mean[c]) && std::isfinite(spec.std[c]) && spec.std[c] > 0,
-                     fmt::format("{}: channel {} has mean {} / std {} (std must be finite and positive)", path, c,
-                                 spec.mean[c], spec.std[c]));
-  LOCKSTEP_REQUIRE(spec.class_names.empty() || static_cast<int64_t>(spec.class_names.size()) == spec.num_classes,
-                   fmt::format("{}: class_names has {} names for {} classes", path, spec.class_names.size(),
-                               spec.num_classes));
-  LOCKSTEP_REQUIRE(spec.max_target_length >= 0 && spec.max_target_length <= 100000,
-                   fmt::format("{}: max_target_length {} is outside [0, 100000]", path, spec.max_target_length));
-  LOCKSTEP_REQUIRE(!spec.sequence_targets() || (!spec.labeled && !spec.tokens.empty() &&
-                                                static_cast<int64_t>(spec.tokens.size()) <= kMaxClasses),
-                   path + ": sequence targets need a token list and no class labels");
+  const std::string problem = spec_problem(spec);
+  LOCKSTEP_REQUIRE(problem.empty(), path + ": " + problem);
+  const std::string norm = normalisation_problem(spec.mean, spec.std, spec.sample_shape[0]);
+  LOCKSTEP_REQUIRE(norm.empty(), path + ": " + norm);
 }
 
 ShardEntry shard_from_json(const Json& sh, const DatasetSpec& spec, const std::string& path) {

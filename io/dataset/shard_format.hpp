@@ -124,6 +124,18 @@ std::string shard_file_name(const std::string& split, int index, int count);
 
 // manifest.json <-> Manifest. read_manifest checks the format version and consistency
 // (histograms sum to counts, class names match the class count) and names DIR in errors.
+// Normalisation statistics read from any file (manifest, checkpoint, safetensors): ""
+// when MEAN and STD have one entry each per channel (CHANNELS; -1: any count, the same for
+// both) with every mean finite and within +-1e15 and every std in [1e-15, 1e15]; else
+// the problem, naming the channel. Outside that range a float32 normalisation turns
+// samples into inf/NaN (a NaN loss, NaN predictions), silently.
+// What lockstep's reader refuses in a dataset's description ("" when nothing): 1 to 8
+// sample dimensions, each positive, at most 2^40 values per sample; 1 to kMaxClasses
+// classes, as many class names as classes (or none); target lengths within [0, 100000].
+// read_manifest checks it, and the importer checks it before writing anything, so `shard`
+// never writes a dataset `train` refuses.
+std::string spec_problem(const DatasetSpec& spec);
+std::string normalisation_problem(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels);
 std::string manifest_to_json(const Manifest& m);
 Manifest read_manifest(const std::string& dir);
 void write_manifest(const std::string& dir, const Manifest& m);  // atomic

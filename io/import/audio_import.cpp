@@ -24,6 +24,7 @@ class SoundFile {
  public:
   explicit SoundFile(const std::string& path) : path_(path) {
     std::memset(&info_, 0, sizeof info_);
+    require_regular_file(path);
     file_ = sf_open(path.c_str(), SFM_READ, &info_);
     if (!file_) throw Error(path + ": cannot read as audio: " + sf_strerror(nullptr));
   }
@@ -116,6 +117,7 @@ std::vector<std::string> utf8_chars(const std::string& text, const std::string& 
 }
 
 std::vector<Utterance> read_audio_manifest(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the audio manifest");
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));

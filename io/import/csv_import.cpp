@@ -1,5 +1,6 @@
 // csv_import: see csv_import.hpp.
 #include "io/import/csv_import.hpp"
+#include "io/util/file_util.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,7 @@ bool is_class_id(const std::string& s) {
 }
 
 CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
+  require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), "cannot read CSV file " + path);
   CsvTable t;

@@ -13,6 +13,7 @@ class Hdf5Source final : public SampleSource {
   Hdf5Source(const std::string& path, const std::string& samples, const std::string& labels) : path_(path) {
     h5_quiet();
     LOCKSTEP_REQUIRE(path_exists(path), "hdf5 input " + path + " does not exist");
+    require_regular_file(path);
     LOCKSTEP_REQUIRE(H5Fis_hdf5(path.c_str()) > 0, path + ": not an HDF5 file");
     file_ = H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     LOCKSTEP_REQUIRE(file_.valid(), path + ": cannot open: " + h5_last_error());

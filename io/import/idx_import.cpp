@@ -19,7 +19,7 @@ std::string find_idx(const std::string& dir, const std::string& stem) {
 
 class GzFile {
  public:
-  explicit GzFile(const std::string& path) : f_(gzopen(path.c_str(), "rb")) {
+  explicit GzFile(const std::string& path) : f_((require_regular_file(path), gzopen(path.c_str(), "rb"))) {
     LOCKSTEP_REQUIRE(f_ != nullptr, "cannot open " + path);
   }
   ~GzFile() { gzclose(f_); }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/base/error.hpp"
+#include "core/base/hash.hpp"
 #include "io/loader/sample_order.hpp"
 
 namespace lockstep::io {
@@ -19,12 +20,6 @@ int64_t SplitAssignment::count() const {
 }
 
 namespace {
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
 
 SplitAssignment deal(const std::string& split, const std::vector<int64_t>& order, int shards) {
   LOCKSTEP_REQUIRE(!order.empty(), "split '" + split + "' would be empty");
@@ -53,7 +48,7 @@ std::vector<SplitAssignment> plan_by_group(const std::vector<int64_t>& order,
   for (const auto& [id, n] : size_of) ids.push_back(id);
   const std::vector<int64_t> perm =
       epoch_permutation(static_cast<int64_t>(ids.size()), options.seed, /*epoch=*/-2,
-                        static_cast<int>(name_hash(split) & 0x7fffffff));
+                        static_cast<int>(fnv1a64(split) & 0x7fffffff));
   const int64_t want =
       std::max<int64_t>(1, std::llround(options.val_fraction * static_cast<double>(order.size())));
   std::set<int64_t> val_groups;
@@ -84,7 +79,7 @@ std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (options.shuffle) {
     order = epoch_permutation(n, options.seed, /*epoch=*/-1,
-                              static_cast<int>(name_hash(split) & 0x7fffffff));
+                              static_cast<int>(fnv1a64(split) & 0x7fffffff));
   } else {
     std::iota(order.begin(), order.end(), int64_t{0});
   }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/base/error.hpp"
+#include "core/base/hash.hpp"
 #include "io/import/shard_stage.hpp"
 #include "io/util/file_util.hpp"
 
@@ -81,13 +82,34 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
+// NaN or Inf in floating-point input: refused where it is read, naming the input file and
+// the sample (the shard writer's own check could only name the output shard). CSV, .ts and
+// UCI-HAR text already refuse it at parse time with the line.
+void require_finite(const DatasetSpec& spec, const unsigned char* samples, int64_t n, int64_t first,
+                    const std::string& input) {
+  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
+  const int64_t elems = n * spec.sample_elems();
+  for (int64_t i = 0; i < elems; ++i) {
+    float v = 0;
+    uint16_t h = 0;
+    if (spec.dtype == DType::kFloat32) {
+      std::memcpy(&v, samples + 4 * i, 4);
+    } else {
+      std::memcpy(&h, samples + 2 * i, 2);
+      v = half_to_float(h);
+    }
+    if (!std::isfinite(v))
+      throw Error(input + ": sample " + std::to_string(first + i / spec.sample_elems()) + " (0-based, in the input's "
+                  "order) contains NaN or Inf (here: " + (std::isnan(v) ? "NaN" : "Inf") + "): clean the input first (lockstep does not "
+                  "train on non-finite values)");
+  }
+}
+
 // FNV-1a 64 of the fingerprint text: the manifest stores a short ASCII token, whatever
 // bytes the paths in it are made of.
 std::string fingerprint_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(fnv1a64(text)));
   return buf;
 }
 
@@ -217,6 +239,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   for (int64_t b = 0; b < n; b += block) {
     const int64_t k = std::min(block, n - b);
     in.source->read(b, k, buf.data());
+    require_finite(spec, buf.data(), k, b, in.source->name());
     for (int64_t j = 0; j < k; ++j) {
       const int32_t w = writer_of[static_cast<size_t>(b + j)];
       if (w < 0) continue;
@@ -307,6 +330,11 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
                      "--class-names gives " + std::to_string(opt.class_names.size()) + " names, the labels need " +
                          std::to_string(spec.num_classes));
   for (const auto& in : inputs) check_labels(*in.source, spec.num_classes);
+  // Never write a dataset lockstep's own reader refuses (a zero-length dimension, too many
+  // classes or dimensions): refused here, before anything is written.
+  if (const std::string why = spec_problem(spec); !why.empty())
+    throw UsageError(inputs[0].source->name() + ": the dataset would have " + why +
+                     ", which lockstep cannot train on (nothing was written)");
 
   check_output(opt, source);
   const bool made_dir = !is_directory(opt.output_dir);

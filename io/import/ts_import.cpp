@@ -1,5 +1,6 @@
 // ts_import: see ts_import.hpp.
 #include "io/import/ts_import.hpp"
+#include "io/util/file_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -167,6 +168,7 @@ std::vector<InputSplit> open_ts(const std::vector<std::pair<std::string, std::st
                                 std::vector<std::string>* class_names) {
   std::vector<TsTable> tables;
   for (const auto& [split_name, path] : split_files) {
+    require_regular_file(path);
     std::ifstream in(path);
     LOCKSTEP_REQUIRE(in.good(), "cannot read .ts file " + path);
     tables.push_back(parse_ts(in, path));

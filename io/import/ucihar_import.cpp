@@ -1,5 +1,6 @@
 // ucihar_import: see ucihar_import.hpp.
 #include "io/import/ucihar_import.hpp"
+#include "io/util/file_util.hpp"
 
 #include <sys/stat.h>
 
@@ -28,6 +29,7 @@ struct Matrix {
 };
 
 Matrix read_matrix(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), "cannot read " + path);
   Matrix m;
@@ -75,6 +77,7 @@ std::vector<int64_t> read_ids(const std::string& path) {
 
 // activity_labels.txt: "ID NAME" lines, ids 1..K in any order, each once.
 std::vector<std::string> read_activities(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), "cannot read " + path + " (the UCI-HAR directory's activity names)");
   std::map<int64_t, std::string> names;

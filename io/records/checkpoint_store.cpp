@@ -46,9 +46,12 @@ struct Header {
 Header parse_header(const char* h, int64_t file_bytes, const std::string& path) {
   LOCKSTEP_REQUIRE(std::memcmp(h, kMagic, 8) == 0, path + ": not a lockstep checkpoint (bad magic)");
   Header hd{get_le(h + 8, 8), get_le(h + 16, 8), static_cast<uint32_t>(get_le(h + 24, 4))};
-  LOCKSTEP_REQUIRE(static_cast<uint64_t>(file_bytes) == kHeaderBytes + hd.meta_len + hd.payload_len,
-                   path + ": truncated checkpoint (" + std::to_string(file_bytes) + " bytes, header says " +
-                       std::to_string(kHeaderBytes + hd.meta_len + hd.payload_len) + ")");
+  // Compared without adding the lengths: a header whose lengths wrap 2^64 must not pass.
+  const uint64_t body = static_cast<uint64_t>(file_bytes) - kHeaderBytes;
+  LOCKSTEP_REQUIRE(hd.meta_len <= body && hd.payload_len == body - hd.meta_len,
+                   path + ": truncated checkpoint (" + std::to_string(file_bytes) + " bytes; the header says " +
+                       std::to_string(hd.meta_len) + " bytes of metadata and " + std::to_string(hd.payload_len) +
+                       " of state after its " + std::to_string(kHeaderBytes) + ")");
   return hd;
 }
 
@@ -105,7 +108,8 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
         name.compare(name.size() - suffix, suffix, ".ckpt") != 0)
       continue;
     const std::string digits = name.substr(prefix, name.size() - prefix - suffix);
-    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Digits that do not fit a step (more than 18) are no checkpoint of lockstep's either.
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     out.emplace_back(std::stoll(digits), dir + "/" + name);
   }
   std::sort(out.begin(), out.end());

@@ -27,11 +27,16 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const std::string& row);  // one JSON object, no newline
+  // The log kept an "end" row at the start step: the run it resumes did finish (its final
+  // evaluation included). A run whose training is complete without one was stopped or
+  // killed during its final evaluation, and does it now.
+  bool ended() const { return ended_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  bool ended_ = false;
 };
 
 // The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps.

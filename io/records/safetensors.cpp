@@ -55,6 +55,7 @@ void write_safetensors(const std::string& path, const SafeTensors& st) {
 
 SafeTensors read_safetensors(const std::string& path) {
   LOCKSTEP_REQUIRE(path_exists(path), path + ": no such file");
+  require_regular_file(path);
   const int64_t size = file_size(path);
   LOCKSTEP_REQUIRE(size >= 8, path + ": not a safetensors file (shorter than its 8-byte header length)");
   const std::vector<char> bytes = read_binary_file(path);

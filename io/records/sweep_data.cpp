@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/base/error.hpp"
+#include "io/records/metrics_row.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 
@@ -15,6 +16,7 @@ SweepRun read_run(const std::string& dir, int ranks) {
   SweepRun run;
   run.ranks = ranks;
   const std::string path = dir + "/metrics.jsonl";
+  require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": missing (did the run start?)");
   std::vector<double> sps;
@@ -22,23 +24,23 @@ SweepRun read_run(const std::string& dir, int ranks) {
   bool first = true, ended = false;
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
-    const Json row = parse_json(line, path);
-    const std::string kind = json_get_or<std::string>(row, "kind", "", path);
-    if (kind == "end") {
+    const MetricsRow row = MetricsRow::from_json(parse_json(line, path), path);
+    if (row.kind == RowKind::kEnd) {
       ended = true;
-      run.global_batch = json_get_or<int64_t>(row, "global_batch", 0, path);
-      run.params = json_get_or<int64_t>(row, "params", 0, path);
-      run.wire_bytes = static_cast<double>(json_get_or<int64_t>(row, "grad_wire_bytes", 0, path));
-      run.buckets = static_cast<int>(json_get_or<int64_t>(row, "grad_buckets", 1, path));
+      run.global_batch = row.global_batch.value_or(0);
+      run.params = row.params.value_or(0);
+      run.wire_bytes = static_cast<double>(row.grad_wire_bytes.value_or(0));
+      run.buckets = static_cast<int>(row.grad_buckets.value_or(1));
     }
-    if (kind != "train") continue;
+    if (row.kind != RowKind::kTrain) continue;
     if (first) {  // the first window holds warm-up (allocation, first-touch, caches)
       first = false;
       continue;
     }
-    sps.push_back(json_get<double>(row, "samples_per_s", path));
-    seconds += json_get<double>(row, "seconds", path);
-    exposed += json_get_or<double>(row, "exposed_comm_s", 0.0, path);
+    LOCKSTEP_REQUIRE(row.samples_per_s && row.seconds, path + ": a train row without samples_per_s or seconds");
+    sps.push_back(*row.samples_per_s);
+    seconds += *row.seconds;
+    exposed += row.exposed_comm_s.value_or(0.0);
   }
   LOCKSTEP_REQUIRE(ended && run.global_batch > 0, path + ": the run did not finish (no end row)");
   LOCKSTEP_REQUIRE(!sps.empty(), path + ": fewer than 2 train rows (lower --train.log-every or run more steps)");
@@ -65,6 +67,7 @@ Sweep read_sweep(const std::string& dir) {
   Sweep s;
   const std::string info = dir + "/sweep.txt";
   if (path_exists(info)) {
+    require_regular_file(info);
     std::ifstream in(info);
     for (std::string line; std::getline(in, line);)
       if (line.rfind("mode=", 0) == 0) s.mode = line.substr(5);
@@ -73,6 +76,7 @@ Sweep read_sweep(const std::string& dir) {
     if (name.rfind("ranks-", 0) != 0 || !is_directory(dir + "/" + name)) continue;
     const std::string digits = name.substr(6);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    LOCKSTEP_REQUIRE(digits.size() <= 7, dir + "/" + name + ": " + digits + " is not a rank count (at most 9999999)");
     s.runs.push_back(read_run(dir + "/" + name, std::stoi(digits)));
   }
   LOCKSTEP_REQUIRE(!s.runs.empty(), dir + ": no ranks-N run directories (made by slurm/scaling_sweep.sh)");

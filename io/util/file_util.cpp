@@ -46,8 +46,19 @@ std::string parent_dir(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISFIFO(st.st_mode)                         ? "a FIFO"
+                     : S_ISDIR(st.st_mode)                        ? "a directory"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                     : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                  : "not a file";
+  throw Error(path + ": not a regular file (" + kind + "); lockstep reads its inputs only from regular files");
+}
+
 std::string read_text_file(const std::string& path) {
-  if (is_directory(path)) throw Error("cannot read " + path + ": it is a directory");
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + path + ": " + errno_text());
   std::ostringstream ss;
@@ -56,7 +67,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 std::vector<char> read_binary_file(const std::string& path) {
-  if (is_directory(path)) throw Error("cannot read " + path + ": it is a directory");
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error("cannot read " + path + ": " + errno_text());
   std::vector<char> out(static_cast<size_t>(in.tellg()));
@@ -179,6 +190,7 @@ int64_t file_size(const std::string& path) {
 }
 
 uint32_t crc32_of_file(const std::string& path) {
+  require_regular_file(path);
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw Error("cannot read " + path + ": " + errno_text());
   std::vector<unsigned char> buf(1 << 20);

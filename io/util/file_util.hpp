@@ -21,7 +21,12 @@ namespace lockstep::io {
 bool path_exists(const std::string& path);
 bool is_directory(const std::string& path);
 void make_dirs(const std::string& path);  // mkdir -p; throws naming PATH
-std::string read_text_file(const std::string& path);
+// Every reader of an input calls this before opening PATH: a FIFO or a device would block
+// open() or read() forever (under mpirun outside any collective, where no watchdog sees
+// it) and a directory fails obscurely. Throws "PATH: not a regular file (a FIFO) ...".
+// A missing file passes: each reader names that its own way.
+void require_regular_file(const std::string& path);
+std::string read_text_file(const std::string& path);  // both check require_regular_file
 std::vector<char> read_binary_file(const std::string& path);
 void write_file_atomic(const std::string& path, const std::string& data);
 void fsync_path(const std::string& path);     // a file or a directory

@@ -20,6 +20,24 @@ expect_rc 0 "$LOCKSTEP" export --checkpoint "$ckpt" --out model.safetensors
 expect_output "exported $ckpt \(model cnn, step [0-9]+, 16 tensors\) -> model.safetensors"
 pass "predict (.h5, .csv, top-k, 1 and 2 ranks) and export"
 
+# No command writes over what it reads or a dataset's/run's own file, however spelled
+# (issue 31): each is refused (exit 2) and every byte stays.
+before=$(cat data/manifest.json data/*.h5 "$ckpt" run/metrics.jsonl | md5sum)
+ln -s data data-link
+shard=$(ls data | grep -m1 '^test-.*\.h5$')
+expect_rc 2 run_mpi 2 evaluate --checkpoint "$ckpt" --data data --eval.out data/manifest.json
+expect_output "--eval.out data/manifest.json is the manifest of dataset"
+expect_rc 2 run_mpi 1 evaluate --checkpoint "$ckpt" --data data --eval.out data-link/../data/manifest.json
+expect_rc 2 run_mpi 1 evaluate --checkpoint "$ckpt" --data data --eval.out "$ckpt"
+expect_output "which this command reads"
+expect_rc 2 run_mpi 2 predict --checkpoint "$ckpt" --data data --out "data-link/$shard"
+expect_output "is shard $shard of dataset"
+expect_rc 2 run_mpi 1 predict --checkpoint "$ckpt" --data data --out run/metrics.jsonl
+expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --out "run/checkpoints/best.safetensors"
+expect_output "checkpoints/ folder of run"
+[ "$(cat data/manifest.json data/*.h5 "$ckpt" run/metrics.jsonl | md5sum)" = "$before" ] || fail "an aliased output changed a file"
+pass "outputs that alias inputs or a dataset's/run's own files are refused, nothing changed"
+
 "$PYTHON" - "$DOCS" "$ckpt" <<'PY' || fail "PyTorch disagrees with lockstep predict"
 import csv, json, sys
 import h5py, numpy as np, torch
@@ -248,6 +266,9 @@ expect_output "nothing to do: the run stopped at step 42"
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir target --epochs 20 --eval-every 7 --train.stop-at 'val_acc>=0.5'
 expect_output "stopping at step [0-9]+: val_acc 0\.[5-9][0-9]* reached the target >=0.5 at step [0-9]+ after [0-9.]+ s"
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir bad --train.stop-at 'accuracy>0.5'
-expect_output "--train.stop-at must be val_acc>=X, val_f1>=X or val_loss<=X"
+expect_output "--train.stop-at must be val_acc>=X or val_f1>=X \(X in \[0, 1\]\), or val_loss<=X"
+# A target validation can never reach would never stop the run (issue 31): refused.
+expect_rc 2 run_mpi 1 train "${COMMON[@]}" --run-dir bad --train.stop-at 'val_acc>=1.5'
+expect_output "not 'val_acc>=1.5'"
 pass "early stopping (patience 2, min delta 0.01) and --train.stop-at: logged, end row, stays stopped"
 echo "e2e after_training: all passed"

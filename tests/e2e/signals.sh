@@ -6,21 +6,30 @@ source "$(dirname "$0")/common.sh" "$@"
 make_slice data 2048 2
 ARGS=(--data data --epochs 5 --batch-size 16 --log-every 1 --max-steps 150 --run-dir run)
 
-"$MPIEXEC" -n 2 "$LOCKSTEP" train "${ARGS[@]}" >out.txt 2>&1 &
-launcher=$!
-for _ in $(seq 1 300); do  # wait until training is under way (step >= 10)
-  [ -f run/metrics.jsonl ] && [ "$(wc -l <run/metrics.jsonl)" -ge 10 ] && break
-  sleep 0.1
-done
-# A rank, not the launcher: its argv[0] is the lockstep binary itself.
-rank_pid=$(pgrep -f "^$LOCKSTEP train .*--run-dir run" | tail -1)
-[ -n "$rank_pid" ] || fail "no rank process found"
-kill -USR1 "$rank_pid"
-set +e
-timeout 60 tail --pid="$launcher" -f /dev/null
-wait "$launcher"
-rc=$?
-set -e
+# signal_run SIG READY RUN_DIR ARGS...: a 2-rank train in the background; once the shell
+# condition READY holds, SIG goes to one rank (not the launcher: a rank's argv[0] is the
+# lockstep binary itself); sets rc to the launcher's exit code. Output in out.txt.
+signal_run() {
+  local sig=$1 ready=$2 dir=$3; shift 3
+  "$MPIEXEC" -n 2 "$LOCKSTEP" train "$@" >out.txt 2>&1 &
+  local launcher=$!
+  for _ in $(seq 1 300); do
+    eval "$ready" && break
+    sleep 0.1
+  done
+  local rank_pid
+  rank_pid=$(pgrep -f "^$LOCKSTEP train .*--run-dir $dir" | tail -1)
+  [ -n "$rank_pid" ] || fail "no rank process found"
+  kill "-$sig" "$rank_pid"
+  set +e
+  timeout 60 tail --pid="$launcher" -f /dev/null
+  wait "$launcher"
+  rc=$?
+  set -e
+}
+
+# Wait until training is under way (step >= 10).
+signal_run USR1 '[ -f run/metrics.jsonl ] && [ "$(wc -l <run/metrics.jsonl)" -ge 10 ]' run "${ARGS[@]}"
 [ "$rc" = 3 ] || { cat out.txt; fail "signalled run exited $rc, expected 3"; }
 expect_output_file() { grep -Eq -- "$1" out.txt || { cat out.txt; fail "output lacks /$1/"; }; }
 expect_output_file "signal 10 received: checkpointing at step [0-9]+ and exiting with code 3"
@@ -33,4 +42,38 @@ expect_rc 0 run_mpi 2 train "${ARGS[@]}"
 expect_output "resumed from run/checkpoints/step-$(printf '%09d' "$stopped").ckpt at step $stopped"
 [ "$(json_rows run/metrics.jsonl end step | tail -1)" = 150 ] || fail "resumed run did not end at step 150"
 pass "resume finished at step 150"
+
+# Issue 31 (3): a run is complete only once its end row is written, and every phase honours
+# a stop. (a) A kill during the final evaluation (its test and end rows never written):
+# the re-run evaluates now instead of calling the run complete.
+python3 - <<'PY'
+import json
+rows = [json.loads(l) for l in open("run/metrics.jsonl")]
+keep = [r for r in rows if not (r["kind"] in ("test", "end") and r["step"] == 150)]
+assert len(keep) < len(rows)
+open("run/metrics.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in keep))
+PY
+expect_rc 0 run_mpi 2 train "${ARGS[@]}"
+expect_output "training is complete at step 150, but the run's final evaluation never finished"
+[ "$(json_rows run/metrics.jsonl end step | tail -1)" = 150 ] && [ -n "$(json_rows run/metrics.jsonl test step)" ] ||
+  fail "the re-run wrote no test and end rows"
+expect_rc 0 run_mpi 2 train "${ARGS[@]}"
+expect_output "nothing to do: the run is complete at step 150"
+pass "a final evaluation cut short is done by the next run; then the run is complete"
+
+# (b) A signal during the last step or the final validation (rank 1 sleeps 3 s in step 5,
+# the last): exit 3 with the checkpoint kept; the resumed job does the final evaluation.
+FINAL=(--data data --epochs 5 --batch-size 16 --log-every 1 --max-steps 5 --run-dir final
+       --debug.fault slow --debug.fault-step 4 --debug.slow-ms 3000 --debug.fault-rank 1)
+# Step 4's row, then half a second (past step 4's own signal check): step 5, the last, is
+# under way, well inside rank 1's 3 s.
+signal_run TERM "[ -f final/metrics.jsonl ] && grep -q '\"step\":4' final/metrics.jsonl && sleep 0.5" final "${FINAL[@]}"
+[ "$rc" = 3 ] || { cat out.txt; fail "a signal during the last step exited $rc, expected 3"; }
+expect_output_file "signal 15 received after the last step \(5\): its checkpoint is kept"
+[ -f final/resumable ] || fail "no resumable mark"
+[ -z "$(json_rows final/metrics.jsonl end step)" ] || fail "an end row was written by the stopped run"
+expect_rc 0 run_mpi 2 train "${FINAL[@]}"
+expect_output "training is complete at step 5, but the run's final evaluation never finished"
+[ "$(json_rows final/metrics.jsonl end step)" = 5 ] || fail "no end row after the resume"
+pass "a stop during the last step or final validation: exit 3, then the final evaluation on resume"
 echo "e2e signals: all passed"

@@ -86,4 +86,13 @@ best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"
 expect_output 'best_metric +val_f1'
 pass "best.ckpt is a readable checkpoint"
+
+# A checkpoint taken after a resume and before the next validation records the last
+# validation's scores (it wrote val_acc -1: issue 30).
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --max-steps 77 --ckpt.every 2
+meta_val() { "$LOCKSTEP" inspect "$1" | awk '$1 == "val_acc" {print $2}'; }
+[ "$(meta_val run/checkpoints/step-000000076.ckpt)" = "$(meta_val run/checkpoints/step-000000075.ckpt)" ] &&
+  [ "$(meta_val run/checkpoints/step-000000076.ckpt)" != -1.0 ] ||
+  fail "step 76 recorded val_acc $(meta_val run/checkpoints/step-000000076.ckpt), step 75 $(meta_val run/checkpoints/step-000000075.ckpt)"
+pass "a checkpoint after a resume keeps the last validation's scores"
 echo "e2e train_resume: all passed"

@@ -83,6 +83,9 @@ TEST(Sweep, ReaderNamesWhatIsMissing) {
   EXPECT_DOUBLE_EQ(s.runs[0].samples_per_s, 120);  // the first window is warm-up
   EXPECT_DOUBLE_EQ(s.runs[0].exposed_share, 0.1);
   EXPECT_EQ(s.runs[0].params, 1000);
+  // Issue 31 (17): a rank count that does not fit was a bare std::stoi exception.
+  io::make_dirs(dir + "/ranks-99999999999");
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-99999999999: 99999999999 is not a rank count");
 }
 
 TEST(SvgPlot, ChartsHoldEverySeries) {

@@ -1,5 +1,7 @@
 // Model construction and checkpoint state (model + optimizer + metadata) round trips.
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
@@ -7,6 +9,9 @@
 #include "core/model/registry.hpp"
 #include "core/dist/preflight.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "core/train/weight_source.hpp"
+#include "io/records/safetensors.hpp"
+#include "io/util/json_io.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -157,4 +162,71 @@ TEST(CheckpointMeta, BytesThatAreNotUtf8DoNotBreakTheHeader) {
   m.config_ini = "[run]\ndir = runs/caf\xe9\xff\n";  // a Latin-1 path
   const CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
   EXPECT_EQ(r.config_ini.substr(0, 18), "[run]\ndir = runs/c");
+}
+
+// Issue 31 (7), a class: normalisation statistics from any file are validated where they
+// are read (io::normalisation_problem): std 0, a negative or non-finite std, or a mean so
+// large that float32 normalisation gives inf — evaluate printed "loss -nan", predict wrote
+// NaN. Checkpoint metadata, safetensors metadata and manifests go through one check.
+TEST(Normalisation, EveryFileThatCarriesItIsChecked) {
+  for (const auto& [mean, std] : std::vector<std::pair<double, double>>{
+           {0.0, 0.0}, {0.0, -1.0}, {1e300, 1.0}, {0.0, 1e-300}, {std::nan(""), 1.0}, {0.0, INFINITY}}) {
+    CheckpointMeta m;
+    m.batch_size = 1;
+    m.sample_shape = {1, 4, 4};
+    m.mean = {mean};
+    m.std = {std};
+    const bool writable = !std::isnan(mean) && std::isfinite(std);  // JSON has no NaN/inf: written as null
+    if (writable)
+      EXPECT_ERROR_CONTAINS(meta_from_json(meta_to_json(m), "c.ckpt"), "c.ckpt: checkpoint metadata: channel 0 has mean");
+    else
+      EXPECT_ERROR_CONTAINS(meta_from_json(meta_to_json(m), "c.ckpt"), "c.ckpt: checkpoint metadata");
+
+    const std::string dir = lockstep::testing::fresh_dir("norm");
+    io::SafeTensors st;
+    st.tensors.push_back(io::SafeTensor{"w", "F32", {1}, std::string(4, '\0')});
+    st.metadata["mean"] = io::dump_json(io::Json(std::vector<double>{mean}));
+    st.metadata["std"] = io::dump_json(io::Json(std::vector<double>{std}));
+    st.metadata["sample_shape"] = "[1,4,4]";
+    if (writable) {
+      io::write_safetensors(dir + "/w.safetensors", st);
+      EXPECT_ERROR_CONTAINS(read_weights(dir + "/w.safetensors"), "w.safetensors: safetensors metadata: channel 0");
+    }
+  }
+  CheckpointMeta ok;
+  ok.batch_size = 1;
+  ok.sample_shape = {3, 4, 4};
+  ok.mean = {0.5, 0.5, 0.5};
+  ok.std = {0.25, 0.25, 0.25};
+  EXPECT_NO_THROW(meta_from_json(meta_to_json(ok), "ok.ckpt"));
+  ok.mean.clear();  // older checkpoints carry none
+  ok.std.clear();
+  EXPECT_NO_THROW(meta_from_json(meta_to_json(ok), "old.ckpt"));
+  EXPECT_NE(io::normalisation_problem({0.0, 0.0}, {1.0}, -1), "");
+  EXPECT_NE(io::normalisation_problem({0.0}, {1.0}, 3), "");
+}
+
+// Issue 31 (14): resuming after --model.freeze changed failed inside LibTorch's optimizer
+// loader; now one usage error naming the option, whichever way the trainable set changed.
+TEST(TrainState, AnotherTrainableSetIsOneLineNamingFreeze) {
+  torch::manual_seed(1);
+  auto a = make_model(ModelOptions{"mlp", 0.0}, mnist_like());
+  const auto all = a->parameters();
+  const std::vector<torch::Tensor> head(all.begin() + 2, all.end());  // the first layer frozen
+  for (const auto& [saved, loaded] : {std::make_pair(head, all), std::make_pair(all, head)}) {
+    torch::optim::SGD opt_a(saved, torch::optim::SGDOptions(0.1).momentum(0.9));
+    opt_a.zero_grad();
+    a->forward(torch::randn({2, 1, 28, 28})).sum().backward();
+    opt_a.step();
+    const std::string payload = serialize_state(*a, opt_a);
+    torch::optim::SGD opt_b(loaded, torch::optim::SGDOptions(0.1).momentum(0.9));
+    try {
+      load_state(payload, *a, &opt_b, "r/step-000000010.ckpt");
+      ADD_FAILURE() << "an optimizer state of another parameter set was loaded";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("r/step-000000010.ckpt: its optimizer state does not fit"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("--model.freeze"), std::string::npos);
+    }
+  }
 }

@@ -70,3 +70,18 @@ TEST(StopRule, ErrorRatesAreLowerIsBetter) {
   EXPECT_EQ(e.observe(eval(0, 0, 1, 0.2, 0.4), 20, 2), "");  // lower WER: an improvement
   EXPECT_NE(e.observe(eval(0, 0, 1, 0.2, 0.45), 30, 3).find("val_wer did not improve"), std::string::npos);
 }
+
+// Issue 31: a target validation can never reach (an accuracy above 1, a negative loss) was
+// accepted and never stopped the run.
+TEST(StopRule, UnreachableTargetsAreRefused) {
+  for (const char* bad : {"val_acc>=1.5", "val_f1>=-0.1", "val_loss<=-1", "val_wer<=-0.5", "val_acc>=nan"}) {
+    Config cfg;
+    cfg.stop_at = bad;
+    EXPECT_NE(check_config(&cfg).find(std::string("not '") + bad + "'"), std::string::npos) << bad;
+  }
+  for (const char* ok : {"val_acc>=1", "val_f1>=0", "val_loss<=0", "val_cer<=2.5"}) {
+    Config cfg;
+    cfg.stop_at = ok;
+    EXPECT_EQ(check_config(&cfg), "") << ok;
+  }
+}

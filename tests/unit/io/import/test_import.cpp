@@ -1,6 +1,8 @@
 // Import pipeline: the plan (pure), CSV and HDF5 sources, validation split, statistics.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -269,6 +271,76 @@ TEST(CsvImport, ErrorsNameFileAndLine) {
   std::ofstream(dir + "/short.csv") << "1,0\n2,0\n";
   EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/short.csv"}}, windowed, &names), "no window of 5 rows fits");
   EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/none.csv"}}, CsvOptions{}, &names), "cannot read CSV file");
+}
+
+// Issue 31 (16): NaN/Inf in the input was blamed on the output shard; it names the input
+// file and the sample now, whichever shard the sample was dealt to.
+TEST(Hdf5Import, NonFiniteInputIsBlamedOnTheInputAndSample) {
+  for (const double bad : {std::nan(""), double{INFINITY}, -double{INFINITY}}) {
+    const std::string dir = fresh_dir("h5nan");
+    const std::string path = make_h5(dir, 40, H5T_IEEE_F32LE);
+    {
+      H5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+      H5Handle d(H5Dopen2(f.get(), "x", H5P_DEFAULT));
+      std::vector<double> values(40 * 6);
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 200);
+      values[37 * 6 + 4] = bad;  // sample 37
+      H5Dwrite(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    }
+    std::vector<InputSplit> inputs;
+    inputs.push_back({"train", open_hdf5_source(path, "x", "y"), true});
+    PlanOptions plan;
+    plan.shards = 3;
+    EXPECT_ERROR_CONTAINS(import(std::move(inputs), fresh_dir("out"), plan),
+                          path + ": sample 37 (0-based, in the input's order) contains NaN or Inf (here: " +
+                              (std::isnan(bad) ? "NaN" : "Inf"));
+  }
+}
+
+// Issue 31 (9, 12): `shard` wrote datasets its own reader refuses (labels up to 10^6, 9-D
+// samples) or crashed on them (a zero-length dimension: SIGFPE). The importer now checks
+// the reader's own limits (io::spec_problem) before writing anything.
+TEST(Hdf5Import, DatasetsTheReaderWouldRefuseAreNotWritten) {
+  const auto h5 = [](const std::string& dir, std::vector<hsize_t> dims, int32_t top_label) {
+    const std::string path = dir + "/odd.h5";
+    h5_quiet();
+    H5Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    H5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+    H5Handle d(H5Dcreate2(f.get(), "x", H5T_STD_U8LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hsize_t elems = 1;
+    for (const hsize_t v : dims) elems *= v;
+    std::vector<uint8_t> values(elems, 7);
+    if (elems > 0) H5Dwrite(d.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    const hsize_t n = dims[0];
+    H5Handle lspace(H5Screate_simple(1, &n, nullptr));
+    H5Handle l(H5Dcreate2(f.get(), "y", H5T_STD_I32LE, lspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    std::vector<int32_t> labels(n, 0);
+    labels[n - 1] = top_label;
+    H5Dwrite(l.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data());
+    return path;
+  };
+  const struct {
+    std::vector<hsize_t> dims;
+    int32_t top;
+    const char* why;
+  } cases[] = {{{6, 2, 2}, 1000000, "num_classes 1000001 is outside"},
+               {{6, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 1, "sample_shape must have 1 to 8 dimensions"},
+               {{6, 2, 0, 3}, 1, "is not a valid sample size"}};
+  for (const auto& c : cases) {
+    const std::string dir = fresh_dir("odd");
+    std::unique_ptr<SampleSource> src;
+    try {
+      src = open_hdf5_source(h5(dir, c.dims, c.top), "x", "y");
+    } catch (const Error& e) {  // refused by the source itself: as good, if it names the file
+      EXPECT_NE(std::string(e.what()).find("odd.h5"), std::string::npos) << e.what();
+      continue;
+    }
+    std::vector<InputSplit> inputs;
+    inputs.push_back({"train", std::move(src), true});
+    const std::string out = dir + "/out";
+    EXPECT_ERROR_CONTAINS(import(std::move(inputs), out), c.why);
+    EXPECT_FALSE(path_exists(out + "/manifest.json")) << c.why;
+  }
 }
 
 TEST(Hdf5Import, ReshardsAFloatFileIntoShardsWithValidation) {

@@ -100,6 +100,8 @@ TEST(Manifest, MalformedFieldsAreNamedNotBareConversions) {
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "num_classes 4000000000 is outside");
   edit("\"std\":[2.0]", "\"std\":[0.0]");
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "std must be finite and positive");
+  edit("\"mean\":[10.0]", "\"mean\":[1e300]");  // finite, but float32 normalisation overflows (issue 31)
+  EXPECT_ERROR_CONTAINS(read_manifest(dir), "channel 0 has mean 1e+300");
   edit("\"mean\":[10.0]", "\"mean\":[10.0,11.0]");
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "mean/std have 2/1 entries for 1 channels");
 }

@@ -51,6 +51,32 @@ TEST(CheckpointStore, LatestValidFallsBackPastACorruptNewest) {
   EXPECT_NE(skipped[0].find("step-000000015.ckpt"), std::string::npos);
 }
 
+// Issue 31 (13): lengths whose sum wraps 2^64 to the file's size passed the size check
+// and threw a raw length_error, which --resume auto does not skip.
+TEST(CheckpointStore, HeaderLengthsThatWrapAreTruncationNotACrash) {
+  const std::string dir = fresh_dir("wrap");
+  write_checkpoint(dir, 5, "{}", "five");
+  const std::string newest = write_checkpoint(dir, 6, "{}", "six!");
+  const auto put = [&](long at, uint64_t v) {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(at);
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  const uint64_t body = 2 + 4;  // "{}" + "six!"
+  for (const uint64_t meta : {~uint64_t{0} - 9, ~uint64_t{0}, uint64_t{1} << 63}) {
+    put(8, meta);
+    put(16, body - meta);  // meta + payload wraps to BODY
+    EXPECT_ERROR_CONTAINS(read_checkpoint(newest), "truncated checkpoint");
+    std::vector<std::string> skipped;
+    EXPECT_EQ(find_latest_valid_checkpoint(dir, &skipped), dir + "/step-000000005.ckpt");
+    EXPECT_EQ(skipped.size(), 1u);
+  }
+  // A name whose step does not fit (a bare std::stoll threw out_of_range) is no checkpoint.
+  std::ofstream(dir + "/step-123456789012345678901234.ckpt") << "x";
+  EXPECT_EQ(list_checkpoints(dir).size(), 2u);
+  EXPECT_EQ(find_latest_valid_checkpoint(dir, nullptr), dir + "/step-000000005.ckpt");
+}
+
 TEST(CheckpointStore, ListingOrdersByStepAndPruneKeepsNewest) {
   const std::string dir = fresh_dir("prune");
   for (const int64_t step : {300, 20, 1000, 4}) write_checkpoint(dir, step, "{}", "x");

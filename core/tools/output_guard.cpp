@@ -1,0 +1,82 @@
+// output_guard: see output_guard.hpp.
+#include "core/tools/output_guard.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "core/base/error.hpp"
+#include "io/dataset/shard_format.hpp"
+#include "io/util/file_util.hpp"
+
+namespace lockstep {
+namespace {
+
+// OUT with its folder resolved (links, "..", "//"): the file a write would replace.
+std::string resolved(const std::string& out) {
+  const std::string dir = io::parent_dir(out), name = io::base_name(out);
+  return io::canonical_path(dir.empty() ? "." : dir) + "/" + name;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  io::FileIdentity x, y;
+  if (io::file_identity(a, &x) && io::file_identity(b, &y)) return x == y;
+  return resolved(a) == resolved(b);
+}
+
+bool is_run_dir(const std::string& dir) {
+  return io::path_exists(dir + "/lock") &&
+         (io::path_exists(dir + "/config.ini") || io::path_exists(dir + "/metrics.jsonl"));
+}
+
+// What of a dataset's own files OUT (resolved) is, or "".
+std::string dataset_file(const std::string& dir, const std::string& name) {
+  if (!io::path_exists(dir + "/" + io::kManifestName)) return "";
+  if (name == io::kManifestName) return "the manifest of dataset " + dir;
+  try {
+    const io::Manifest m = io::read_manifest(dir);
+    for (const auto& [split, entry] : m.splits)
+      for (const auto& shard : entry.shards)
+        if (shard.file == name) return "shard " + name + " of dataset " + dir + " (split '" + split + "')";
+  } catch (const Error&) {
+    // not readable as a dataset: the shard names below are still its
+  }
+  // A shard-named file, listed or not: "SPLIT-NNNNN-of-NNNNN.h5".
+  if (name.rfind("-of-") != std::string::npos && name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0)
+    return "a shard of dataset " + dir;
+  return "";
+}
+
+// What of a run directory's own files OUT's folder DIR and NAME are, or "".
+std::string run_file(const std::string& dir, const std::string& name) {
+  static const std::array<const char*, 6> kOwn = {"lock", "resumable", "config.ini", "command.txt", "train.log",
+                                                  "metrics.jsonl"};
+  if (is_run_dir(dir) && std::find(kOwn.begin(), kOwn.end(), name) != kOwn.end())
+    return name + " of run " + dir;
+  // Inside a run's own subfolders (checkpoints, TensorBoard events, traces, flight records).
+  for (std::string at = dir; at.size() > 1;) {
+    const std::string parent = io::parent_dir(at), sub = io::base_name(at);
+    if ((sub == "checkpoints" || sub == "tb" || sub == "trace" || sub == "flight") && is_run_dir(parent))
+      return "the " + sub + "/ folder of run " + parent;
+    if (parent == at) break;
+    at = parent;
+  }
+  return "";
+}
+
+}  // namespace
+
+void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads) {
+  const auto refuse = [&](const std::string& what) {
+    throw UsageError(option + " " + out + " is " + what + ": writing it would destroy it (nothing was written; "
+                     "choose another path)");
+  };
+  if (io::is_directory(out)) refuse("a directory");
+  for (const std::string& in : reads)
+    if (!in.empty() && same_file(out, in)) refuse("the same file as " + in + ", which this command reads");
+  const std::string path = resolved(out);
+  const std::string dir = io::parent_dir(path), name = io::base_name(path);
+  if (const std::string what = dataset_file(dir, name); !what.empty()) refuse(what);
+  if (const std::string what = run_file(dir, name); !what.empty()) refuse(what);
+}
+
+}  // namespace lockstep

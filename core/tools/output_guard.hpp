@@ -1,0 +1,25 @@
+// output_guard: no command writes over what it reads, or over a dataset's or a run's own
+// files, however the path is spelled (symbolic links, "..", "//", a hard link). Every
+// command that writes a file it is told (evaluate --eval.out, predict --out, export --out,
+// doctor --doctor.out) asks first, on every rank, before it reads anything; OUT is refused
+// when:
+// 1. it is an existing directory;
+// 2. it is a file the command reads: the same path once links and ".." are resolved, or
+//    the same file (device and inode: a hard link);
+// 3. its folder is a dataset (it holds manifest.json) and OUT is the manifest, one of the
+//    shards the manifest lists, or a shard-named file;
+// 4. its folder is a run directory of lockstep's (it holds the `lock` a run takes and the
+//    run's config.ini or metrics.jsonl) and OUT is one of the run's own files, or it lies
+//    under that run's checkpoints/, tb/, trace/ or flight/.
+// (`lockstep shard` has its own, stricter rules for its output directory: importer.hpp.)
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+// Throws UsageError naming OPTION, OUT and what writing it would destroy.
+void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads);
+
+}  // namespace lockstep

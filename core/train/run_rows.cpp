@@ -1,0 +1,82 @@
+// run_rows: see run_rows.hpp.
+#include "core/train/run_rows.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace lockstep {
+namespace {
+
+Times times_of(const io::MetricsRow& r) {
+  Times t;
+  t.seconds = r.seconds.value_or(0);
+  t.data_wait = r.data_wait_s.value_or(0);
+  t.forward = r.forward_s.value_or(0);
+  t.backward = r.backward_s.value_or(0);
+  t.exposed_comm = r.exposed_comm_s.value_or(0);
+  t.optimizer = r.optimizer_s.value_or(0);
+  return t;
+}
+
+// A CTC model's rows carry no training accuracy: nothing is shown.
+std::string acc_text(const io::MetricsRow& r) { return r.train_acc ? fmt::format(" acc {:.4f}", *r.train_acc) : ""; }
+
+std::string val_text(const io::MetricsRow& r) {
+  if (r.val_cer && r.val_wer)
+    return fmt::format(" val_loss {:.4f} val_cer {:.4f} val_wer {:.4f}", r.val_loss.value_or(0), *r.val_cer, *r.val_wer);
+  if (r.val_acc && r.val_f1)
+    return fmt::format(" val_loss {:.4f} val_acc {:.4f} val_f1 {:.4f}", r.val_loss.value_or(0), *r.val_acc, *r.val_f1);
+  return "";
+}
+
+}  // namespace
+
+io::MetricsRow row_at(io::RowKind kind, int64_t epoch, int64_t step) {
+  io::MetricsRow row;
+  row.kind = kind;
+  row.epoch = epoch + 1;
+  row.step = step;
+  return row;
+}
+
+void add_training(io::MetricsRow* row, const WindowStats& w, double samples_per_s, bool sequence) {
+  row->train_loss = w.loss();
+  if (!sequence) row->train_acc = w.acc();
+  row->samples_per_s = samples_per_s;
+  row->set_times(w.times);
+}
+
+void add_scores(io::MetricsRow* row, ScoreSet set, const EvalResult& ev) {
+  if (ev.count == 0) return;
+  const bool val = set == ScoreSet::kVal;
+  (val ? row->val_loss : row->test_loss) = ev.loss;
+  if (ev.sequence) {
+    (val ? row->val_cer : row->test_cer) = ev.cer;
+    (val ? row->val_wer : row->test_wer) = ev.wer;
+    return;
+  }
+  (val ? row->val_acc : row->test_acc) = ev.accuracy;
+  (val ? row->val_f1 : row->test_f1) = ev.macro_f1;
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+std::string train_line(const io::MetricsRow& r, int64_t epochs, int64_t step_in_epoch, int64_t steps_per_epoch,
+                       int64_t steps) {
+  const std::string scale =
+      r.loss_scale ? fmt::format(" loss-scale {:g} skipped {}", *r.loss_scale, r.skipped_steps.value_or(0)) : "";
+  return fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}", r.epoch, epochs,
+                     step_in_epoch, steps_per_epoch, r.train_loss.value_or(NAN), acc_text(r), r.lr.value_or(0),
+                     r.samples_per_s.value_or(0), scale, times_of(r).summary(steps));
+}
+
+std::string epoch_line(const io::MetricsRow& r, int64_t epochs, int64_t steps) {
+  return fmt::format("epoch {}/{} done: loss {:.4f}{}{} {:.0f} samples/s {:.1f} s; {}", r.epoch, epochs,
+                     r.train_loss.value_or(NAN), acc_text(r), val_text(r), r.samples_per_s.value_or(0),
+                     r.seconds.value_or(0), times_of(r).summary(steps));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,33 @@
+// run_rows: a training run's metrics rows, built from the run's own types (log-window and
+// epoch statistics, evaluations) into the one schema of io/records/metrics_row.hpp. The
+// trainer decides when a row is written; this file decides what goes in it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/eval/evaluator.hpp"
+#include "core/train/epoch_stats.hpp"
+#include "io/records/metrics_row.hpp"
+
+namespace lockstep {
+
+// A row of KIND for 0-based EPOCH at global STEP.
+io::MetricsRow row_at(io::RowKind kind, int64_t epoch, int64_t step);
+// W's mean loss (and accuracy, unless SEQUENCE: a CTC model's training accuracy means
+// nothing), throughput and time breakdown.
+void add_training(io::MetricsRow* row, const WindowStats& w, double samples_per_s, bool sequence);
+// EV's loss, accuracy and F1 (or, for sequences, loss, CER and WER) as ROW's validation or
+// test scores; nothing when EV counted no samples.
+enum class ScoreSet { kVal, kTest };
+void add_scores(io::MetricsRow* row, ScoreSet set, const EvalResult& ev);
+
+// Rank 0's train and epoch lines, rendered from the rows they report, so the log, metrics.jsonl
+// and TensorBoard show the same numbers. STEPS: the optimizer steps the row's times cover.
+// "epoch 2/10 step 50/57 loss 0.4321 acc 0.8750 lr 0.05 2300 samples/s; data wait ..."
+std::string train_line(const io::MetricsRow& row, int64_t epochs, int64_t step_in_epoch, int64_t steps_per_epoch,
+                       int64_t steps);
+// "epoch 2/10 done: loss 0.4321 acc 0.8750 val_loss ... 2300 samples/s 12.3 s; data wait ..."
+std::string epoch_line(const io::MetricsRow& row, int64_t epochs, int64_t steps);
+
+}  // namespace lockstep

@@ -1,0 +1,83 @@
+// train_state: see train_state.hpp.
+#include "core/train/train_state.hpp"
+
+#include <fmt/format.h>
+
+#include "core/base/log.hpp"
+
+namespace lockstep {
+
+TrainState::TrainState(const Config& cfg) : rule_(cfg), cfg_(&cfg) {}
+
+void TrainState::advance_step(int64_t step_in_epoch, int64_t global_batch) {
+  ++pos_.step;
+  pos_.samples_done_in_epoch = step_in_epoch * global_batch;
+}
+
+void TrainState::end_epoch() {
+  ++pos_.epoch;
+  pos_.samples_done_in_epoch = 0;
+  epoch_ = WindowStats{};
+}
+
+bool TrainState::observe_eval(const EvalResult& ev, double seconds) {
+  last_eval_ = ev;
+  if (ev.count == 0) return false;
+  if (ev.sequence) {
+    val_acc_ = val_f1_ = -1.0;
+    val_cer_ = ev.cer;
+    val_wer_ = ev.wer;
+  } else {
+    val_acc_ = ev.accuracy;
+    val_f1_ = ev.macro_f1;
+    val_cer_ = val_wer_ = -1.0;
+  }
+  if (!rule_.active() || stopped()) return false;
+  stopped_early_ = rule_.observe(ev, pos_.step, seconds);
+  return stopped();
+}
+
+TrainState TrainState::with_open_window(const WindowStats& w) const {
+  TrainState at = *this;
+  at.epoch_ += w;
+  return at;
+}
+
+void TrainState::to_meta(CheckpointMeta* m) const {
+  m->pos = pos_;
+  m->epoch_stats = epoch_.to_json();
+  m->stopped_early = stopped_early_;
+  m->stop_rule = rule_.active() || rule_.has_state() ? rule_.state_json() : "";
+  m->val_acc = val_acc_;
+  m->val_f1 = val_f1_;
+  m->val_cer = val_cer_;
+  m->val_wer = val_wer_;
+}
+
+void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
+                           int64_t steps_per_epoch) {
+  pos_ = m.pos;
+  epoch_ = m.epoch_stats.empty() ? WindowStats{} : WindowStats::from_json(m.epoch_stats, path);
+  val_acc_ = m.val_acc;
+  val_f1_ = m.val_f1;
+  val_cer_ = m.val_cer;
+  val_wer_ = m.val_wer;
+  stopped_early_ = m.stopped_early;
+  rule_ = StopRule(*cfg_);
+  // Scores with and without --eval.hflip are not comparable (the mirror average scores
+  // ~0.3 pp higher): a changed mode restarts the stop rule.
+  if (m.eval_hflip != eval_hflip && !m.stop_rule.empty()) {
+    const auto mode = [](bool hflip) { return hflip ? "with --eval.hflip" : "without --eval.hflip"; };
+    log::warn0(fmt::format("{} was validated {}, this run validates {}: early stopping and --train.stop-at start "
+                           "counting afresh",
+                           path, mode(m.eval_hflip), mode(eval_hflip)));
+  } else {
+    rule_.load_state_json(m.stop_rule, path);
+  }
+  // The data order is a function of (seed, epoch, rank); what carries over is how many
+  // samples of the epoch were consumed, so a different world size or batch resumes at the
+  // same fraction of the epoch (docs/checkpoints.md).
+  if (pos_.samples_done_in_epoch / global_batch >= steps_per_epoch) end_epoch();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,159 @@
+// Checkpointer + TrainState on every rank, through the real recorder: a resumed run gets
+// the weights, optimizer, position, statistics and stop rule the checkpoint holds; a
+// checkpoint taken after a resume, before the next validation, keeps the last validation's
+// scores (it recorded val_acc -1); restored scores do not replace best.ckpt; a checkpoint
+// of another model is refused alike on every rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/model/registry.hpp"
+#include "core/optim/amp.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/train/checkpointer.hpp"
+#include "core/train/recorder.hpp"
+#include "core/train/train_state.hpp"
+#include "io/records/checkpoint_store.hpp"
+#include "mpi_test_env.hpp"
+
+using namespace lockstep;
+using lockstep::testing::mpi;
+
+namespace {
+
+io::DatasetSpec tiny() {
+  io::DatasetSpec s;
+  s.name = "tiny";
+  s.sample_shape = {1, 4, 4};
+  s.dtype = io::DType::kUInt8;
+  s.num_classes = 3;
+  s.mean = {10.0};
+  s.std = {2.0};
+  return s;
+}
+
+struct Parts {
+  std::shared_ptr<Net> model;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  LossScaler scaler{false};
+  Parts(const io::DatasetSpec& spec, uint64_t seed) {
+    torch::manual_seed(seed);
+    model = make_model(ModelOptions{"mlp", 0.0}, spec);
+    opt = make_optimizer(model->parameters(), OptimizerOptions{});
+    // One step, so the optimizer has momentum buffers to restore.
+    opt->zero_grad();
+    model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
+    opt->step();
+  }
+  CheckpointParts view() { return CheckpointParts{*model, *opt, scaler, mpi(), torch::kCPU}; }
+};
+
+EvalResult accuracy(double acc) {
+  EvalResult ev;
+  ev.count = 50;
+  ev.accuracy = acc;
+  ev.macro_f1 = acc - 0.1;
+  ev.loss = 1.0 - acc;
+  return ev;
+}
+
+bool same_weights(Net& a, Net& b) {
+  const auto x = a.state_tensors(), y = b.state_tensors();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!torch::equal(x[i], y[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
+  const MpiRuntime& m = mpi();
+  const std::string dir =
+      m.broadcast_string(m.rank() == 0 ? ::testing::TempDir() + "/lockstep-ckpt-" + std::to_string(::getpid()) : "", 0);
+  Config cfg;
+  cfg.run_dir = dir;
+  cfg.model = "mlp";
+  cfg.tensorboard = false;
+  cfg.keep_last = 0;
+  cfg.best_metric = BestMetric::kValAcc;
+  cfg.early_stop_metric = BestMetric::kValAcc;
+  cfg.early_stop_patience = 3;
+  const io::DatasetSpec spec = tiny();
+  const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
+
+  Parts first(spec, 3);
+  TrainState saved(cfg);
+  {
+    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+    rec->start(0);
+    Checkpointer ck(cfg, spec, first.view(), *rec);
+    EXPECT_EQ(ck.agree_resume_path(), "");  // a new run: nothing to resume
+    for (int i = 1; i <= 3; ++i) saved.advance_step(i, global_batch);
+    saved.set_lr(0.05);
+    saved.observe_eval(accuracy(0.6), 1.0);
+    ck.update_best(saved);  // best.ckpt at step 3
+    saved.observe_eval(accuracy(0.5), 2.0);  // the stop rule counts one miss
+    ck.save(saved);
+    rec->wait_checkpoints();
+  }
+  m.barrier();
+
+  Parts second(spec, 4);  // other weights and optimizer state
+  ASSERT_FALSE(same_weights(*first.model, *second.model));
+  std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+  Checkpointer ck(cfg, spec, second.view(), *rec);
+  const std::string path = ck.agree_resume_path();
+  EXPECT_EQ(path, dir + "/checkpoints/step-000000003.ckpt");
+  TrainState state(cfg);
+  ck.resume(path, &state, global_batch, steps_per_epoch);
+  rec->start(state.pos().step);
+  EXPECT_TRUE(same_weights(*first.model, *second.model));
+  EXPECT_EQ(state.pos().step, 3);
+  EXPECT_EQ(state.pos().samples_done_in_epoch, 3 * global_batch);
+  EXPECT_EQ(ck.best_step(), 3);
+  CheckpointMeta a, b;
+  saved.to_meta(&a);
+  state.to_meta(&b);
+  EXPECT_EQ(b.stop_rule, a.stop_rule);
+  EXPECT_EQ(b.epoch_stats, a.epoch_stats);
+  // The optimizer state came back: the same next step from the same weights.
+  const torch::Tensor x = torch::randn({4, 1, 4, 4});
+  for (Parts* p : {&first, &second}) {
+    p->opt->zero_grad();
+    p->model->forward(x).sum().backward();
+    p->opt->step();
+  }
+  EXPECT_TRUE(same_weights(*first.model, *second.model));
+
+  // A checkpoint before the next validation keeps the last one's scores.
+  state.advance_step(4, global_batch);
+  ck.save(state);
+  rec->wait_checkpoints();
+  m.barrier();
+  const CheckpointMeta next =
+      meta_from_json(io::read_checkpoint_meta(dir + "/checkpoints/step-000000004.ckpt"), "step 4");
+  EXPECT_DOUBLE_EQ(next.val_acc, 0.5);
+  EXPECT_DOUBLE_EQ(next.val_f1, 0.4);
+  EXPECT_EQ(next.pos.step, 4);
+  // Restored scores do not drive best.ckpt; a real validation that improves does.
+  ck.update_best(state);
+  EXPECT_EQ(ck.best_step(), 3);
+  state.observe_eval(accuracy(0.7), 3.0);
+  ck.update_best(state);
+  EXPECT_EQ(ck.best_step(), 4);
+  rec->wait_checkpoints();
+  m.barrier();
+  EXPECT_EQ(meta_from_json(io::read_checkpoint_meta(ck.best_path()), "best").pos.step, 4);
+
+  // A checkpoint of another model: one UsageError on every rank, nothing loaded.
+  Config other = cfg;
+  other.model = "cnn";
+  Checkpointer refuse(other, spec, second.view(), *rec);
+  TrainState untouched(other);
+  EXPECT_THROW(refuse.resume(path, &untouched, global_batch, steps_per_epoch), UsageError);
+  EXPECT_EQ(untouched.pos().step, 0);
+}

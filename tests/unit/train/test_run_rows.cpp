@@ -1,0 +1,83 @@
+// run_rows: the trainer's rows in the one schema, and the log lines rendered from them (the
+// log and metrics.jsonl show the same numbers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/train/run_rows.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+WindowStats window() {
+  WindowStats w;
+  w.steps = w.finite_steps = 10;
+  w.loss_sum = 5.0;
+  w.samples = 640;
+  w.correct = 480;
+  w.times = Times{2.0, 0.2, 0.6, 0.8, 0.1, 0.3};
+  return w;
+}
+
+}  // namespace
+
+TEST(RunRows, TrainingScoresAndTimesGoIntoTheRow) {
+  io::MetricsRow row = row_at(io::RowKind::kEpoch, 1, 57);
+  add_training(&row, window(), 320.0, /*sequence=*/false);
+  EvalResult ev;
+  ev.count = 100;
+  ev.loss = 0.25;
+  ev.accuracy = 0.9;
+  ev.macro_f1 = 0.85;
+  add_scores(&row, ScoreSet::kVal, ev);
+  add_scores(&row, ScoreSet::kTest, EvalResult{});  // nothing counted: nothing set
+  EXPECT_EQ(row.epoch, 2);
+  EXPECT_EQ(row.step, 57);
+  EXPECT_DOUBLE_EQ(*row.train_loss, 0.5);
+  EXPECT_DOUBLE_EQ(*row.train_acc, 0.75);
+  EXPECT_DOUBLE_EQ(*row.seconds, 2.0);
+  EXPECT_DOUBLE_EQ(*row.val_f1, 0.85);
+  EXPECT_FALSE(row.test_loss.has_value());
+  EXPECT_FALSE(row.val_cer.has_value());
+
+  io::MetricsRow ctc = row_at(io::RowKind::kTrain, 0, 10);
+  add_training(&ctc, window(), 320.0, /*sequence=*/true);
+  EXPECT_FALSE(ctc.train_acc.has_value());  // a CTC model's training accuracy means nothing
+}
+
+TEST(RunRows, LogLinesAreRenderedFromTheRow) {
+  io::MetricsRow row = row_at(io::RowKind::kTrain, 1, 60);
+  add_training(&row, window(), 320.0, false);
+  row.lr = 0.05;
+  const std::string summary = window().times.summary(10);
+  EXPECT_EQ(train_line(row, 10, 3, 57, 10),
+            "epoch 2/10 step 3/57 loss 0.5000 acc 0.7500 lr 0.05 320 samples/s; " + summary);
+  row.loss_scale = 1024.0;
+  row.skipped_steps = 2;
+  EXPECT_EQ(train_line(row, 10, 3, 57, 10),
+            "epoch 2/10 step 3/57 loss 0.5000 acc 0.7500 lr 0.05 320 samples/s loss-scale 1024 skipped 2; " + summary);
+
+  io::MetricsRow epoch = row_at(io::RowKind::kEpoch, 1, 114);
+  add_training(&epoch, window(), 320.0, false);
+  EvalResult ev;
+  ev.count = 10;
+  ev.loss = 0.25;
+  ev.accuracy = 0.9;
+  ev.macro_f1 = 0.85;
+  add_scores(&epoch, ScoreSet::kVal, ev);
+  EXPECT_EQ(epoch_line(epoch, 10, 10),
+            "epoch 2/10 done: loss 0.5000 acc 0.7500 val_loss 0.2500 val_acc 0.9000 val_f1 0.8500 320 samples/s 2.0 s; " +
+                summary);
+  io::MetricsRow seq = row_at(io::RowKind::kEpoch, 0, 5);
+  add_training(&seq, window(), 320.0, true);
+  EvalResult cer;
+  cer.count = 3;
+  cer.sequence = true;
+  cer.loss = 1.5;
+  cer.cer = 0.2;
+  cer.wer = 0.5;
+  add_scores(&seq, ScoreSet::kVal, cer);
+  EXPECT_EQ(epoch_line(seq, 1, 10),
+            "epoch 1/1 done: loss 0.5000 val_loss 1.5000 val_cer 0.2000 val_wer 0.5000 320 samples/s 2.0 s; " + summary);
+}
