@@ -20,6 +20,8 @@ namespace {
 struct CsvTable {
   std::string path;
   std::vector<std::string> columns;  // names, or "column N"
+  bool header = false;
+  std::vector<std::string> feature_names;  // the feature columns' names, in file order
   int64_t rows = 0;
   int64_t features = 0;
   std::vector<float> values;        // rows x features
@@ -105,6 +107,9 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
         t.features = width - (label_col < 0 ? 0 : 1) - (group_col < 0 ? 0 : 1) -
                      static_cast<int64_t>(ignored.size());
         LOCKSTEP_REQUIRE(t.features >= 1, path + ": needs at least one feature column");
+        t.header = header;
+        for (int64_t i = 0; i < width; ++i)
+          if (i != label_col && i != group_col && !ignored.count(i)) t.feature_names.push_back(t.columns[static_cast<size_t>(i)]);
         if (header) continue;
       }
       LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
@@ -135,6 +140,40 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
   }
   LOCKSTEP_REQUIRE(t.rows > 0, path + ": no data rows");
   return t;
+}
+
+// Issue 31 (4): a test file's feature columns in another order than the training file's
+// were read by position, silently permuting every feature. Files with headers are matched
+// by column name (reordered to the first file's order); a missing, extra or repeated name,
+// or one file with a header and one without, is refused naming both files.
+void match_columns(const CsvTable& first, CsvTable* t) {
+  if (!first.header && !t->header) return;  // no names: by position, as --header no says
+  LOCKSTEP_REQUIRE(first.header && t->header,
+                   (first.header ? t->path : first.path) + " has no header but " +
+                       (first.header ? first.path : t->path) +
+                       " has one: their feature columns cannot be matched by name (give both files a header, "
+                       "or pass --header no to read both by position)");
+  if (t->feature_names == first.feature_names) return;
+  std::map<std::string, int64_t> at;
+  for (size_t i = 0; i < t->feature_names.size(); ++i)
+    LOCKSTEP_REQUIRE(at.emplace(t->feature_names[i], static_cast<int64_t>(i)).second,
+                     t->path + ": feature column '" + t->feature_names[i] + "' appears twice");
+  std::vector<int64_t> from;
+  for (const std::string& name : first.feature_names) {
+    const auto it = at.find(name);
+    LOCKSTEP_REQUIRE(it != at.end(), t->path + ": no feature column '" + name + "', which " + first.path + " has");
+    from.push_back(it->second);
+    at.erase(it);
+  }
+  LOCKSTEP_REQUIRE(at.empty(), t->path + ": feature column '" + (at.empty() ? "" : at.begin()->first) +
+                                   "' is not in " + first.path);
+  const int64_t f = t->features;
+  std::vector<float> reordered(t->values.size());
+  for (int64_t r = 0; r < t->rows; ++r)
+    for (int64_t j = 0; j < f; ++j)
+      reordered[static_cast<size_t>(r * f + j)] = t->values[static_cast<size_t>(r * f + from[static_cast<size_t>(j)])];
+  t->values = std::move(reordered);
+  t->feature_names = first.feature_names;
 }
 
 std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int64_t>& ids,
@@ -205,10 +244,12 @@ std::vector<InputSplit> open_csv(
                    "--window-labels must be pure or majority, not '" + opt.window_labels + "'");
   std::vector<CsvTable> tables;
   for (const auto& [split, path] : split_files) tables.push_back(parse_csv(path, opt));
-  for (const auto& t : tables)
+  for (auto& t : tables) {
     LOCKSTEP_REQUIRE(t.features == tables[0].features,
                      t.path + ": " + std::to_string(t.features) + " feature columns, " +
                          tables[0].path + " has " + std::to_string(tables[0].features));
+    match_columns(tables[0], &t);
+  }
   bool numeric = true;
   std::set<std::string> texts;
   for (const auto& t : tables)

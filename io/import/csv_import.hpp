@@ -9,6 +9,10 @@
 // are class ids; otherwise each distinct label text is a class, numbered in sorted order
 // across all files, and the texts become the class names.
 //
+// Several files (--test-input): with headers, each file's feature columns are matched to
+// the first file's by name, in any order (a missing, extra or repeated name, or a header in
+// only one file, is refused); without headers, by position.
+//
 // --group-column NAME|INDEX: a column of group ids (subject, trial; any text), not a
 // feature: the validation split then takes whole groups (import_plan.hpp), so no subject
 // is in two splits.

@@ -125,6 +125,34 @@ TEST(CsvImport, RowsWithHeaderAndTextLabels) {
   EXPECT_EQ(row[1], 6.5f);
 }
 
+// Issue 31 (4): test columns were matched by position — a test file "c,a,b,label" under a
+// training file "a,b,c,label" imported permuted features, exit 0. Now by name.
+TEST(CsvImport, TestColumnsAreMatchedByName) {
+  const std::string dir = fresh_dir("csvorder");
+  std::ofstream(dir + "/train.csv") << "a,b,c,label\n1,2,3,0\n4,5,6,1\n";
+  std::ofstream(dir + "/test.csv") << "c,label,a,b\n30,1,10,20\n";  // the label moved too
+  std::vector<std::string> names;
+  CsvOptions by_name;
+  by_name.label_column = "label";  // (the default, the last column, is 'b' in the test file)
+  auto inputs = open_csv({{"train", dir + "/train.csv"}, {"test", dir + "/test.csv"}}, by_name, &names);
+  float row[3];
+  inputs[1].source->read(0, 1, row);
+  EXPECT_EQ(std::vector<float>(row, row + 3), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(inputs[1].source->labels(), (std::vector<int64_t>{1}));
+  const auto refused = [&](const std::string& test, const std::string& needle) {
+    std::ofstream(dir + "/bad.csv") << test;
+    EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/train.csv"}, {"test", dir + "/bad.csv"}}, CsvOptions{}, &names),
+                          needle);
+  };
+  refused("a,b,d,label\n1,2,3,0\n", "bad.csv: no feature column 'c', which " + dir + "/train.csv has");
+  refused("a,a,b,label\n1,2,3,0\n", "bad.csv: feature column 'a' appears twice");
+  refused("1,2,3,0\n", "bad.csv has no header but " + dir + "/train.csv has one");
+  // Both without a header: by position, as before.
+  std::ofstream(dir + "/p1.csv") << "1,2,3,0\n";
+  std::ofstream(dir + "/p2.csv") << "4,5,6,1\n";
+  EXPECT_NO_THROW(open_csv({{"train", dir + "/p1.csv"}, {"test", dir + "/p2.csv"}}, CsvOptions{}, &names));
+}
+
 TEST(CsvImport, LabelColumnByIndexNoHeader) {
   const std::string dir = fresh_dir("csv");
   std::ofstream(dir + "/d.csv") << "3,0.5,1\n1,0.25,2\n";
