@@ -102,12 +102,18 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
   } catch (const std::exception& e) {
     throw Error(path + ": checkpoint metadata field '" + field + "' is missing or malformed (" + e.what() + ")");
   }
-  const std::string norm = io::normalisation_problem(m.mean, m.std, m.mean.empty() && m.std.empty() ? 0 : m.sample_shape.empty() ? -1 : m.sample_shape[0]);
+  const std::string norm = stored_normalisation_problem(m.mean, m.std, m.sample_shape);
   LOCKSTEP_REQUIRE(norm.empty(), path + ": checkpoint metadata: " + norm);
   LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
                        m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty(),
                    path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
   return m;
+}
+
+std::string stored_normalisation_problem(const std::vector<double>& mean, const std::vector<double>& std,
+                                         const std::vector<int64_t>& sample_shape) {
+  if (mean.empty() && std.empty()) return "";
+  return io::normalisation_problem(mean, std, sample_shape.empty() ? -1 : sample_shape[0]);
 }
 
 std::string param_shapes_text(Net& model) {

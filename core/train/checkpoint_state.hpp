@@ -72,6 +72,11 @@ std::string meta_to_json(const CheckpointMeta& m);
 // Every field validated; a missing or malformed one is an error naming PATH and the field.
 CheckpointMeta meta_from_json(const std::string& json, const std::string& path);
 
+// The normalisation a checkpoint or safetensors file stores: none (older files), or one sane
+// mean/std per channel of SAMPLE_SHAPE (io::normalisation_problem). "" when fine.
+std::string stored_normalisation_problem(const std::vector<double>& mean, const std::vector<double>& std,
+                                         const std::vector<int64_t>& sample_shape);
+
 // "name:[shape];..." of every parameter: what a checkpoint's weights must match.
 std::string param_shapes_text(Net& model);
 // Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):

@@ -78,8 +78,7 @@ WeightSource from_safetensors_file(const std::string& path) {
   w.step = meta_json<int64_t>(meta, "step", -1, path);
   w.mean = meta_json<std::vector<double>>(meta, "mean", {}, path);
   w.std = meta_json<std::vector<double>>(meta, "std", {}, path);
-  const std::string norm = io::normalisation_problem(
-      w.mean, w.std, w.mean.empty() && w.std.empty() ? 0 : w.sample_shape.empty() ? -1 : w.sample_shape[0]);
+  const std::string norm = stored_normalisation_problem(w.mean, w.std, w.sample_shape);
   if (!norm.empty()) throw UsageError(path + ": safetensors metadata: " + norm);
   w.class_names = meta_json<std::vector<std::string>>(meta, "class_names", {}, path);
   w.tokens = meta_json<std::vector<std::string>>(meta, "tokens", {}, path);
