@@ -1,7 +1,6 @@
 // evaluator: see evaluator.hpp.
 #include "core/eval/evaluator.hpp"
 
-#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "core/dist/mpi_runtime.hpp"
@@ -112,10 +111,5 @@ double metric_value(const EvalResult& ev, BestMetric metric) {
   }
 }
 
-std::string eval_text(const char* prefix, const EvalResult& ev) {
-  if (ev.count == 0) return "";
-  if (ev.sequence) return fmt::format(" {0}_loss {1:.4f} {0}_cer {2:.4f} {0}_wer {3:.4f}", prefix, ev.loss, ev.cer, ev.wer);
-  return fmt::format(" {0}_loss {1:.4f} {0}_acc {2:.4f} {0}_f1 {3:.4f}", prefix, ev.loss, ev.accuracy, ev.macro_f1);
-}
 
 }  // namespace lockstep

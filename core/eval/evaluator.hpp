@@ -41,7 +41,4 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
 // rule both use.
 double metric_value(const EvalResult& ev, BestMetric metric);
 
-// The same as log-line text: " val_loss 0.1234 val_acc ..." ("" when nothing was counted).
-std::string eval_text(const char* prefix, const EvalResult& ev);
-
 }  // namespace lockstep

@@ -26,5 +26,8 @@ torch::Tensor eval_logits(Net& net, const torch::Tensor& x, const torch::Tensor&
 // Throws UsageError naming DATA when HFLIP is set and SPEC's samples are not fixed-size
 // images or clips with class labels.
 void check_eval_hflip(bool hflip, const io::DatasetSpec& spec, const std::string& data);
+// "with --eval.hflip" | "without --eval.hflip": for the warnings that scores made in one
+// mode do not compare with the other's.
+inline const char* hflip_mode(bool hflip) { return hflip ? "with --eval.hflip" : "without --eval.hflip"; }
 
 }  // namespace lockstep

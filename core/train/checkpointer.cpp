@@ -10,6 +10,7 @@
 #include "core/dist/mpi_runtime.hpp"
 #include "core/base/hash.hpp"
 #include "core/dist/version_info.hpp"
+#include "core/eval/mirror.hpp"
 #include "core/optim/amp.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/train_state.hpp"
@@ -105,9 +106,8 @@ void Checkpointer::read_best_standing() {
     if (b.best_metric != to_string(cfg_.best_metric)) return;  // another metric: the next validation replaces it
     if (b.eval_hflip != cfg_.eval_hflip) {
       // Scores with and without --eval.hflip do not compare.
-      const auto mode = [](bool hflip) { return hflip ? "with --eval.hflip" : "without --eval.hflip"; };
-      log::warn0(best + " (step " + std::to_string(b.pos.step) + ") was chosen " + mode(b.eval_hflip) +
-                 ", this run validates " + mode(cfg_.eval_hflip) +
+      log::warn0(best + " (step " + std::to_string(b.pos.step) + ") was chosen " + hflip_mode(b.eval_hflip) +
+                 ", this run validates " + hflip_mode(cfg_.eval_hflip) +
                  ": the scores do not compare, so the next validation replaces it");
       return;
     }

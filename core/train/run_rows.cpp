@@ -22,14 +22,6 @@ Times times_of(const io::MetricsRow& r) {
 // A CTC model's rows carry no training accuracy: nothing is shown.
 std::string acc_text(const io::MetricsRow& r) { return r.train_acc ? fmt::format(" acc {:.4f}", *r.train_acc) : ""; }
 
-std::string val_text(const io::MetricsRow& r) {
-  if (r.val_cer && r.val_wer)
-    return fmt::format(" val_loss {:.4f} val_cer {:.4f} val_wer {:.4f}", r.val_loss.value_or(0), *r.val_cer, *r.val_wer);
-  if (r.val_acc && r.val_f1)
-    return fmt::format(" val_loss {:.4f} val_acc {:.4f} val_f1 {:.4f}", r.val_loss.value_or(0), *r.val_acc, *r.val_f1);
-  return "";
-}
-
 }  // namespace
 
 io::MetricsRow row_at(io::RowKind kind, int64_t epoch, int64_t step) {
@@ -71,6 +63,14 @@ std::string train_line(const io::MetricsRow& r, int64_t epochs, int64_t step_in_
   return fmt::format("epoch {}/{} step {}/{} loss {:.4f}{} lr {:.4g} {:.0f} samples/s{}; {}", r.epoch, epochs,
                      step_in_epoch, steps_per_epoch, r.train_loss.value_or(NAN), acc_text(r), r.lr.value_or(0),
                      r.samples_per_s.value_or(0), scale, times_of(r).summary(steps));
+}
+
+std::string val_text(const io::MetricsRow& r) {
+  if (r.val_cer && r.val_wer)
+    return fmt::format(" val_loss {:.4f} val_cer {:.4f} val_wer {:.4f}", r.val_loss.value_or(0), *r.val_cer, *r.val_wer);
+  if (r.val_acc && r.val_f1)
+    return fmt::format(" val_loss {:.4f} val_acc {:.4f} val_f1 {:.4f}", r.val_loss.value_or(0), *r.val_acc, *r.val_f1);
+  return "";
 }
 
 std::string epoch_line(const io::MetricsRow& r, int64_t epochs, int64_t steps) {

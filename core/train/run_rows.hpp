@@ -27,6 +27,9 @@ void add_scores(io::MetricsRow* row, ScoreSet set, const EvalResult& ev);
 // "epoch 2/10 step 50/57 loss 0.4321 acc 0.8750 lr 0.05 2300 samples/s; data wait ..."
 std::string train_line(const io::MetricsRow& row, int64_t epochs, int64_t step_in_epoch, int64_t steps_per_epoch,
                        int64_t steps);
+// " val_loss 0.2500 val_acc 0.9000 val_f1 0.8500" (CER and WER for sequences): ROW's
+// validation scores as the log shows them; "" when it has none.
+std::string val_text(const io::MetricsRow& row);
 // "epoch 2/10 done: loss 0.4321 acc 0.8750 val_loss ... 2300 samples/s 12.3 s; data wait ..."
 std::string epoch_line(const io::MetricsRow& row, int64_t epochs, int64_t steps);
 

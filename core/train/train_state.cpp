@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/base/log.hpp"
+#include "core/eval/mirror.hpp"
 
 namespace lockstep {
 
@@ -67,10 +68,9 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, boo
   // Scores with and without --eval.hflip are not comparable (the mirror average scores
   // ~0.3 pp higher): a changed mode restarts the stop rule.
   if (m.eval_hflip != eval_hflip && !m.stop_rule.empty()) {
-    const auto mode = [](bool hflip) { return hflip ? "with --eval.hflip" : "without --eval.hflip"; };
     log::warn0(fmt::format("{} was validated {}, this run validates {}: early stopping and --train.stop-at start "
                            "counting afresh",
-                           path, mode(m.eval_hflip), mode(eval_hflip)));
+                           path, hflip_mode(m.eval_hflip), hflip_mode(eval_hflip)));
   } else {
     rule_.load_state_json(m.stop_rule, path);
   }

@@ -206,13 +206,18 @@ class Trainer {
   EvalResult validate() {
     if (!s_.val) return EvalResult{};
     if (last_eval_step_ == st_.pos().step) return st_.last_eval();  // this step's weights were just validated
-    sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
-    const EvalResult ev =
-        evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
+    const EvalResult ev = evaluate_val();
     last_eval_step_ = st_.pos().step;
     if (st_.observe_eval(ev, seconds_since(run_start_)))
       log::info0(fmt::format("stopping at step {}: {}", st_.pos().step, st_.stopped_early()));
     return ev;
+  }
+
+  // Collective: the current weights on the val split (which must exist), every rank with
+  // rank 0's BatchNorm statistics first.
+  EvalResult evaluate_val() {
+    sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
+    return evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
   }
 
   void report_eval(const char* what, const std::string& split, const EvalResult& ev, bool detail,
@@ -261,12 +266,7 @@ class Trainer {
     if (const int sig = agreed_signal(s_.mpi)) return stop_after_training(sig);
     // The final weights' validation again (its scores in the checkpoint have no loss), not
     // shown to the stop rule: the run is over.
-    EvalResult val;
-    if (s_.val) {
-      sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
-      val = evaluate(*s_.model, *s_.val, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
-    }
-    finish_run(val);
+    finish_run(s_.val ? evaluate_val() : EvalResult{});
     rec_.wait_checkpoints();
     return kExitOk;
   }
@@ -313,7 +313,6 @@ class Trainer {
     last_epoch_ = epoch;
   }
 
-  static std::string val_text(const EvalResult& ev) { return eval_text("val", ev); }
 
   // The test split, once, with the weights validation chose; then the end row.
   // VAL: the final weights' validation (count 0 when there is none).
@@ -347,9 +346,6 @@ class Trainer {
                         : fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen);
     const std::string skipped =
         s_.scaler.enabled() ? fmt::format(", {} step(s) skipped by the fp16 loss scaler", s_.scaler.skipped()) : "";
-    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", st_.pos().step,
-                           val.count > 0 ? val_text(val) : " no validation split", tested, total_sps,
-                           seconds_since(run_start_), skipped, run_.times.summary(run_.steps)));
     MetricsRow row = base_row(RowKind::kEnd, last_epoch_);
     add_training(&row, end_epoch_stats_, total_sps, sequence_);
     add_scores(&row, ScoreSet::kVal, val);
@@ -358,6 +354,9 @@ class Trainer {
     wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
     row.set_times(wall);
     add_run_state(row);
+    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", st_.pos().step,
+                           row.val_loss ? val_text(row) : " no validation split", tested, total_sps, wall.seconds,
+                           skipped, run_.times.summary(run_.steps)));
     row.stopped_early = st_.stopped_early();
     row.world_size = s_.mpi.size();
     row.global_batch = s_.global_batch;

@@ -129,14 +129,30 @@ void validate_samples(const DatasetSpec& spec, const void* samples, const int64_
                            which + " is outside [0, " + std::to_string(spec.tokens.size()) + ")" +
                            (k < len ? "" : " (or -1 padding)"));
   }
-  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
+  float v = 0;
+  const int64_t bad = first_nonfinite_sample(spec, samples, n, &v);
+  LOCKSTEP_REQUIRE(bad < 0, where + ": sample " + std::to_string(first + bad) + " contains NaN or Inf");
+}
+
+int64_t first_nonfinite_sample(const DatasetSpec& spec, const void* samples, int64_t n, float* value) {
+  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return -1;
   const int64_t elems = n * spec.sample_elems();
+  const auto* bytes = static_cast<const unsigned char*>(samples);
   for (int64_t i = 0; i < elems; ++i) {
-    const float v = spec.dtype == DType::kFloat32 ? static_cast<const float*>(samples)[i]
-                                                  : half_to_float(static_cast<const uint16_t*>(samples)[i]);
-    LOCKSTEP_REQUIRE(std::isfinite(v), where + ": sample " + std::to_string(first + i / spec.sample_elems()) +
-                                           " contains NaN or Inf");
+    float v = 0;
+    if (spec.dtype == DType::kFloat32) {
+      std::memcpy(&v, bytes + 4 * i, 4);
+    } else {
+      uint16_t h = 0;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      v = half_to_float(h);
+    }
+    if (!std::isfinite(v)) {
+      *value = v;
+      return i / spec.sample_elems();
+    }
   }
+  return -1;
 }
 
 bool is_plain_file_name(const std::string& name) {

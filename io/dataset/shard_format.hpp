@@ -95,6 +95,9 @@ struct Manifest {
 
 // IEEE half bits -> float (float16 samples are stored as raw 16-bit words).
 float half_to_float(uint16_t h);
+// The first of N samples (float32 or float16 data, as stored) holding NaN or Inf, and that
+// value in *VALUE; -1 when all are finite or the dtype is an integer one.
+int64_t first_nonfinite_sample(const DatasetSpec& spec, const void* samples, int64_t n, float* value);
 
 // What makes samples valid in a shard, checked by the writer before writing and by the
 // reader after reading: labels in [0, num_classes) (labeled data), lengths in

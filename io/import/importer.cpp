@@ -87,22 +87,12 @@ class Progress {
 // UCI-HAR text already refuse it at parse time with the line.
 void require_finite(const DatasetSpec& spec, const unsigned char* samples, int64_t n, int64_t first,
                     const std::string& input) {
-  if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16) return;
-  const int64_t elems = n * spec.sample_elems();
-  for (int64_t i = 0; i < elems; ++i) {
-    float v = 0;
-    uint16_t h = 0;
-    if (spec.dtype == DType::kFloat32) {
-      std::memcpy(&v, samples + 4 * i, 4);
-    } else {
-      std::memcpy(&h, samples + 2 * i, 2);
-      v = half_to_float(h);
-    }
-    if (!std::isfinite(v))
-      throw Error(input + ": sample " + std::to_string(first + i / spec.sample_elems()) + " (0-based, in the input's "
-                  "order) contains NaN or Inf (here: " + (std::isnan(v) ? "NaN" : "Inf") + "): clean the input first (lockstep does not "
-                  "train on non-finite values)");
-  }
+  float v = 0;
+  const int64_t bad = first_nonfinite_sample(spec, samples, n, &v);
+  if (bad >= 0)
+    throw Error(input + ": sample " + std::to_string(first + bad) + " (0-based, in the input's order) contains NaN or "
+                "Inf (here: " + (std::isnan(v) ? "NaN" : "Inf") + "): clean the input first (lockstep does not train "
+                "on non-finite values)");
 }
 
 // FNV-1a 64 of the fingerprint text: the manifest stores a short ASCII token, whatever

@@ -11,9 +11,10 @@
 
 namespace lockstep::io {
 
-std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped) {
+std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended) {
   std::string out;
   int64_t n_dropped = 0;
+  bool end_kept = false;
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t nl = text.find('\n', pos);
@@ -28,43 +29,26 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     int64_t step = 0;
     const bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
                       json_integer(row["step"], &step) && step <= start_step;
-    if (keep)
+    if (keep) {
       out += line + "\n";
-    else
+      end_kept = end_kept || (step == start_step && row.contains("kind") && row["kind"].is_string() &&
+                              row["kind"].get<std::string>() == row_kind_name(RowKind::kEnd));
+    } else {
       ++n_dropped;
-  }
-  if (dropped) *dropped = n_dropped;
-  return out;
-}
-
-namespace {
-
-bool has_end_row(const std::string& kept, int64_t step, const std::string& path) {
-  size_t pos = 0;
-  while (pos < kept.size()) {
-    const size_t nl = kept.find('\n', pos);
-    const std::string line = kept.substr(pos, nl - pos);
-    pos = nl == std::string::npos ? kept.size() : nl + 1;
-    try {
-      const MetricsRow row = MetricsRow::from_json(Json::parse(line), path);
-      if (row.kind == RowKind::kEnd && row.step == step) return true;
-    } catch (const std::exception&) {
-      // a row of another schema (kept for humans): not an end row
     }
   }
-  return false;
+  if (dropped) *dropped = n_dropped;
+  if (ended) *ended = end_kept;
+  return out;
 }
-
-}  // namespace
 
 MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped) : path_(path) {
   LOCKSTEP_REQUIRE(!is_symlink(path), path + " is a symbolic link: lockstep does not write through links in a run directory");
   int64_t n = 0;
   if (path_exists(path)) {
     const std::string text = read_text_file(path);
-    const std::string kept = keep_metrics_rows(text, start_step, &n);
+    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_);
     if (kept.size() != text.size()) write_file_atomic(path, kept);
-    ended_ = has_end_row(kept, start_step, path);
   }
   if (dropped) *dropped = n;
   fd_ = open_append_nofollow(path);

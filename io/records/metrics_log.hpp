@@ -39,7 +39,8 @@ class MetricsLog {
   bool ended_ = false;
 };
 
-// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps.
-std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped);
+// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps. ENDED
+// (optional): whether an "end" row at START_STEP is among them.
+std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended = nullptr);
 
 }  // namespace lockstep::io
