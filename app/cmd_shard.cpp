@@ -117,7 +117,6 @@ int cmd_shard(const Args& args) {
   if (clip_edges != "pad" && clip_edges != "skip")
     throw UsageError("--clip-edges must be pad or skip, not '" + clip_edges + "'");
   video.skip_edges = clip_edges == "skip";
-  if (video.threads < 0) throw UsageError("--decode-threads must be >= 0");
   opt.plan.shuffle = !vm.count("no-shuffle");
   opt.force = vm.count("force") > 0;
   opt.progress = ::isatty(STDERR_FILENO) != 0;

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "app/po_error.hpp"
+#include "core/base/error.hpp"
+#include "core/config/ini_text.hpp"
 #include "core/config/config_checks.hpp"
 #include "core/config/enums.hpp"
 
@@ -222,9 +224,24 @@ std::string render_ini(const po::variables_map& vm) {
   std::string out = "# resolved lockstep configuration\n";
   for (const auto& [section, keys] : sections) {
     out += "\n[" + section + "]\n";
-    for (const auto& [k, v] : keys) out += k + " = " + v + "\n";
+    for (const auto& [k, v] : keys) out += k + " = " + ini_value(v) + "\n";
   }
   return out;
+}
+
+// An INI file's entries as Boost options (ini_text reads the file: Boost's own INI
+// parser cuts a value at any '#'). An unknown key fails naming PATH:LINE.
+po::parsed_options config_options(const std::vector<IniEntry>& entries, const po::options_description& desc,
+                                  const std::string& path) {
+  po::parsed_options parsed(&desc);
+  for (const IniEntry& e : entries) {
+    if (!desc.find_nothrow(e.key, /*approx=*/false))
+      throw UsageError(path + ":" + std::to_string(e.line) + ": unrecognised option '" + e.key + "'");
+    po::option o(e.key, {e.value});
+    o.original_tokens = {e.key, e.value};
+    parsed.options.push_back(std::move(o));
+  }
+  return parsed;
 }
 
 std::string join(const std::vector<std::string>& args) {
@@ -281,10 +298,14 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
         return {ParseStatus::kError, "--config " + path + " is a directory, not an INI job file"};
       if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))  // a FIFO would block here
         return {ParseStatus::kError, "--config " + path + " is not a regular file (a FIFO or device), not an INI job file"};
-      std::ifstream in(path);
+      std::ifstream in(path, std::ios::binary);
       if (!in) return {ParseStatus::kError, "cannot read config file " + path};
+      std::ostringstream text;
+      text << in.rdbuf();
       try {
-        po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
+        po::store(config_options(parse_ini(text.str(), path), desc, path), vm);
+      } catch (const UsageError& e) {
+        return {ParseStatus::kError, e.what()};
       } catch (const po::error& e) {
         return {ParseStatus::kError, path + ": " + po_message(e)};
       }

@@ -38,7 +38,7 @@ void write_flight_dump(const std::string& dir, int rank, const std::string& json
 }
 
 std::optional<std::vector<std::string>> diagnose_flight_dir(const std::string& dir, int rank, int world, double since,
-                                                            double grace) {
+                                                            double grace, FlightCause cause) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(grace);
   std::vector<FlightDump> dumps = fresh_records(dir, world, since);
   while (static_cast<int>(dumps.size()) < world && Clock::now() < deadline) {
@@ -47,7 +47,7 @@ std::optional<std::vector<std::string>> diagnose_flight_dir(const std::string& d
   }
   for (const FlightDump& d : dumps)
     if (d.rank < rank) return std::nullopt;  // a lower rank answered: it prints
-  return diagnose_flight(dumps, world, unix_seconds());
+  return diagnose_flight(dumps, world, unix_seconds(), cause);
 }
 
 }  // namespace lockstep

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/dist/flight_recorder.hpp"
+
 namespace lockstep {
 
 void write_flight_dump(const std::string& dir, int rank, const std::string& json);
 std::optional<std::vector<std::string>> diagnose_flight_dir(const std::string& dir, int rank, int world, double since,
-                                                            double grace);
+                                                            double grace, FlightCause cause = FlightCause::kHang);
 
 }  // namespace lockstep

@@ -71,14 +71,16 @@ FlightDump parse_flight_dump(const std::string& json, const std::string& what) {
   return d;
 }
 
-std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, int world, double now) {
+std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, int world, double now,
+                                         FlightCause cause) {
   std::vector<std::string> out;
   std::map<int, const FlightDump*> by_rank;
   for (const FlightDump& d : dumps) by_rank[d.rank] = &d;
   // Where a rank is: the collective it is in, else the last one it finished.
   auto position = [](const FlightDump& d) { return d.running ? d.running : d.last_done; };
+  auto waited = [now](const FlightDump& d) { return (d.dumped > 0 ? d.dumped : now) - d.running_since; };
   auto where = [&](const FlightDump& d) {
-    return d.running ? fmt::format("in collective {} ({}) for {:.1f} s", d.running, d.running_what, now - d.running_since)
+    return d.running ? fmt::format("in collective {} ({}) for {:.1f} s", d.running, d.running_what, waited(d))
                      : fmt::format("between collectives, the last one finished {} ({})", d.last_done, d.last_what);
   };
   uint64_t front = 0;
@@ -86,18 +88,34 @@ std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, i
   std::vector<int> missing;
   for (int r = 0; r < world; ++r)
     if (!by_rank.count(r)) missing.push_back(r);
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string s;
+    for (size_t i = 0; i < ranks.size() && i < 16; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    if (ranks.size() > 16) s += fmt::format(" and {} more", ranks.size() - 16);
+    return s;
+  };
+  if (cause == FlightCause::kRequest && !missing.empty()) {
+    // A request that reached some ranks only: each record as it is, no comparison.
+    std::vector<int> answered;
+    for (const auto& [rank, d] : by_rank) {
+      out.push_back(fmt::format("rank {} ({}) is {}", rank, d->host, where(*d)));
+      answered.push_back(rank);
+    }
+    out.push_back(fmt::format("only rank(s) {} answered the SIGUSR2 request: a signal to some ranks yields their "
+                              "records only, and no stall is concluded from them; for a diagnosis across ranks send "
+                              "it to every rank (scancel --signal=USR2 JOBID, or kill -USR2 each rank)",
+                              list(answered)));
+    return out;
+  }
   for (const auto& [rank, d] : by_rank) {
     std::string line = fmt::format("rank {} ({}) is {}", rank, d->host, where(*d));
     if (position(*d) < front) line += fmt::format(": rank {} is behind (others reached collective {})", rank, front);
     out.push_back(line);
   }
   if (!missing.empty()) {
-    std::string ranks;
-    for (size_t i = 0; i < missing.size() && i < 16; ++i) ranks += (i ? ", " : "") + std::to_string(missing[i]);
-    if (missing.size() > 16) ranks += fmt::format(" and {} more", missing.size() - 16);
     out.push_back(fmt::format("rank(s) {} left no flight record: stopped, killed, or stuck where lockstep cannot "
                               "answer (the others wait for {} at collective {})",
-                              ranks, missing.size() == 1 ? "it" : "them", front));
+                              list(missing), missing.size() == 1 ? "it" : "them", front));
   } else {
     std::vector<int> behind;
     for (const auto& [rank, d] : by_rank)
@@ -106,7 +124,7 @@ std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, i
   }
   double longest = 0;
   for (const FlightDump& d : dumps)
-    if (d.running) longest = std::max(longest, now - d.running_since);
+    if (d.running) longest = std::max(longest, waited(d));
   if (longest < 1.0 && missing.empty())
     out.push_back("no collective has waited 1 s: the job is moving (a snapshot; ranks a few collectives apart is normal)");
   return out;

@@ -59,8 +59,15 @@ struct FlightDump {
 // Parses a to_json() text; throws Error naming WHAT when it is not one.
 FlightDump parse_flight_dump(const std::string& json, const std::string& what);
 
+// Why records were dumped. On a hang (the watchdog) a rank without a record is stopped,
+// killed or stuck. On a request (SIGUSR2) it may simply not have been asked: a signal to
+// one rank yields one record, and nothing is concluded about the others.
+enum class FlightCause { kHang, kRequest };
+
 // Lines of diagnosis for a job of WORLD ranks from the DUMPS that exist (any order, at
-// most one per rank); NOW (unix seconds) dates the waits.
-std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, int world, double now);
+// most one per rank). A wait is dated at its record's dump time (NOW when a record has
+// none), never at the time of the diagnosis.
+std::vector<std::string> diagnose_flight(const std::vector<FlightDump>& dumps, int world, double now,
+                                         FlightCause cause = FlightCause::kHang);
 
 }  // namespace lockstep

@@ -93,7 +93,8 @@ void MpiRuntime::dump_flight(bool diagnose, double grace, bool error) const {
     write_flight_dump(dir, rank_, json);
     say("flight record written to " + dir + "/rank-" + std::to_string(rank_) + ".json");
     if (!diagnose) return;
-    if (const auto lines = diagnose_flight_dir(dir, rank_, size_, since, grace))
+    const FlightCause cause = error ? FlightCause::kHang : FlightCause::kRequest;
+    if (const auto lines = diagnose_flight_dir(dir, rank_, size_, since, grace, cause))
       for (const auto& line : *lines) say("flight recorder: " + line);
   } catch (const std::exception& e) {
     say(std::string("flight recorder: could not dump: ") + e.what());

@@ -60,11 +60,22 @@ bool nccl_compiled() { return true; }
 NcclIdBytes exchange_nccl_id(const MpiRuntime& mpi) {
   static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "ncclUniqueId is 128 bytes");
   NcclIdBytes bytes{};
+  // Rank 0's failure (a bad NCCL_SOCKET_IFNAME, no usable interface) reaches every rank as
+  // the same error: no rank is left waiting in the broadcast for an ID that never comes.
+  std::string failure;
   if (mpi.rank() == 0) {
-    ncclUniqueId id;
-    NCCL_CHECK(ncclGetUniqueId(&id));
-    std::memcpy(bytes.data(), &id, sizeof id);
+    try {
+      ncclUniqueId id;
+      NCCL_CHECK(ncclGetUniqueId(&id));
+      std::memcpy(bytes.data(), &id, sizeof id);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
   }
+  failure = mpi.broadcast_string(failure, 0);
+  if (!failure.empty())
+    throw Error("rank 0 could not create the NCCL unique ID: " + failure +
+                " (NCCL picks its bootstrap interface from NCCL_SOCKET_IFNAME: `lockstep doctor` checks it)");
   mpi.broadcast_bytes(bytes.data(), bytes.size(), 0);
   return bytes;
 }

@@ -86,7 +86,13 @@ struct Doctor {
       log::info0("doctor: NCCL not compiled in (CPU build): gradients go through MPI");
       return;
     }
-    const NcclIdBytes id = exchange_nccl_id(mpi);
+    NcclIdBytes id;
+    try {
+      id = exchange_nccl_id(mpi);  // after network_check: the diagnosis is printed before NCCL is tried
+    } catch (const Error& e) {
+      if (mpi.rank() == 0) problem(std::string(e.what()) + "; see the network check above");  // one error, every rank
+      return;
+    }
     double fp[2];
     fp[0] = fp[1] = static_cast<double>(io::mix_seed(0, std::hash<std::string>{}(std::string(id.data(), id.size()))) >> 12);
     mpi.allreduce_min(&fp[0], 1);
@@ -210,8 +216,8 @@ int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
   log::info0("doctor: " + version_line());
   d.placement();
   d.mpi_check();
+  d.network_check();  // diagnose first (NCCL_SOCKET_IFNAME, interfaces), then try NCCL
   d.nccl_check();
-  d.network_check();
   d.data_check();
   d.allreduce_timing();
   double problems = d.problems;

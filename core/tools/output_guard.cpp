@@ -2,10 +2,10 @@
 #include "core/tools/output_guard.hpp"
 
 #include <algorithm>
-#include <array>
 
 #include "core/base/error.hpp"
 #include "io/dataset/shard_format.hpp"
+#include "io/records/run_dir.hpp"
 #include "io/util/file_util.hpp"
 
 namespace lockstep {
@@ -21,11 +21,6 @@ bool same_file(const std::string& a, const std::string& b) {
   io::FileIdentity x, y;
   if (io::file_identity(a, &x) && io::file_identity(b, &y)) return x == y;
   return resolved(a) == resolved(b);
-}
-
-bool is_run_dir(const std::string& dir) {
-  return io::path_exists(dir + "/lock") &&
-         (io::path_exists(dir + "/config.ini") || io::path_exists(dir + "/metrics.jsonl"));
 }
 
 // What of a dataset's own files OUT (resolved) is, or "".
@@ -48,14 +43,13 @@ std::string dataset_file(const std::string& dir, const std::string& name) {
 
 // What of a run directory's own files OUT's folder DIR and NAME are, or "".
 std::string run_file(const std::string& dir, const std::string& name) {
-  static const std::array<const char*, 6> kOwn = {"lock", "resumable", "config.ini", "command.txt", "train.log",
-                                                  "metrics.jsonl"};
-  if (is_run_dir(dir) && std::find(kOwn.begin(), kOwn.end(), name) != kOwn.end())
-    return name + " of run " + dir;
+  const auto& own = io::kRunFiles;
+  if (io::is_run_dir(dir) && std::find(own.begin(), own.end(), name) != own.end()) return name + " of run " + dir;
   // Inside a run's own subfolders (checkpoints, TensorBoard events, traces, flight records).
   for (std::string at = dir; at.size() > 1;) {
     const std::string parent = io::parent_dir(at), sub = io::base_name(at);
-    if ((sub == "checkpoints" || sub == "tb" || sub == "trace" || sub == "flight") && is_run_dir(parent))
+    const auto& folders = io::kRunFolders;
+    if (std::find(folders.begin(), folders.end(), sub) != folders.end() && io::is_run_dir(parent))
       return "the " + sub + "/ folder of run " + parent;
     if (parent == at) break;
     at = parent;

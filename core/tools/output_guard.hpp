@@ -8,9 +8,9 @@
 //    the same file (device and inode: a hard link);
 // 3. its folder is a dataset (it holds manifest.json) and OUT is the manifest, one of the
 //    shards the manifest lists, or a shard-named file;
-// 4. its folder is a run directory of lockstep's (it holds the `lock` a run takes and the
-//    run's config.ini or metrics.jsonl) and OUT is one of the run's own files, or it lies
-//    under that run's checkpoints/, tb/, trace/ or flight/.
+// 4. its folder is a run directory of lockstep's (it carries the `lock` mark a run takes:
+//    io/records/run_dir.hpp) and OUT is one of the run's own files, or it lies under one
+//    of that run's own folders (checkpoints/, tb/, trace/, flight/).
 // (`lockstep shard` has its own, stricter rules for its output directory: importer.hpp.)
 #pragma once
 

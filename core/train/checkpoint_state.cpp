@@ -29,6 +29,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["optimizer"] = m.optimizer;
   o["param_shapes"] = m.param_shapes;
   o["dataset"] = m.dataset;
+  o["data_source"] = m.data_source;
   o["sample_shape"] = m.sample_shape;
   o["num_classes"] = m.num_classes;
   o["mean"] = m.mean;
@@ -78,6 +79,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get_or("optimizer", &m.optimizer);
     get_or("param_shapes", &m.param_shapes);
     get("dataset", &m.dataset);
+    get_or("data_source", &m.data_source);
     get("sample_shape", &m.sample_shape);
     get("num_classes", &m.num_classes);
     get_or("mean", &m.mean);

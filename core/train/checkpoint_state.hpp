@@ -42,6 +42,7 @@ struct CheckpointMeta {
   uint64_t param_shapes = 0; // fnv1a64 of "name:[shape];..." of the parameters; 0 in older ones
   std::string epoch_stats;   // JSON of the epoch's WindowStats so far (epoch_stats.hpp); may be empty
   std::string dataset;
+  std::string data_source;   // the manifest's source ("csv:train.csv"): "" in older checkpoints
   std::vector<int64_t> sample_shape;
   int64_t num_classes = 0;
   std::vector<double> mean, std;          // the data's normalisation (empty in older checkpoints)

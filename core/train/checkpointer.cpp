@@ -29,8 +29,8 @@ double signed_metric(const EvalResult& ev, BestMetric metric) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(const Config& cfg, const io::DatasetSpec& spec, CheckpointParts parts, Recorder& rec)
-    : cfg_(cfg), spec_(spec), parts_(parts), rec_(rec) {}
+Checkpointer::Checkpointer(const Config& cfg, const io::Manifest& data, CheckpointParts parts, Recorder& rec)
+    : cfg_(cfg), data_(data), spec_(data.spec), parts_(parts), rec_(rec) {}
 
 std::string Checkpointer::best_path() const { return checkpoint_dir(cfg_) + "/best.ckpt"; }
 
@@ -74,6 +74,15 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                        io::shape_text(m.sample_shape) + ", " + std::to_string(m.num_classes) + " classes)");
   const std::string mismatch = resume_mismatch(m, cfg_, parts_.model, path);
   if (!mismatch.empty()) throw UsageError(mismatch);
+  // A run continues on its own data: another dataset (of the same shape) would train on,
+  // and keep a best.ckpt chosen on, data the run never saw. A re-import of the same source
+  // (other shards, for more ranks) is the same data.
+  if (m.dataset != spec_.name || (!m.data_source.empty() && m.data_source != data_.source))
+    throw UsageError(path + ": this run trained on dataset '" + m.dataset + "'" +
+                     (m.data_source.empty() ? std::string() : " from " + m.data_source) + ", but --data " +
+                     cfg_.data_dir + " is dataset '" + spec_.name + "' from " + data_.source +
+                     ": a run continues on its own data (a new --run.dir starts afresh; --model.init-from " + path +
+                     " fine-tunes from it)");
   ExtraState extra;
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
   parts_.scaler.load_state(extra.amp_scaler);
@@ -131,6 +140,7 @@ CheckpointMeta Checkpointer::meta_of(const TrainState& state) const {
   m.eval_hflip = cfg_.eval_hflip;
   m.param_shapes = fnv1a64(param_shapes_text(parts_.model));
   m.dataset = spec_.name;
+  m.data_source = data_.source;
   m.sample_shape = spec_.sample_shape;
   m.num_classes = spec_.num_classes;
   m.mean = spec_.mean;

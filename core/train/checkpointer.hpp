@@ -54,7 +54,9 @@ class Checkpointer {
  public:
   // CFG and SPEC: the run's configuration and data (recorded in every checkpoint, and
   // checked against the one a run resumes).
-  Checkpointer(const Config& cfg, const io::DatasetSpec& spec, CheckpointParts parts, Recorder& rec);
+  // DATA: the run's dataset (its spec goes into every checkpoint; its name and source
+  // must match a checkpoint this run resumes).
+  Checkpointer(const Config& cfg, const io::Manifest& data, CheckpointParts parts, Recorder& rec);
 
   std::string agree_resume_path();  // collective
   // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
@@ -77,7 +79,8 @@ class Checkpointer {
   void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
 
   const Config& cfg_;
-  const io::DatasetSpec& spec_;
+  const io::Manifest& data_;
+  const io::DatasetSpec& spec_;  // data_.spec
   CheckpointParts parts_;
   Recorder& rec_;
   int64_t last_saved_step_ = -1;

@@ -46,6 +46,9 @@ class Rank0Recorder final : public Recorder {
 
   void start(int64_t start_step) override {
     for (const std::string& t : dir_->removed_temps()) log::info0("removed " + t + " (left by a killed writer)");
+    for (const std::string& t : dir_->kept_temps())
+      log::warn0("kept " + t + ": its writer (named in the file name) may still be running on another host or "
+                 "under that pid; remove it by hand once no job writes " + cfg_.run_dir);
     io::remove_file(cfg_.run_dir + "/resumable");
     io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
     io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
@@ -135,7 +138,7 @@ std::unique_ptr<Recorder> open_recorder(const Config& cfg, const MpiRuntime& mpi
   if (mpi.rank() == 0) {
     try {
       dir = std::make_unique<io::RunDir>(cfg.run_dir);
-    } catch (const io::RunDirBusy& e) {
+    } catch (const io::DirRefused& e) {
       problem = e.what();
       busy = true;
     } catch (const Error& e) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/train/step_timer.hpp"
@@ -52,6 +54,19 @@ TraceRange parse_trace_range(const std::string& text) {
     throw UsageError("--trace.steps " + text + ": steps count from 1 and A must not exceed B");
   if (r.last - r.first >= 10000) throw UsageError("--trace.steps " + text + ": at most 10000 steps per trace");
   return r;
+}
+
+std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last) {
+  if (range.empty()) return "";
+  const std::string what = fmt::format("--trace.steps {}-{}", range.first, range.last);
+  if (range.first > last)
+    return fmt::format("{}: this run ends at step {}, so no trace will be written", what, last);
+  if (range.last <= done)
+    return fmt::format("{}: this run resumes after step {}, so no trace will be written", what, done);
+  if (range.first <= done || range.last > last)
+    return fmt::format("{}: only steps {}-{} run here; the trace holds those", what, std::max(range.first, done + 1),
+                       std::min(range.last, last));
+  return "";
 }
 
 StepTrace::StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight,

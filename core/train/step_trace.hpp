@@ -26,6 +26,9 @@ struct TraceRange {
 };
 // "A-B" or "A" (1-based steps); throws UsageError naming --trace.steps.
 TraceRange parse_trace_range(const std::string& text);
+// What a user must know when RANGE misses this run's steps DONE+1..LAST (a resumed run
+// starts after DONE): no trace at all, or only part of it; "" when it is all traced.
+std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last);
 
 class StepTrace {
  public:

@@ -48,6 +48,10 @@ class Trainer {
     timer_.set_trace(std::make_unique<StepTrace>(parse_trace_range(cfg_.trace_steps), s.mpi.rank(), s.mpi.host(),
                                                  cfg_.run_dir + "/trace",
                                                  s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step));
+    const int64_t last = cfg_.epochs * s.steps_per_epoch;
+    const std::string note = trace_range_note(parse_trace_range(cfg_.trace_steps), state.pos().step,
+                                              cfg_.max_steps > 0 ? std::min(cfg_.max_steps, last) : last);
+    if (!note.empty()) log::warn0(note);
   }
 
   int run() {
@@ -391,7 +395,7 @@ class Trainer {
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Session session(cfg, mpi);
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
-  Checkpointer checkpointer(cfg, session.manifest.spec,
+  Checkpointer checkpointer(cfg, session.manifest,
                             CheckpointParts{*session.model, *session.opt, session.scaler, mpi, session.place.device},
                             *recorder);
   TrainState state(cfg);

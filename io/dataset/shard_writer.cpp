@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 
 namespace lockstep::io {
 

@@ -1,7 +1,7 @@
 // shard_writer: writes shard files and whole splits in the format of shard_format.hpp.
 //
 // Protocol for one shard (never a partial file under a final name):
-// 1. create NAME.h5.tmp.PID and its datasets at their full size, chunked, each chunk with
+// 1. create NAME.h5's marked temp file (io/util/temp_files.hpp) and its datasets at their full size, chunked, each chunk with
 //    HDF5's Fletcher-32 checksum (after shuffle/deflate when compressed): every later read
 //    of a chunk is verified by HDF5 itself, so bytes changed after import are never
 //    trained on, at the cost of a checksum per chunk read (no extra I/O);

@@ -237,11 +237,6 @@ std::unique_ptr<SampleSource> to_source(const CsvTable& t, const std::vector<int
 std::vector<InputSplit> open_csv(
     const std::vector<std::pair<std::string, std::string>>& split_files, const CsvOptions& opt,
     std::vector<std::string>* class_names) {
-  LOCKSTEP_REQUIRE(opt.header == "auto" || opt.header == "yes" || opt.header == "no",
-                   "--header must be auto, yes or no");
-  LOCKSTEP_REQUIRE(opt.window >= 0 && opt.stride >= 0, "--window and --stride must be >= 0");
-  LOCKSTEP_REQUIRE(opt.window_labels == "pure" || opt.window_labels == "majority",
-                   "--window-labels must be pure or majority, not '" + opt.window_labels + "'");
   std::vector<CsvTable> tables;
   for (const auto& [split, path] : split_files) tables.push_back(parse_csv(path, opt));
   for (auto& t : tables) {
@@ -249,6 +244,18 @@ std::vector<InputSplit> open_csv(
                      t.path + ": " + std::to_string(t.features) + " feature columns, " +
                          tables[0].path + " has " + std::to_string(tables[0].features));
     match_columns(tables[0], &t);
+  }
+  // A test label the training file lacks would be a class nothing trains on (as the
+  // other importers, refused): named with its file and how often it occurs.
+  if (opt.label_column != "none") {
+    const std::set<std::string> trained(tables[0].labels.begin(), tables[0].labels.end());
+    for (size_t i = 1; i < tables.size(); ++i)
+      for (const auto& l : std::set<std::string>(tables[i].labels.begin(), tables[i].labels.end()))
+        if (!trained.count(l))
+          throw Error(tables[i].path + ": label '" + l + "' (" +
+                      std::to_string(std::count(tables[i].labels.begin(), tables[i].labels.end(), l)) +
+                      " row(s)) does not occur in " + tables[0].path +
+                      ": a class the model never trains on; drop those rows or add training data for it");
   }
   bool numeric = true;
   std::set<std::string> texts;

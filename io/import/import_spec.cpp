@@ -34,9 +34,36 @@ std::pair<std::string, std::string> kind_and_path(const std::string& spec, const
   return {kind, spec.substr(colon + 1)};
 }
 
+// Every option value of an import, whatever the input's kind, checked before anything is
+// opened: a value outside its choices or range is the user's to fix (UsageError, exit 2).
+void check_options(const ImportSpec& spec) {
+  const auto choice = [](const char* option, const std::string& value, std::initializer_list<const char*> allowed) {
+    std::string list;
+    for (const char* a : allowed) {
+      if (value == a) return;
+      list += (list.empty() ? "" : " | ") + std::string(a);
+    }
+    throw UsageError(fmt::format("--{} must be {}, not '{}'", option, list, value));
+  };
+  const auto range = [](const char* option, int64_t value, int64_t lo, int64_t hi) {
+    if (value < lo || value > hi) throw UsageError(fmt::format("--{} must be in [{}, {}], not {}", option, lo, hi, value));
+  };
+  choice("header", spec.csv.header, {"auto", "yes", "no"});
+  choice("window-labels", spec.csv.window_labels, {"pure", "majority"});
+  choice("har-signals", spec.har_signals, {"inertial", "features"});
+  range("window", spec.csv.window, 0, int64_t{1} << 30);
+  range("stride", spec.csv.stride, 0, int64_t{1} << 30);
+  range("compression", spec.options.write.compression, 0, 9);
+  range("chunk", spec.options.write.chunk_samples, 0, int64_t{1} << 30);
+  range("clip-frames", spec.video.clip_frames, 1, 4096);
+  range("clip-stride", spec.video.clip_stride, 1, int64_t{1} << 30);
+  range("decode-threads", spec.video.threads, 0, 4096);
+}
+
 }  // namespace
 
 OpenedImport open_import(ImportSpec& spec) {
+  check_options(spec);
   ImportOptions& opt = spec.options;
   const auto [kind, path] = kind_and_path(spec.input, "input");
   opt.class_names = split_commas(spec.class_names);

@@ -33,8 +33,9 @@ struct OpenedImport {
   std::string fingerprint;
 };
 
-// Throws UsageError for a malformed KIND:PATH or mismatched kinds, Error for unreadable
-// inputs (naming the file).
+// Throws UsageError for a malformed KIND:PATH, mismatched kinds or any option value out of
+// its choices or range (checked first, whatever the kind), Error for unreadable inputs
+// (naming the file).
 OpenedImport open_import(ImportSpec& spec);
 
 }  // namespace lockstep::io

@@ -15,7 +15,9 @@
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
 #include "io/import/shard_stage.hpp"
+#include "io/util/dir_lock.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -120,12 +122,6 @@ bool is_shard_name(const std::string& f) {
          f.find_first_not_of("0123456789", n - 17) == n - 12 && f.find_first_not_of("0123456789", n - 8) == n - 3;
 }
 
-bool is_temp_name(const std::string& f) {
-  const auto pos = f.rfind(".tmp.");
-  return pos != std::string::npos && pos > 0 && pos + 5 < f.size() &&
-         f.find_first_not_of("0123456789", pos + 5) == std::string::npos;
-}
-
 // Step 4 of the protocol: what the import may overwrite. Throws UsageError.
 void check_output(const ImportOptions& opt, const std::string& source) {
   const std::string& out = opt.output_dir;
@@ -152,7 +148,7 @@ void check_output(const ImportOptions& opt, const std::string& source) {
   }
   std::vector<std::string> foreign;
   for (const std::string& f : list_dir(out))
-    if (f != kManifestName && !is_shard_name(f) && !is_temp_name(f)) foreign.push_back(f);
+    if (f != kManifestName && f != kLockName && !is_shard_name(f) && !parse_temp_name(f)) foreign.push_back(f);
   if (!foreign.empty()) {
     std::string names;
     for (size_t i = 0; i < foreign.size() && i < 3; ++i) names += (i ? ", " : "") + foreign[i];
@@ -260,7 +256,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   return out;
 }
 
-void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m);
+void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m, const Writer& released);
 
 }  // namespace
 
@@ -326,14 +322,21 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
     throw UsageError(inputs[0].source->name() + ": the dataset would have " + why +
                      ", which lockstep cannot train on (nothing was written)");
 
-  check_output(opt, source);
+  // One import per directory at a time; a directory lockstep did not mark is adopted only
+  // when it holds a dataset (from before datasets were marked) or with --force.
   const bool made_dir = !is_directory(opt.output_dir);
-  make_dirs(opt.output_dir);
+  DirLock lock(opt.output_dir, "dataset", "--output",
+               [&](const std::string& f) { return opt.force || f == kManifestName || is_shard_name(f); },
+               ", or pass --force");
   try {
-    write_and_commit(inputs, opt, m);
+    check_output(opt, source);
+    write_and_commit(inputs, opt, m, lock.previous());
   } catch (...) {
     // An output directory this import created holds nothing of value: do not leave it.
-    if (made_dir && list_dir(opt.output_dir).empty()) ::rmdir(opt.output_dir.c_str());
+    if (made_dir && list_dir(opt.output_dir) == std::vector<std::string>{kLockName}) {
+      remove_file(opt.output_dir + "/" + kLockName);
+      ::rmdir(opt.output_dir.c_str());
+    }
     throw;
   }
   return result;
@@ -342,10 +345,20 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
 namespace {
 
 // Steps 2, 3 and 5 of the protocol into the checked output directory.
-void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m) {
+void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt, Manifest& m, const Writer& released) {
   DatasetSpec& spec = m.spec;
   LOCKSTEP_REQUIRE(::access(opt.output_dir.c_str(), W_OK) == 0, "output directory " + opt.output_dir + " is not writable");
-  remove_temp_files(opt.output_dir);
+  remove_dead_temps(opt.output_dir, released);
+  // The shards the dataset being replaced lists: all of them are replaced (with --force,
+  // another dataset's other splits too), not only those of the splits written now.
+  std::vector<std::string> replaced;
+  try {
+    if (path_exists(opt.output_dir + "/" + kManifestName))
+      for (const auto& [name, split] : read_manifest(opt.output_dir).splits)
+        for (const auto& s : split.shards) replaced.push_back(s.file);
+  } catch (const Error&) {
+    // unreadable: only the shard names of the splits written now are replaced
+  }
   WriteOptions wopt = opt.write;
   wopt.dataset_id = m.dataset_id;
   std::vector<std::unique_ptr<ShardWriter>> done;
@@ -358,13 +371,13 @@ void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt,
   write_manifest(opt.output_dir, m);
 
   for (const std::string& f : list_dir(opt.output_dir)) {
-    if (f.size() < 3 || f.compare(f.size() - 3, 3, ".h5") != 0) continue;
-    bool listed = false, ours = false;
+    if (!is_shard_name(f)) continue;
+    bool listed = false, ours = std::find(replaced.begin(), replaced.end(), f) != replaced.end();
     for (const auto& [name, split] : m.splits) {
       ours = ours || f.compare(0, name.size() + 1, name + "-") == 0;
       for (const auto& s : split.shards) listed = listed || s.file == f;
     }
-    if (ours && !listed && is_shard_name(f)) remove_file(opt.output_dir + "/" + f);
+    if (ours && !listed) remove_file(opt.output_dir + "/" + f);
   }
 }
 

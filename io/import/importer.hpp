@@ -8,14 +8,18 @@
 //    staging file (shard_stage.hpp); the manifest records the order (sample_order).
 // 3. Per-channel mean/std are accumulated over the first split's training samples
 //    during its pass and stored in every shard of every split (written at finish()).
-// 4. Nothing the import did not make is destroyed: it refuses (without --force) an output
-//    directory that holds another dataset (a manifest of another source) or files that
-//    are not lockstep shards, and an input inside the output directory; an input file the
-//    import would overwrite is refused even with --force.
+// 4. Nothing the import did not make is destroyed: it takes DIR's lock (dir_lock.hpp: a
+//    second `shard` into the same directory is refused naming the first; a directory
+//    without lockstep's mark is adopted only when it holds just a dataset's manifest and
+//    shards); it refuses (without --force) an output directory that holds another
+//    dataset (a manifest of another source) or files that are not lockstep shards, and an
+//    input inside the output directory; an input file the import would overwrite is
+//    refused even with --force. Only marked temp files of a writer that is gone are
+//    removed (temp_files.hpp); a user's "*.tmp.*" file is someone else's.
 // 5. Shards are written under temp names and committed only when every shard of every
 //    split is finished: then the old manifest is removed, the shards renamed into place,
-//    the new manifest written last, and shard files of these splits that it does not
-//    list removed. A failed import leaves the previous dataset as it was (and no temp
+//    the new manifest written last, and shard files it does not list removed (those of
+//    the splits written now, and every shard the replaced manifest listed). A failed import leaves the previous dataset as it was (and no temp
 //    files: the writers remove theirs; leftovers of a killed import are removed first).
 #pragma once
 

@@ -4,7 +4,7 @@
 // The import reads its source once, sequentially; a shuffled shard must be stored in a
 // random order (import_plan.hpp, step 4) that differs from that pass order. So:
 // 1. append(): the samples and label records are appended, in pass order, to a raw
-//    staging file beside the shard (SHARD.stage.tmp.PID: removed by the destructor, and
+//    staging file beside the shard (SHARD.stage's marked temp file: removed by the destructor, and
 //    as a temp file by the next import if a kill leaves it);
 // 2. drain(): the planned positions are cut into windows of at most WINDOW_BYTES; for each
 //    window the staging file is read once, sequentially, each sample whose planned

@@ -176,8 +176,6 @@ InputSplit open_split(const std::string& dir, const std::string& split, const st
 std::vector<InputSplit> open_ucihar(const std::string& dir, const std::string& signals,
                                     std::vector<std::string>* class_names,
                                     std::vector<std::string>* files) {
-  LOCKSTEP_REQUIRE(signals == "inertial" || signals == "features",
-                   "--har-signals must be inertial or features, not '" + signals + "'");
   LOCKSTEP_REQUIRE(is_dir(dir + "/train"), dir + ": not a UCI-HAR directory (no train/ inside)");
   const std::string labels_path = dir + "/activity_labels.txt";
   *class_names = read_activities(labels_path);

@@ -13,6 +13,7 @@ extern "C" {
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include <algorithm>
 #include <memory>
@@ -121,9 +122,12 @@ VideoProbe probe_video(const std::string& path) {
   }
   auto pkt = new_packet(path);
   std::vector<int64_t> stamps;
-  // AVI has no per-frame timestamps worth checking (a frame index; packed B-frames
-  // shuffle it): constant rate by construction.
-  bool timed = !c.is_avi();
+  // Every container's per-frame positions are checked, AVI's too: its position is the
+  // frame's index in the stream (dts; its pts is missing or shuffled around B-frames),
+  // and a dropped frame is a jump in it (9 -> 15) that decode order would hide, shifting
+  // every later frame's label.
+  const bool avi = c.is_avi();
+  bool timed = true;
   for (;;) {
     const int rc = av_read_frame(c.get(), pkt.get());
     if (rc == AVERROR_EOF) break;
@@ -131,7 +135,7 @@ VideoProbe probe_video(const std::string& path) {
     // Packets an edit list cuts away (mp4) are demuxed but never shown: not frames.
     if (pkt->stream_index == c.index() && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
       ++probe.frames;
-      const int64_t t = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+      const int64_t t = avi || pkt->pts == AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
       if (t == AV_NOPTS_VALUE) timed = false;
       stamps.push_back(t);
     }
@@ -151,15 +155,31 @@ VideoProbe probe_video(const std::string& path) {
   LOCKSTEP_REQUIRE(typical > 0, path + ": frames share timestamps (broken timing)");
   probe.fps = 1.0 / (static_cast<double>(typical) * tb);
   // One frame interval, within the time base's rounding (29.97 fps in milliseconds is
-  // 33 or 34) or 2%: anything more is another frame rate.
-  const int64_t slack = std::max<int64_t>(1, typical / 50);
+  // 33 or 34) or 2%: anything more is another frame rate, or missing frames. A time base
+  // of one frame (AVI's index) has no rounding: every step is exactly one.
+  const int64_t slack = typical == 1 ? 0 : std::max<int64_t>(1, typical / 50);
+  // Whole frame intervals skipped at gap I (0: none, or not a whole number of them).
+  const auto lost = [&](size_t i) -> int64_t {
+    const int64_t k = (gaps[i] + typical / 2) / typical - 1;
+    return k >= 1 && std::llabs(gaps[i] - (k + 1) * typical) <= slack ? k : 0;
+  };
+  // Another rate anywhere is named first (a drifting clock can also make a whole-interval
+  // gap); a timeline that only skips whole intervals has dropped frames.
   for (size_t i = 0; i < gaps.size(); ++i) {
-    if (gaps[i] < typical - slack || gaps[i] > typical + slack)
+    if (lost(i) == 0 && (gaps[i] < typical - slack || gaps[i] > typical + slack))
       throw Error(path + ": the frame rate changes at frame " + std::to_string(i + 1) + " (a frame interval of " +
                   std::to_string(static_cast<double>(gaps[i]) * tb * 1000.0) + " ms, the video's is " +
                   std::to_string(static_cast<double>(typical) * tb * 1000.0) +
                   " ms): lockstep reads constant-frame-rate video (re-encode with ffmpeg -fps_mode cfr -r RATE)");
   }
+  for (size_t i = 0; i < gaps.size(); ++i)
+    if (lost(i) > 0)
+      throw Error(path + ": " + std::to_string(lost(i)) + " frame(s) missing after frame " + std::to_string(i) +
+                  " (counting from 0; its timeline jumps from " + std::to_string(stamps[i]) + " to " +
+                  std::to_string(stamps[i + 1]) + " in units of " + std::to_string(c.stream()->time_base.num) + "/" +
+                  std::to_string(c.stream()->time_base.den) +
+                  " s: dropped frames): frame numbers past it would name other frames than a player shows, so "
+                  "every later label would shift (re-encode with ffmpeg -fps_mode cfr -r RATE)");
   return probe;
 }
 

@@ -4,7 +4,9 @@
 // 1. probe_video() reads the container once without decoding: the frame count (video
 //    packets), the coded size and the frame rate. It refuses a stream whose frame
 //    interval changes (variable frame rate: clip length in time would vary) naming the
-//    frame where it changes.
+//    frame where it changes, and one with frames missing from its timeline (dropped
+//    frames: a jump in the per-frame positions, in AVI too, whose positions are frame
+//    indices) naming where: decode order would shift every later frame's label.
 // 2. decode_frames() decodes from the start (no seeking: exact frame indices in
 //    presentation order, whatever the codec's reordering) up to the last frame asked for,
 //    converts frames [FIRST, LAST] to planar uint8 [C, H, W] and refuses a frame whose

@@ -305,9 +305,10 @@ void parse_frame_size(const std::string& text, VideoOptions* opt) {
 std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std::string>>& split_files,
                                    const VideoOptions& opt, const std::vector<std::string>& class_names,
                                    std::vector<std::string>* names, std::vector<std::string>* files) {
-  if (opt.clip_frames < 1 || opt.clip_frames > 4096) throw UsageError("--clip-frames must be in [1, 4096]");
+  // open_import checked the clip options (import_spec.cpp); a direct caller must too.
+  LOCKSTEP_REQUIRE(opt.clip_frames >= 1 && opt.clip_frames <= 4096 && opt.clip_stride >= 1,
+                   "open_video: clip options out of range (open_import checks them)");
   if (opt.height > 8192 || opt.width > 8192) throw UsageError("--frame-size is at most 8192x8192");
-  if (opt.clip_stride < 1) throw UsageError("--clip-stride must be at least 1");
   std::vector<std::vector<LabelRow>> csvs;
   for (const auto& [split, file] : split_files) csvs.push_back(read_label_csv(file, opt.group_column));
   *names = class_names;

@@ -8,6 +8,7 @@
 
 #include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 #include "io/util/h5.hpp"
 
 namespace lockstep::io {

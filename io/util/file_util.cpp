@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "io/util/temp_files.hpp"
 
 namespace lockstep::io {
 
@@ -75,10 +76,6 @@ std::vector<char> read_binary_file(const std::string& path) {
   if (!out.empty() && !in.read(out.data(), static_cast<std::streamsize>(out.size())))
     throw Error("cannot read " + path + ": short read");
   return out;
-}
-
-std::string temp_name_for(const std::string& path) {
-  return path + ".tmp." + std::to_string(::getpid());
 }
 
 void fsync_path(const std::string& path) {
@@ -147,19 +144,6 @@ int open_append_nofollow(const std::string& path) {
   if (fd >= 0) return fd;
   if (errno == ELOOP) throw Error(path + " is a symbolic link: lockstep does not write through links in a run directory");
   throw Error("cannot open " + path + " for appending: " + errno_text());
-}
-
-std::vector<std::string> remove_temp_files(const std::string& dir) {
-  std::vector<std::string> removed;
-  if (!is_directory(dir)) return removed;
-  for (const std::string& name : list_dir(dir)) {
-    const auto pos = name.rfind(".tmp.");
-    if (pos == std::string::npos || pos == 0 || pos + 5 >= name.size() ||
-        name.find_first_not_of("0123456789", pos + 5) != std::string::npos)
-      continue;
-    if (::unlink((dir + "/" + name).c_str()) == 0) removed.push_back(name);
-  }
-  return removed;
 }
 
 bool file_identity(const std::string& path, FileIdentity* out) {

@@ -1,11 +1,11 @@
 // file_util: the POSIX file operations lockstep's durability rests on.
 //
-// write_file_atomic: 1. create PATH.tmp.PID exclusively (O_EXCL | O_NOFOLLOW: a planted
+// write_file_atomic: 1. create PATH's marked temp file (temp_files.hpp) exclusively (O_EXCL | O_NOFOLLOW: a planted
 // file or link of that name is removed, never written through), 2. write and fsync it,
 // 3. rename over PATH (rename replaces a link at PATH, it does not follow it), 4. fsync
 // the directory. A crash at any point leaves either the old PATH or the new one, never a
-// torn file under the final name; a killed writer leaves PATH.tmp.PID, which
-// remove_temp_files cleans up once the directory's owner holds its lock.
+// torn file under the final name; a killed writer leaves its marked temp file, which
+// remove_dead_temps cleans up once the directory's owner holds its lock.
 //
 // Paths are bytes: nothing here assumes UTF-8. Directory and path queries use
 // std::filesystem (error codes, never its exceptions); what durability or safety rests on —
@@ -30,7 +30,6 @@ std::string read_text_file(const std::string& path);  // both check require_regu
 std::vector<char> read_binary_file(const std::string& path);
 void write_file_atomic(const std::string& path, const std::string& data);
 void fsync_path(const std::string& path);     // a file or a directory
-std::string temp_name_for(const std::string& path);  // PATH.tmp.PID
 std::vector<std::string> list_dir(const std::string& dir);  // names, sorted
 void remove_file(const std::string& path);  // no error if missing
 uint32_t crc32_of_file(const std::string& path);
@@ -49,9 +48,6 @@ int open_append_nofollow(const std::string& path);
 // Writes all of DATA to FD (one write(2) where the kernel allows: O_APPEND rows stay
 // whole lines); WHAT names the file in errors.
 void write_all(int fd, const std::string& data, const std::string& what);
-
-// Removes DIR's leftover "NAME.tmp.PID" files (of killed writers); returns their names.
-std::vector<std::string> remove_temp_files(const std::string& dir);
 
 // Device and inode of a path (stat): a directory deleted and recreated under the same
 // name has another identity.

@@ -2,6 +2,19 @@
 #include "io/util/h5.hpp"
 
 namespace lockstep::io {
+namespace {
+
+// HDF5 closes every file still open at exit (H5_term_library, registered with atexit).
+// A file whose flush or close failed (a full disk) is left half-closed, and that exit
+// cleanup then crashed inside the library (SIGSEGV, exit 139) after lockstep had
+// reported the error. lockstep closes every HDF5 handle itself (RAII) before exit, so
+// the library's exit cleanup is switched off, before its first call (static init).
+const bool kNoExitCleanup = [] {
+  H5dont_atexit();
+  return true;
+}();
+
+}  // namespace
 
 void H5Handle::reset() {
   if (id_ < 0) return;
@@ -39,16 +52,39 @@ std::string h5_version() {
 }
 
 namespace {
-herr_t innermost(unsigned n, const H5E_error2_t* err, void* out) {
-  if (n == 0 && err->desc) *static_cast<std::string*>(out) = err->desc;
+
+struct ErrorWalk {
+  std::string api;      // the message of the API call (outermost), "can't write data"
+  std::string system;   // the operating system's error, "No space left on device"
+  std::string file;     // the file a low-level I/O error names
+};
+
+herr_t collect(unsigned n, const H5E_error2_t* err, void* out) {
+  auto* w = static_cast<ErrorWalk*>(out);
+  const std::string desc = err->desc ? err->desc : "";
+  if (n == 0) w->api = desc;
+  if (err->min_num == H5E_SYSERRSTR && w->system.empty()) w->system = desc;
+  // The file drivers' I/O errors: "... filename = '/d/x.h5', ... error message = '...'".
+  const auto quoted = [&](const char* key, std::string* into) {
+    const size_t at = desc.find(key);
+    if (at == std::string::npos || !into->empty()) return;
+    const size_t begin = at + std::char_traits<char>::length(key), end = desc.find('\'', begin);
+    if (end != std::string::npos) *into = desc.substr(begin, end - begin);
+  };
+  quoted("filename = '", &w->file);
+  quoted("error message = '", &w->system);
   return 0;
 }
+
 }  // namespace
 
 std::string h5_last_error() {
-  std::string msg;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &msg);
-  return msg.empty() ? "unknown HDF5 error" : msg;
+  ErrorWalk w;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect, &w);
+  std::string msg = w.api.empty() ? "unknown HDF5 error" : w.api;
+  if (!w.system.empty()) msg += ": " + w.system;
+  if (!w.file.empty()) msg += " (file " + w.file + ")";
+  return msg;
 }
 
 [[noreturn]] void h5_fail(const std::string& what, const char* file, int line) {

@@ -50,7 +50,9 @@ std::mutex& h5_mutex();
 void h5_quiet();
 // The HDF5 library's version, "1.10.8".
 std::string h5_version();
-// The innermost message on HDF5's error stack, e.g. "unable to open file".
+// HDF5's error stack in one line: the API call's message, the operating system's error
+// and the file a low-level I/O error names, e.g. "can't write data: No space left on
+// device (file /d/train-00000-of-00001.h5...)".
 std::string h5_last_error();
 [[noreturn]] void h5_fail(const std::string& what, const char* file, int line);
 

@@ -69,7 +69,7 @@ round() {
     ckpt_write)  # SIGKILL rank 0 the moment a checkpoint temp file appears (or after 4 s regardless)
       local hit=
       for _ in $(seq 1 400); do
-        ls "$RUN"/checkpoints/*.tmp.* >/dev/null 2>&1 && { hit=1; break; }
+        ls "$RUN"/checkpoints/*.lockstep-tmp.* >/dev/null 2>&1 && { hit=1; break; }
         sleep 0.01
       done
       [ -n "$hit" ] || fault="ckpt_write(no temp file seen: plain kill)"

@@ -10,15 +10,29 @@ expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output home --limit 256
 expect_output "home is not empty and holds files that are not a lockstep dataset \(thesis.tex\)"
 [ "$(cat home/thesis.tex)" = "years of work" ] || fail "thesis.tex was touched"
 printf 'a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n' > d.csv
-before=$(md5sum data/* | md5sum)
+before=$(md5sum data/*.h5 data/manifest.json | md5sum)  # the dataset (its lock file records who held it)
 expect_rc 2 "$LOCKSTEP" shard --input csv:d.csv --output data
 expect_output "data holds dataset 'fmnist-slice' made from idx:$FMNIST; .* does not replace another dataset"
 expect_rc 2 "$LOCKSTEP" shard --input hdf5:data/train-00000-of-00002.h5 --output data --force
 expect_output "lies in --output data and this import would overwrite or delete it"
-[ "$(md5sum data/* | md5sum)" = "$before" ] || fail "a refused import changed the dataset"
+[ "$(md5sum data/*.h5 data/manifest.json | md5sum)" = "$before" ] || fail "a refused import changed the dataset"
 expect_rc 0 "$LOCKSTEP" shard --input "idx:$FMNIST" --output data --limit 1024 --shards 2 --name fmnist-slice
 expect_output "up to date"
 pass "shard refuses a foreign directory, another dataset and its own input (even with --force)"
+
+# Issue 31 (2): a user's *.tmp.* file is not a killed import's (before: deleted); two
+# imports into one directory are one too many (before: they broke each other).
+mkdir tex && echo "draft" > tex/thesis.tex.tmp.4242
+expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output tex --limit 256
+expect_output "tex is not empty and holds files that are not a lockstep dataset \(thesis.tex.tmp.4242\)"
+[ "$(cat tex/thesis.tex.tmp.4242)" = draft ] || fail "the user's temp file was touched"
+cp -r data busy && (flock busy/lock sleep 30 &) && sleep 0.3
+before=$(md5sum busy/* | md5sum)
+expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output busy --limit 256 --force
+expect_output "dataset directory busy is in use by another job"
+[ "$(md5sum busy/* | md5sum)" = "$before" ] || fail "a refused concurrent import changed the dataset"
+pkill -f "flock busy/lock" || true
+pass "shard keeps a user's temp files and refuses a directory another import holds"
 
 cp -r data flipped
 shard=flipped/train-00001-of-00002.h5
@@ -43,4 +57,19 @@ sed -i 's|"file":"train-00000-of-00002.h5"|"file":"../data/train-00000-of-00002.
 expect_rc 1 run_mpi 2 train --data escape --batch-size 32 --run-dir esc --max-steps 2
 expect_output "shard file '../data/train-00000-of-00002.h5' is not a plain file name"
 pass "a manifest cannot name files outside its directory"
+# Issue 31 (8): shard onto a full disk gave a contextless HDF5 error, then SIGSEGV (exit
+# 139) inside HDF5's own exit cleanup. Now: one error naming the file and ENOSPC, exit 1,
+# no crash, nothing left behind. (Needs root for a small tmpfs.)
+if [ "$(id -u)" = 0 ] && mkdir -p full && mount -t tmpfs -o size=3m tmpfs full 2>/dev/null; then
+  trap 'umount -l "$WORK/full" 2>/dev/null || true' EXIT
+  for limit in 3000 6000; do  # the disk fills at the final flush, and in the middle of a write
+    expect_rc 1 "$LOCKSTEP" shard --input "idx:$FMNIST" --output full/d$limit --limit $limit --no-shuffle
+    expect_output "HDF5 call .* failed: .*: No space left on device \(file full/d$limit/train-00000-of-00001.h5"
+    [ -z "$(ls -A full)" ] || fail "a failed import on a full disk left $(ls -A full)"
+  done
+  umount -l full
+  pass "shard onto a full disk: one error naming the file and ENOSPC, exit 1, no crash, nothing left"
+else
+  echo "skipped: cannot mount a tmpfs here (the full-disk case needs root)"
+fi
 echo "e2e data_safety: all passed"

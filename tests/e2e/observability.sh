@@ -56,6 +56,19 @@ grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt || { cat usr2.txt; fai
 grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt || { cat usr2.txt; fail "the run did not go on after SIGUSR2"; }
 pass "SIGUSR2: every rank's record, one diagnosis, the run goes on"
 
+# Issue 31 (15): SIGUSR2 to one rank only: its record, and no stall claimed (before: the
+# healthy rank "in collective ... for 3.1 s" and the other "left no flight record").
+run_mpi 2 train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2one >usr2one.txt 2>&1 &
+LAUNCHER=$!
+for _ in $(seq 1 100); do grep -q "epoch 2/40" usr2one.txt 2>/dev/null && break; sleep 0.2; done
+pkill -USR2 -n -f "^$LOCKSTEP train --data fm --epochs 40" || fail "no rank to signal"
+for _ in $(seq 1 50); do grep -q "answered the SIGUSR2 request" usr2one.txt && break; sleep 0.2; done
+kill -TERM "$LAUNCHER" 2>/dev/null || true
+wait "$LAUNCHER" || true
+grep -Eq "only rank\(s\) [01] answered the SIGUSR2 request" usr2one.txt || { cat usr2one.txt; fail "no honest answer to a one-rank SIGUSR2"; }
+grep -Eq "left no flight record|is behind" usr2one.txt && { cat usr2one.txt; fail "a one-rank SIGUSR2 claimed a stall"; }
+pass "SIGUSR2 to one rank: its record, no stall claimed"
+
 # 4. --trace.steps: a Chrome trace per rank of those steps (phases, every collective,
 # checkpoints), merged by `lockstep report --trace` into one timeline with a table.
 expect_rc 0 run_mpi 2 train --data fm --epochs 1 --batch-size 32 --run-dir traced --trace.steps 5-8 --ckpt.every 6

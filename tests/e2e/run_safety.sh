@@ -51,7 +51,7 @@ grep -Eq "test at step 28 on 'test' \(1024 samples, the best val_f1 checkpoint, 
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir ontest --max-steps 4 --data.val-split test
 expect_output "warning: validating on the test split 'test'"
 "$LOCKSTEP" shard --input "idx:$FMNIST" --output noval --limit 512 --shards 2 --val-fraction 0 >/dev/null
-expect_rc 0 run_mpi 2 train --data noval --batch-size 32 --run-dir noval --max-steps 4
+expect_rc 0 run_mpi 2 train --data noval --batch-size 32 --run-dir noval-run --max-steps 4
 expect_output "no 'val' split in noval: validation is skipped"
 expect_output "finished at step 4: no validation split, test_acc"
 grep -q 'val_acc 0.0000' out.txt && fail "val_acc 0.0000 printed without a validation split"
@@ -63,6 +63,18 @@ expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir busy --max-steps 2
 expect_output "run directory busy is in use by another job"
 pkill -f "flock busy/lock" || true
 pass "a second job on a live run directory is refused"
+
+# Issue 31 (2): a directory lockstep did not make is refused, not adopted: nothing in it is
+# replaced, rewritten or deleted (before: config.ini replaced, metrics.jsonl rewritten,
+# notes.tmp.123 deleted as "left by a killed writer").
+mkdir -p proj && echo "[mine]" > proj/config.ini && echo '{"mine": 1}' > proj/metrics.jsonl && echo n > proj/notes.tmp.123
+before=$(cd proj && md5sum * | md5sum)
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir proj --max-steps 2
+expect_output "proj is not empty and holds files that are not a lockstep run \(config.ini, metrics.jsonl, notes.tmp.123\)"
+[ "$(cd proj && md5sum * | md5sum)" = "$before" ] && [ "$(ls proj | wc -l)" = 3 ] || fail "the user's directory changed"
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir data --max-steps 2
+expect_output "--run.dir data is a dataset directory"
+pass "a directory lockstep did not make (a project, a dataset) is refused as a run directory, left as it was"
 
 "$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir gone --epochs 200 --log-every 1 --ckpt-every 7 >gone.txt 2>&1 &
 pid=$!
@@ -81,11 +93,18 @@ pass "a run directory deleted mid-run stops the job, nothing recreated"
 expect_rc nonzero run_mpi 2 train "${COMMON[@]}" --run-dir crash --epochs 3 --log-every 2 --ckpt-every 10 \
   --debug.fault kill --debug.fault-step 25
 printf '{"kind": "train", "step": 9' >> crash/metrics.jsonl  # a row cut short by the crash
-touch crash/checkpoints/step-000000030.ckpt.tmp.4242         # a killed writer's temp file
+# A killed writer's temp file (lockstep's mark, a pid that is gone); one whose writer runs
+# (pid 1); a user's own temp file.
+gone_pid=$(sh -c 'echo $$') host=$(hostname)
+touch "crash/checkpoints/step-000000030.ckpt.lockstep-tmp.$gone_pid.$host" \
+      "crash/checkpoints/step-000000040.ckpt.lockstep-tmp.1.$host" crash/notes.tmp.4242
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir crash --epochs 3 --log-every 2 --ckpt-every 10
 expect_output "resumed from crash/checkpoints/step-000000020.ckpt at step 20"
 expect_output "dropped [0-9]+ row\(s\) past step 20"
-expect_output "removed crash/checkpoints/step-000000030.ckpt.tmp.4242"
+expect_output "removed crash/checkpoints/step-000000030.ckpt.lockstep-tmp.$gone_pid.$host"
+expect_output "kept crash/checkpoints/step-000000040.ckpt.lockstep-tmp.1.$host: its writer"
+[ -e crash/notes.tmp.4242 ] && [ -e "crash/checkpoints/step-000000040.ckpt.lockstep-tmp.1.$host" ] ||
+  fail "a file whose writer may live, or a user's, was removed"
 check_metrics crash/metrics.jsonl 42 || fail "metrics.jsonl is not one valid log after crash + resume"
 "$PYTHON" - crash/tb <<'PY' || fail "TensorBoard keeps the crashed run's steps past the checkpoint"
 import sys
@@ -97,7 +116,8 @@ PY
 pass "crash + resume: no partial, duplicated or backward rows, one end row; temp files cleaned"
 
 # --- links, bytes, compatibility ---------------------------------------------------------
-mkdir -p linked && echo precious > victim && ln -s "$WORK/victim" linked/metrics.jsonl
+# A run directory (its lock mark) where a link was planted.
+mkdir -p linked && : > linked/lock && echo precious > victim && ln -s "$WORK/victim" linked/metrics.jsonl
 expect_rc 1 run_mpi 2 train "${COMMON[@]}" --run-dir linked --max-steps 2
 expect_output "linked/metrics.jsonl is a symbolic link"
 [ "$(cat victim)" = precious ] || fail "wrote through a planted link"

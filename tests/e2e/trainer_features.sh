@@ -155,4 +155,17 @@ expect_rc 1 run_mpi 2 doctor --data bad
 expect_output "doctor: .*$(basename "$shard")"
 expect_output 'doctor: 1 problem\(s\)'
 pass "doctor: checks pass on good data, a truncated shard is named by the rank that read it"
+# Issue 31 (11): a bad NCCL_SOCKET_IFNAME aborted at ncclGetUniqueId before the network
+# check that diagnoses it. Now: diagnosed first, then NCCL tried; its failure is one
+# problem on every rank's behalf, no abort.
+NCCL_SOCKET_IFNAME=nonsense0 expect_rc 1 run_mpi 2 doctor --data data
+expect_output 'doctor: NCCL_SOCKET_IFNAME=nonsense0 matches no interface'
+if grep -q 'NCCL unique ID' "$WORK/out.txt"; then  # a build with NCCL
+  diag=$(grep -n 'matches no interface' "$WORK/out.txt" | head -1 | cut -d: -f1)
+  nccl=$(grep -n 'could not create the NCCL unique ID' "$WORK/out.txt" | head -1 | cut -d: -f1)
+  [ -n "$nccl" ] && [ "$diag" -lt "$nccl" ] || { cat "$WORK/out.txt"; fail "NCCL tried before the network diagnosis"; }
+fi
+# (A failing command ends its job with MPI_Abort by design; a crash is another thing.)
+grep -Eq 'terminate called|signal 6|Aborted|core dumped' "$WORK/out.txt" && { cat "$WORK/out.txt"; fail "doctor crashed"; }
+pass "doctor: a bad NCCL_SOCKET_IFNAME is diagnosed before NCCL is tried, without an abort"
 echo "e2e trainer_features: all passed"

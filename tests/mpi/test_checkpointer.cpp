@@ -82,7 +82,10 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   cfg.best_metric = BestMetric::kValAcc;
   cfg.early_stop_metric = BestMetric::kValAcc;
   cfg.early_stop_patience = 3;
-  const io::DatasetSpec spec = tiny();
+  io::Manifest data;
+  data.spec = tiny();
+  data.source = "csv:tiny.csv";
+  const io::DatasetSpec& spec = data.spec;
   const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
 
   Parts first(spec, 3);
@@ -90,7 +93,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   {
     std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
     rec->start(0);
-    Checkpointer ck(cfg, spec, first.view(), *rec);
+    Checkpointer ck(cfg, data, first.view(), *rec);
     EXPECT_EQ(ck.agree_resume_path(), "");  // a new run: nothing to resume
     for (int i = 1; i <= 3; ++i) saved.advance_step(i, global_batch);
     saved.set_lr(0.05);
@@ -105,7 +108,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   Parts second(spec, 4);  // other weights and optimizer state
   ASSERT_FALSE(same_weights(*first.model, *second.model));
   std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
-  Checkpointer ck(cfg, spec, second.view(), *rec);
+  Checkpointer ck(cfg, data, second.view(), *rec);
   const std::string path = ck.agree_resume_path();
   EXPECT_EQ(path, dir + "/checkpoints/step-000000003.ckpt");
   TrainState state(cfg);
@@ -152,8 +155,33 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   // A checkpoint of another model: one UsageError on every rank, nothing loaded.
   Config other = cfg;
   other.model = "cnn";
-  Checkpointer refuse(other, spec, second.view(), *rec);
+  Checkpointer refuse(other, data, second.view(), *rec);
   TrainState untouched(other);
   EXPECT_THROW(refuse.resume(path, &untouched, global_batch, steps_per_epoch), UsageError);
   EXPECT_EQ(untouched.pos().step, 0);
+
+  // Issue 31, minor list: a checkpoint of another dataset (same shapes) was resumed
+  // silently, and its best.ckpt kept. Now refused naming both; a re-import of the same
+  // source is the same data.
+  for (const auto& [name, source] : {std::pair<std::string, std::string>{spec.name, "csv:other.csv"},
+                                     std::pair<std::string, std::string>{"renamed", "csv:tiny.csv"}}) {
+    io::Manifest another = data;
+    another.spec.name = name;
+    another.source = source;
+    Checkpointer elsewhere(cfg, another, second.view(), *rec);
+    TrainState fresh(cfg);
+    try {
+      elsewhere.resume(path, &fresh, global_batch, steps_per_epoch);
+      ADD_FAILURE() << "resumed onto " << name << " from " << source;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("a run continues on its own data"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(source), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fresh.pos().step, 0);
+  }
+  io::Manifest reimported = data;  // other shards, same source and name
+  reimported.dataset_id = "another-import";
+  Checkpointer same(cfg, reimported, second.view(), *rec);
+  TrainState again(cfg);
+  EXPECT_NO_THROW(same.resume(path, &again, global_batch, steps_per_epoch));
 }

@@ -39,6 +39,39 @@ TEST(Options, ResolvedConfigIsItselfAValidConfig) {
   EXPECT_EQ(second.resolved_ini, first.resolved_ini);
 }
 
+// Issue 31 (5): a run's config.ini is a valid config for every path. Before, a '#' in
+// --data or --run.dir was read back as a comment (another dataset, another run dir) and a
+// newline broke the file.
+TEST(Options, ResolvedConfigRoundTripsOddPaths) {
+  for (const std::string& odd : {std::string("/data/exp#2"), std::string("/data/a;b"), std::string("/data/x\ny"),
+                                  std::string("/d/ \"q\" "), std::string("/d/back\\slash"), std::string("/d/caf\xe9")}) {
+    Config first;
+    ASSERT_EQ(parse_train({"--data", odd, "--run-dir", odd + "/run#1", "--init-exclude", "fc.#"}, &first).status,
+              ParseStatus::kRun) << odd;
+    const std::string path = ::testing::TempDir() + "/odd.ini";
+    std::ofstream(path, std::ios::binary) << first.resolved_ini;
+    Config second;
+    const auto r = parse_train({"--config", path}, &second);
+    ASSERT_EQ(r.status, ParseStatus::kRun) << r.message;
+    EXPECT_EQ(second.data_dir, odd);
+    EXPECT_EQ(second.run_dir, odd + "/run#1");
+    EXPECT_EQ(second.init_exclude, "fc.#");
+    EXPECT_EQ(second.resolved_ini, first.resolved_ini);
+  }
+}
+
+TEST(Options, ConfigFileErrorsNameTheLine) {
+  const std::string path = ::testing::TempDir() + "/lines.ini";
+  std::ofstream(path) << "[train]\nlr = 0.1\nlearning_rate = 0.1\n";
+  Config cfg;
+  auto r = parse_train({"--config", path, "--data", "/d"}, &cfg);
+  ASSERT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find(path + ":3: unrecognised option 'train.learning_rate'"), std::string::npos) << r.message;
+  std::ofstream(path) << "[data]\npath = \"/open\n";
+  r = parse_train({"--config", path}, &cfg);
+  EXPECT_NE(r.message.find(path + ":2: a quoted value has no closing"), std::string::npos) << r.message;
+}
+
 TEST(Options, ErrorsAreOneLine) {
   const std::vector<std::vector<std::string>> bad{
       {"--data", "/d", "--no-such-option", "1"},

@@ -56,6 +56,25 @@ TEST(FlightRecorder, DiagnosisNamesTheRankBehindAndTheMissingOnes) {
   EXPECT_TRUE(has(lines, "every rank is at collective 1043: no rank is behind"));
 }
 
+// Issue 31 (15): SIGUSR2 to one rank diagnosed a stall: the healthy rank "in collective
+// ... for 3.1 s" (its wait dated at the diagnosis, after the 3 s grace for the others'
+// records) and the rank never asked "left no flight record".
+TEST(FlightRecorder, ARequestToSomeRanksClaimsNoStall) {
+  const double now = unix_seconds();
+  FlightDump a{0, "n0", now - 3.0, 1042, 1043, "gradient bucket 0", "loss", now - 3.2};  // dumped 3 s ago
+  auto lines = diagnose_flight({a}, 2, now, FlightCause::kRequest);
+  EXPECT_TRUE(has(lines, "rank 0 (n0) is in collective 1043 (gradient bucket 0) for 0.2 s")) << lines[0];
+  EXPECT_TRUE(has(lines, "only rank(s) 0 answered the SIGUSR2 request"));
+  EXPECT_TRUE(has(lines, "scancel --signal=USR2"));
+  EXPECT_FALSE(has(lines, "left no flight record"));
+  EXPECT_FALSE(has(lines, "behind"));
+  // Every rank asked: the usual diagnosis. A hang: a missing record is still a stuck rank.
+  FlightDump b = a;
+  b.rank = 1;
+  EXPECT_TRUE(has(diagnose_flight({a, b}, 2, now, FlightCause::kRequest), "every rank is at collective 1043"));
+  EXPECT_TRUE(has(diagnose_flight({a}, 2, now, FlightCause::kHang), "rank(s) 1 left no flight record"));
+}
+
 TEST(FlightRecorder, RecordsMeetInADirectoryAndTheLowestRankDiagnoses) {
   const std::string dir = lockstep::testing::fresh_dir("flight");
   const double since = unix_seconds() - 1;

@@ -9,6 +9,7 @@
 
 #include "io/import/csv_import.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 #include "io/util/h5.hpp"
 #include "io/import/hdf5_import.hpp"
 #include "io/import/import_plan.hpp"
@@ -125,6 +126,21 @@ TEST(CsvImport, RowsWithHeaderAndTextLabels) {
   EXPECT_EQ(row[1], 6.5f);
 }
 
+// Issue 31, minor list: a test label the training file lacks became an empty class (the
+// other importers refuse it). Text and numeric labels alike.
+TEST(CsvImport, ATestLabelAbsentFromTrainingIsRefused) {
+  const std::string dir = fresh_dir("csv-labels");
+  std::ofstream(dir + "/train.csv") << "a,b,activity\n1,2,walk\n3,4,sit\n";
+  std::ofstream(dir + "/test.csv") << "a,b,activity\n1,1,sit\n2,2,run\n3,3,run\n";
+  std::vector<std::string> names;
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/train.csv"}, {"test", dir + "/test.csv"}}, CsvOptions{}, &names),
+                        "test.csv: label 'run' (2 row(s)) does not occur in " + dir + "/train.csv");
+  std::ofstream(dir + "/train2.csv") << "a,label\n1,0\n2,1\n";
+  std::ofstream(dir + "/test2.csv") << "a,label\n1,0\n2,2\n";
+  EXPECT_ERROR_CONTAINS(open_csv({{"train", dir + "/train2.csv"}, {"test", dir + "/test2.csv"}}, CsvOptions{}, &names),
+                        "label '2' (1 row(s)) does not occur");
+}
+
 // Issue 31 (4): test columns were matched by position — a test file "c,a,b,label" under a
 // training file "a,b,c,label" imported permuted features, exit 0. Now by name.
 TEST(CsvImport, TestColumnsAreMatchedByName) {
@@ -148,7 +164,7 @@ TEST(CsvImport, TestColumnsAreMatchedByName) {
   refused("a,a,b,label\n1,2,3,0\n", "bad.csv: feature column 'a' appears twice");
   refused("1,2,3,0\n", "bad.csv has no header but " + dir + "/train.csv has one");
   // Both without a header: by position, as before.
-  std::ofstream(dir + "/p1.csv") << "1,2,3,0\n";
+  std::ofstream(dir + "/p1.csv") << "1,2,3,0\n7,8,9,1\n";
   std::ofstream(dir + "/p2.csv") << "4,5,6,1\n";
   EXPECT_NO_THROW(open_csv({{"train", dir + "/p1.csv"}, {"test", dir + "/p2.csv"}}, CsvOptions{}, &names));
 }
@@ -480,7 +496,7 @@ TEST(Importer, ShuffledShardsStoreThePlannedOrder) {
     EXPECT_EQ(m.sample_order, shuffle ? SampleOrder::kShuffled : SampleOrder::kSource);
     EXPECT_EQ(read_manifest(opt.output_dir).sample_order, m.sample_order);
     for (const std::string& f : list_dir(opt.output_dir))
-      EXPECT_EQ(f.find(".tmp."), std::string::npos) << "left behind: " << f;
+      EXPECT_FALSE(io::parse_temp_name(f)) << "left behind: " << f;
     const auto plan = plan_import(sorted_labels, 3, "train", opt.plan);
     const auto& order = plan[0].shards[0];
     ShardFile shard(opt.output_dir + "/" + m.split("train", "").shards[0].file, m.spec);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/base/error.hpp"
+#include "io/import/import_spec.hpp"
 #include "io/import/ucihar_import.hpp"
 #include "test_helpers.hpp"
 
@@ -88,8 +89,11 @@ TEST(UciHarImport, BadLayoutsAreOneErrorNamingTheFile) {
   std::vector<std::string> names, files;
   EXPECT_ERROR_CONTAINS(open_ucihar(fresh_dir("ucihar-empty"), "inertial", &names, &files),
                         "not a UCI-HAR directory (no train/ inside)");
-  EXPECT_ERROR_CONTAINS(open_ucihar(make_layout("ucihar-sig"), "raw", &names, &files),
-                        "--har-signals must be inertial or features");
+  ImportSpec spec;  // option values are checked by open_import, before any file is opened: exit 2
+  spec.input = "ucihar:" + make_layout("ucihar-sig");
+  spec.har_signals = "raw";
+  EXPECT_THROW(open_import(spec), UsageError);
+  EXPECT_ERROR_CONTAINS(open_import(spec), "--har-signals must be inertial | features, not 'raw'");
 
   std::string dir = make_layout("ucihar-label");
   std::ofstream(dir + "/train/y_train.txt", std::ios::app) << "7\n";

