@@ -16,21 +16,34 @@ if [ ! -f "$WORK/CMakeCache.txt" ]; then
     { cat "$WORK/configure.log"; exit 1; }
 fi
 cmake --build "$WORK" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
-status=0
-for seeds in "$ROOT"/tests/fuzz/seeds/*/; do
+# One target per core at a time (each libFuzzer process is single-threaded: every target
+# still gets SECS of a core of its own); the results are printed in target order.
+fuzz_one() {  # fuzz_one SEEDS_DIR: runs one target, writes its summary to fuzz_TARGET.result
+  local seeds=$1 target corpus log
   target=$(basename "$seeds")
   corpus=$WORK/corpus/$target
   mkdir -p "$corpus" "$WORK/crashes"
   log=$WORK/fuzz_$target.log
   if (cd "$WORK/crashes" && "$WORK/tests/fuzz/fuzz_$target" -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 "$corpus" "$seeds" >"$log" 2>&1); then
-    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$')
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-    echo "fuzz $target: ${runs:-?} runs in ${SECS} s, $cov, no crash"
+    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || true)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+    echo "fuzz $target: ${runs:-?} runs in ${SECS} s, $cov, no crash" > "$WORK/fuzz_$target.result"
   else
-    status=1
-    echo "fuzz $target: FAILED"
-    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+    { echo "fuzz $target: FAILED"; grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5 || true; } \
+      > "$WORK/fuzz_$target.result"
   fi
+}
+rm -f "$WORK"/fuzz_*.result
+for seeds in "$ROOT"/tests/fuzz/seeds/*/; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  fuzz_one "$seeds" &
+done
+wait
+status=0
+for seeds in "$ROOT"/tests/fuzz/seeds/*/; do
+  result=$WORK/fuzz_$(basename "$seeds").result
+  cat "$result" 2>/dev/null || echo "fuzz $(basename "$seeds"): FAILED (no result)"
+  grep -q "no crash" "$result" 2>/dev/null || status=1
 done
 exit $status
