@@ -125,6 +125,8 @@ po::options_description train_options(Config* c) {
       ("data.contrast", po::value(&c->contrast)->default_value(c->contrast), "augment: scale each sample about its mean by a random factor in [1-c, 1+c], 0: off")
       ("data.random-erase", po::value(&c->random_erase)->default_value(c->random_erase), "augment: erase a random rectangle (2-40% of the image, set to the mean) in each sample with this probability, 0: off")
       ("train.optimizer", enum_value(&c->optimizer), "sgd | adam | adamw (alias --optimizer)")
+      ("train.fused-optimizer", po::value(&c->fused_optimizer)->default_value(c->fused_optimizer)->implicit_value(true),
+       "step through ATen's fused multi-tensor kernels (same state and checkpoints as false: torch::optim's per-parameter step)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
       ("train.lr-scaling", enum_value(&c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")

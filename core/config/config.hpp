@@ -49,6 +49,7 @@ struct Config {
   int epochs = 1;
   int64_t batch_size = 64;  // per rank
   OptimizerKind optimizer = OptimizerKind::kSgd;
+  bool fused_optimizer = true;  // ATen's fused multi-tensor step (core/optim/fused_step.hpp)
   double lr = 0.05;
   LrScaling lr_scaling = LrScaling::kNone;  // lr x f(world size)
   double momentum = 0.9;

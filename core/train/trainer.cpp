@@ -18,6 +18,7 @@
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/version_info.hpp"
+#include "core/optim/fused_step.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/recorder.hpp"
@@ -148,7 +149,10 @@ class Trainer {
             (clip_grad_norm(s_.trainable, cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
         clipped_ = clipped_.defined() ? clipped_ + over : over;  // read at log steps only
       }
-      s_.opt->step();
+      if (cfg_.fused_optimizer)
+        fused_step(*s_.opt, cfg_.optimizer);
+      else
+        s_.opt->step();
     }
     timer_.mark(Phase::kOptimizer);
     window_.add_step(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct);

@@ -1,0 +1,157 @@
+// fused_step: see fused_step.hpp.
+#include "core/optim/fused_step.hpp"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+namespace {
+
+namespace optim = torch::optim;
+
+// The kernels take lists of one device and one dtype: parameters are grouped by both.
+using Key = std::pair<std::string, c10::ScalarType>;
+Key key_of(const torch::Tensor& p) { return {p.device().str(), p.scalar_type()}; }
+
+// T with P's layout: the kernels walk a parameter, its gradient and its state as one flat
+// buffer, so all must share strides (a state loaded from a checkpoint is contiguous, a
+// channels-last parameter is not). T itself when it already has them.
+torch::Tensor like(const torch::Tensor& t, const torch::Tensor& p) {
+  if (t.strides() == p.strides()) return t;
+  torch::Tensor out = torch::empty_like(p, at::MemoryFormat::Preserve);
+  out.copy_(t);
+  return out;
+}
+
+// Parameters of GROUP that have a gradient (dense), in order.
+std::vector<torch::Tensor> stepped(optim::OptimizerParamGroup& group) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    LOCKSTEP_REQUIRE(!p.grad().is_sparse() && p.is_non_overlapping_and_dense(),
+                     "fused optimizer step: sparse gradients or non-dense parameters are not supported");
+    out.push_back(p);
+  }
+  return out;
+}
+
+void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group) {
+  const auto& o = static_cast<const optim::SGDOptions&>(group.options());
+  auto& state = opt.state();
+  // Lists per (device, dtype), split by whether the momentum buffer exists yet: a new
+  // buffer starts as the gradient (is_first_step), as torch::optim's clone does.
+  std::map<std::pair<Key, bool>, std::vector<torch::Tensor>> params, grads, bufs;
+  for (auto& p : stepped(group)) {
+    bool first = false;
+    torch::Tensor buf;
+    if (o.momentum() != 0) {
+      auto it = state.find(p.unsafeGetTensorImpl());
+      if (it == state.end()) {
+        first = true;
+        buf = torch::empty_like(p.grad(), at::MemoryFormat::Preserve);
+        auto s = std::make_unique<optim::SGDParamState>();
+        s->momentum_buffer(buf);
+        state[p.unsafeGetTensorImpl()] = std::move(s);
+      } else {
+        auto& s = static_cast<optim::SGDParamState&>(*it->second);
+        buf = like(s.momentum_buffer(), p);
+        s.momentum_buffer(buf);
+      }
+    }
+    const auto k = std::make_pair(key_of(p), first);
+    params[k].push_back(p);
+    grads[k].push_back(like(p.grad(), p));
+    if (buf.defined()) bufs[k].push_back(buf);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [k, ps] : params)
+    at::_fused_sgd_(ps, grads[k], bufs[k], o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
+                    /*maximize=*/false, /*is_first_step=*/k.second);
+}
+
+template <typename Options>
+void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled) {
+  const auto& o = static_cast<const Options&>(group.options());
+  LOCKSTEP_REQUIRE(!o.amsgrad(), "fused optimizer step: amsgrad is not used by lockstep");
+  auto& state = opt.state();
+  std::map<Key, std::vector<torch::Tensor>> params, grads, avgs, sqs, steps;
+  std::vector<optim::AdamParamState*> adam_states;
+  std::vector<optim::AdamWParamState*> adamw_states;
+  for (auto& p : stepped(group)) {
+    auto it = state.find(p.unsafeGetTensorImpl());
+    if (it == state.end()) {  // as torch::optim initialises it
+      std::unique_ptr<optim::OptimizerParamState> fresh;
+      if (decoupled) {
+        auto s = std::make_unique<optim::AdamWParamState>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        fresh = std::move(s);
+      } else {
+        auto s = std::make_unique<optim::AdamParamState>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        fresh = std::move(s);
+      }
+      it = state.emplace(p.unsafeGetTensorImpl(), std::move(fresh)).first;
+    }
+    int64_t step = 0;
+    torch::Tensor avg, sq;
+    if (decoupled) {
+      auto& s = static_cast<optim::AdamWParamState&>(*it->second);
+      step = s.step() + 1;
+      s.exp_avg(like(s.exp_avg(), p));
+      s.exp_avg_sq(like(s.exp_avg_sq(), p));
+      avg = s.exp_avg();
+      sq = s.exp_avg_sq();
+      adamw_states.push_back(&s);
+    } else {
+      auto& s = static_cast<optim::AdamParamState&>(*it->second);
+      step = s.step() + 1;
+      s.exp_avg(like(s.exp_avg(), p));
+      s.exp_avg_sq(like(s.exp_avg_sq(), p));
+      avg = s.exp_avg();
+      sq = s.exp_avg_sq();
+      adam_states.push_back(&s);
+    }
+    const Key k = key_of(p);
+    params[k].push_back(p);
+    grads[k].push_back(like(p.grad(), p));
+    avgs[k].push_back(avg);
+    sqs[k].push_back(sq);
+    // The kernels read the step (after this step's increment) from a float tensor.
+    steps[k].push_back(torch::full({}, static_cast<double>(step), torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+  }
+  const auto [beta1, beta2] = o.betas();
+  torch::NoGradGuard no_grad;
+  for (auto& [k, ps] : params) {
+    if (decoupled)
+      at::_fused_adamw_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
+                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    else
+      at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
+                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+  }
+  for (auto* s : adam_states) s->step(s->step() + 1);
+  for (auto* s : adamw_states) s->step(s->step() + 1);
+}
+
+}  // namespace
+
+void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind) {
+  for (auto& group : opt.param_groups()) {
+    switch (kind) {
+      case OptimizerKind::kSgd: sgd_group(opt, group); break;
+      case OptimizerKind::kAdam: adam_group<optim::AdamOptions>(opt, group, /*decoupled=*/false); break;
+      case OptimizerKind::kAdamW: adam_group<optim::AdamWOptions>(opt, group, /*decoupled=*/true); break;
+    }
+  }
+}
+
+}  // namespace lockstep
