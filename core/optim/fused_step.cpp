@@ -74,59 +74,34 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group) {
                     /*maximize=*/false, /*is_first_step=*/k.second);
 }
 
-template <typename Options>
+template <typename Options, typename State>
 void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled) {
   const auto& o = static_cast<const Options&>(group.options());
   LOCKSTEP_REQUIRE(!o.amsgrad(), "fused optimizer step: amsgrad is not used by lockstep");
   auto& state = opt.state();
   std::map<Key, std::vector<torch::Tensor>> params, grads, avgs, sqs, steps;
-  std::vector<optim::AdamParamState*> adam_states;
-  std::vector<optim::AdamWParamState*> adamw_states;
+  std::vector<State*> stepped_states;
   for (auto& p : stepped(group)) {
     auto it = state.find(p.unsafeGetTensorImpl());
     if (it == state.end()) {  // as torch::optim initialises it
-      std::unique_ptr<optim::OptimizerParamState> fresh;
-      if (decoupled) {
-        auto s = std::make_unique<optim::AdamWParamState>();
-        s->step(0);
-        s->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        s->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh = std::move(s);
-      } else {
-        auto s = std::make_unique<optim::AdamParamState>();
-        s->step(0);
-        s->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        s->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh = std::move(s);
-      }
+      auto fresh = std::make_unique<State>();
+      fresh->step(0);
+      fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+      fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
       it = state.emplace(p.unsafeGetTensorImpl(), std::move(fresh)).first;
     }
-    int64_t step = 0;
-    torch::Tensor avg, sq;
-    if (decoupled) {
-      auto& s = static_cast<optim::AdamWParamState&>(*it->second);
-      step = s.step() + 1;
-      s.exp_avg(like(s.exp_avg(), p));
-      s.exp_avg_sq(like(s.exp_avg_sq(), p));
-      avg = s.exp_avg();
-      sq = s.exp_avg_sq();
-      adamw_states.push_back(&s);
-    } else {
-      auto& s = static_cast<optim::AdamParamState&>(*it->second);
-      step = s.step() + 1;
-      s.exp_avg(like(s.exp_avg(), p));
-      s.exp_avg_sq(like(s.exp_avg_sq(), p));
-      avg = s.exp_avg();
-      sq = s.exp_avg_sq();
-      adam_states.push_back(&s);
-    }
+    auto& s = static_cast<State&>(*it->second);
+    s.exp_avg(like(s.exp_avg(), p));
+    s.exp_avg_sq(like(s.exp_avg_sq(), p));
+    stepped_states.push_back(&s);
     const Key k = key_of(p);
     params[k].push_back(p);
     grads[k].push_back(like(p.grad(), p));
-    avgs[k].push_back(avg);
-    sqs[k].push_back(sq);
+    avgs[k].push_back(s.exp_avg());
+    sqs[k].push_back(s.exp_avg_sq());
     // The kernels read the step (after this step's increment) from a float tensor.
-    steps[k].push_back(torch::full({}, static_cast<double>(step), torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+    steps[k].push_back(torch::full({}, static_cast<double>(s.step() + 1),
+                                   torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
   }
   const auto [beta1, beta2] = o.betas();
   torch::NoGradGuard no_grad;
@@ -138,8 +113,7 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
       at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
   }
-  for (auto* s : adam_states) s->step(s->step() + 1);
-  for (auto* s : adamw_states) s->step(s->step() + 1);
+  for (State* s : stepped_states) s->step(s->step() + 1);
 }
 
 }  // namespace
@@ -148,8 +122,12 @@ void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind) {
   for (auto& group : opt.param_groups()) {
     switch (kind) {
       case OptimizerKind::kSgd: sgd_group(opt, group); break;
-      case OptimizerKind::kAdam: adam_group<optim::AdamOptions>(opt, group, /*decoupled=*/false); break;
-      case OptimizerKind::kAdamW: adam_group<optim::AdamWOptions>(opt, group, /*decoupled=*/true); break;
+      case OptimizerKind::kAdam:
+        adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false);
+        break;
+      case OptimizerKind::kAdamW:
+        adam_group<optim::AdamWOptions, optim::AdamWParamState>(opt, group, /*decoupled=*/true);
+        break;
     }
   }
 }
