@@ -46,13 +46,11 @@ class Trainer {
       : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), st_(state), timer_(s.place.device),
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16),
         ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {
-    timer_.set_trace(std::make_unique<StepTrace>(parse_trace_range(cfg_.trace_steps), s.mpi.rank(), s.mpi.host(),
-                                                 cfg_.run_dir + "/trace",
+    const TraceRange trace = parse_trace_range(cfg_.trace_steps);
+    timer_.set_trace(std::make_unique<StepTrace>(trace, s.mpi.rank(), s.mpi.host(), cfg_.run_dir + "/trace",
                                                  s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step));
-    const int64_t last = cfg_.epochs * s.steps_per_epoch;
-    const std::string note = trace_range_note(parse_trace_range(cfg_.trace_steps), state.pos().step,
-                                              cfg_.max_steps > 0 ? std::min(cfg_.max_steps, last) : last);
-    if (!note.empty()) log::warn0(note);
+    if (const std::string note = trace_range_note(trace, state.pos().step, s.planned_steps); !note.empty())
+      log::warn0(note);
   }
 
   int run() {

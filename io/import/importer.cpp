@@ -146,15 +146,10 @@ void check_output(const ImportOptions& opt, const std::string& source) {
     if (!other.empty())
       throw UsageError(out + " holds " + other + "; `lockstep shard` does not replace another dataset" + hint);
   }
-  std::vector<std::string> foreign;
-  for (const std::string& f : list_dir(out))
-    if (f != kManifestName && f != kLockName && !is_shard_name(f) && !parse_temp_name(f)) foreign.push_back(f);
-  if (!foreign.empty()) {
-    std::string names;
-    for (size_t i = 0; i < foreign.size() && i < 3; ++i) names += (i ? ", " : "") + foreign[i];
-    if (foreign.size() > 3) names += ", ...";
-    throw UsageError(out + " is not empty and holds files that are not a lockstep dataset (" + names + ")" + hint);
-  }
+  const auto foreign = foreign_entries(out, [](const std::string& f) { return f == kManifestName || is_shard_name(f); });
+  if (!foreign.empty())
+    throw UsageError(out + " is not empty and holds files that are not a lockstep dataset (" + entries_text(foreign) +
+                     ")" + hint);
 }
 
 bool up_to_date(const std::string& dir, const std::string& fp) {

@@ -28,19 +28,28 @@ std::string read_holder(int fd) {
 void refuse_unmarked(const std::string& dir, const std::string& kind, const std::string& option,
                      const Adoptable& adoptable, const std::string& hint) {
   if (!is_directory(dir) || has_lock_mark(dir)) return;
-  std::vector<std::string> foreign;
-  for (const std::string& f : list_dir(dir))
-    if (!adoptable(f) && !parse_temp_name(f)) foreign.push_back(f);
+  const std::vector<std::string> foreign = foreign_entries(dir, adoptable);
   if (foreign.empty()) return;
-  std::string names;
-  for (size_t i = 0; i < foreign.size() && i < 3; ++i) names += (i ? ", " : "") + foreign[i];
-  if (foreign.size() > 3) names += ", ... (" + std::to_string(foreign.size()) + " entries)";
-  throw DirRefused(dir + " is not empty and holds files that are not a lockstep " + kind + " (" + names +
+  throw DirRefused(dir + " is not empty and holds files that are not a lockstep " + kind + " (" + entries_text(foreign) +
                    ") and no lockstep lock file: lockstep does not adopt, overwrite or delete in a directory it "
                    "did not make (choose a new or empty " + option + hint + ")");
 }
 
 }  // namespace
+
+std::vector<std::string> foreign_entries(const std::string& dir, const Adoptable& own) {
+  std::vector<std::string> out;
+  for (const std::string& f : list_dir(dir))
+    if (f != kLockName && !own(f) && !parse_temp_name(f)) out.push_back(f);
+  return out;
+}
+
+std::string entries_text(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 3) text += ", ... (" + std::to_string(names.size()) + " entries)";
+  return text;
+}
 
 bool has_lock_mark(const std::string& dir) {
   struct stat st {};

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/base/error.hpp"
 #include "io/util/temp_files.hpp"
@@ -51,6 +52,12 @@ class DirLock {
   int fd_ = -1;
   Writer previous_;
 };
+
+// DIR's entries that are neither OWN, nor DIR's lock file, nor lockstep's marked temp
+// files: what a directory holds that lockstep did not make.
+std::vector<std::string> foreign_entries(const std::string& dir, const Adoptable& own);
+// Up to three of NAMES for a message: "a, b, c, ... (7 entries)".
+std::string entries_text(const std::vector<std::string>& names);
 
 // Whether DIR carries lockstep's mark (a regular file DIR/lock).
 bool has_lock_mark(const std::string& dir);
