@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer builds, each its own build directory, built only as far as the tests need:
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer on the unit, MPI (1 and 2 ranks) and
-#         end-to-end tests that exercise the training loop, with LeakSanitizer on all but
-#         the fault-path end-to-end tests;
+#         end-to-end tests that exercise the training loop, with LeakSanitizer on the unit
+#         and MPI tests and one short normal life (e2e_life);
 #   tsan: ThreadSanitizer on the threaded parts — communication thread, reducer hooks,
 #         watchdog, flight recorder, prefetch loader, background checkpoint writer, console
 #         writer, video decode threads — through their unit tests (thread_tests, selected in
@@ -47,18 +47,19 @@ if [ "$WHICH" = asan ] || [ "$WHICH" = all ]; then
   export LSAN_OPTIONS=suppressions=$SUPP/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=suppressions=$SUPP/ubsan.supp:print_stacktrace=1:halt_on_error=1
   build asan address,undefined lockstep unit_tests mpi_tests
-  # Leaks, over a whole normal life (init, train, checkpoint, resume, exit):
-  # fast_unwind_on_malloc=0 gives whole allocation stacks through the uninstrumented
-  # libraries (without frame pointers the fast unwinder stops inside them and a leak in
-  # MPI_Init cannot be told from one in lockstep).
+  # Leaks, over a whole normal life (import, init, train, checkpoint, resume, evaluate,
+  # exit: e2e_life, six processes): fast_unwind_on_malloc=0 gives whole allocation stacks
+  # through the uninstrumented libraries (without frame pointers the fast unwinder stops
+  # inside them and a leak in MPI_Init cannot be told from one in lockstep).
   export ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:$asan_common
-  run_tests asan '^(unit_tests|mpi_tests_np1|mpi_tests_np2|e2e_train_resume)$'
-  # Memory errors and UB on the error, signal and fault paths: many short processes, most
-  # ending in an abort or a kill where no leak check runs. The slow unwinder costs ~12 s per
-  # process start (LibTorch's static initialisers), so these run with the fast one and
-  # without leak checks: 512 s -> 135 s (fresh-clone CI, 2026-11-24).
+  run_tests asan '^(unit_tests|mpi_tests_np1|mpi_tests_np2|e2e_life)$'
+  # Memory errors and UB on the longer training scripts and the error, signal and fault
+  # paths: many short processes, most ending in an abort or a kill where no leak check runs.
+  # The slow unwinder costs ~12 s per process start (LibTorch's static initialisers), so
+  # these run with the fast one and without leak checks: 512 s -> 135 s (fresh-clone CI,
+  # 2026-11-24); e2e_train_resume's 14 starts took 319 s under the leak check (2026-11-26).
   export ASAN_OPTIONS=detect_leaks=0:fast_unwind_on_malloc=1:$asan_common
-  run_tests asan '^(e2e_no_hang|e2e_signals|e2e_run_safety|e2e_data_safety)$'
+  run_tests asan '^(e2e_train_resume|e2e_no_hang|e2e_signals|e2e_run_safety|e2e_data_safety)$'
   unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 fi
 if [ "$WHICH" = tsan ] || [ "$WHICH" = all ]; then
