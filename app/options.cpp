@@ -127,6 +127,8 @@ po::options_description train_options(Config* c) {
       ("train.optimizer", enum_value(&c->optimizer), "sgd | adam | adamw (alias --optimizer)")
       ("train.fused-optimizer", po::value(&c->fused_optimizer)->default_value(c->fused_optimizer)->implicit_value(true),
        "step through ATen's fused multi-tensor kernels (same state and checkpoints as false: torch::optim's per-parameter step)")
+      ("train.cudnn-benchmark", po::value(&c->cudnn_benchmark)->default_value(c->cudnn_benchmark)->implicit_value(true),
+       "GPUs: cuDNN times its convolution algorithms once per input shape and keeps the fastest (never for ragged sequences)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
       ("train.lr-scaling", enum_value(&c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")
@@ -169,7 +171,9 @@ po::options_description train_options(Config* c) {
       ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow")
       ("debug.slow-ms", po::value(&c->fault_slow_ms)->default_value(c->fault_slow_ms), "slow: the fault rank sleeps this long every step from the fault step on")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
-      ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens");
+      ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens")
+      ("debug.sync-check", po::value(&c->sync_check)->default_value(c->sync_check),
+       "GPUs: from this global step on, a host sync inside the training step is an error naming the call (0: off)");
   return d;
 }
 

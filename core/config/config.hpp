@@ -50,6 +50,7 @@ struct Config {
   int64_t batch_size = 64;  // per rank
   OptimizerKind optimizer = OptimizerKind::kSgd;
   bool fused_optimizer = true;  // ATen's fused multi-tensor step (core/optim/fused_step.hpp)
+  bool cudnn_benchmark = true;  // GPUs: cuDNN times its algorithms per shape (fixed shapes only: not ragged data)
   double lr = 0.05;
   LrScaling lr_scaling = LrScaling::kNone;  // lr x f(world size)
   double momentum = 0.9;
@@ -105,6 +106,7 @@ struct Config {
   int fault_rank = 1;
   int64_t fault_step = 0;
   double fault_slow_ms = 50.0;  // slow: the fault rank sleeps this long every step from fault_step on
+  int64_t sync_check = 0;  // GPUs: from this global step on, a host sync inside the step is an error (0: off)
   // evaluate
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_split = "test";  // evaluate --split

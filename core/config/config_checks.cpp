@@ -70,6 +70,7 @@ std::string check_config(Config* c) {
   if (c->min_lr_fraction < 0 || c->min_lr_fraction > 1) return "--train.min-lr-fraction must be in [0, 1]";
   if (c->doctor_allreduce_mb <= 0) return "--doctor.allreduce-mb must be positive";
   if (c->fault_step < 0) return "--debug.fault-step must be >= 0";
+  if (c->sync_check < 0) return "--debug.sync-check must be >= 0 (a global step; 0: off)";
   if (c->train_split == "none" || c->train_split.empty()) return "--data.train-split must name a split";
   if (c->early_stop_patience < 1) return "--train.early-stop-patience must be at least 1";
   if (c->early_stop_min_delta < 0) return "--train.early-stop-min-delta must be >= 0";

@@ -31,4 +31,9 @@ struct Placement {
 // vs 2026.)
 Placement place_run(const Config& cfg, const MpiRuntime& mpi);
 
+// The warning place_run logs when this build (without CUDA/NCCL) trains on the CPU of a
+// node whose GPUs torch sees, "" when there is nothing to say: a build with NCCL, no GPU,
+// or --dist.backend mpi (the CPU is meant).
+std::string cpu_build_warning(Backend backend, int visible_gpus, bool nccl_built, const std::string& host);
+
 }  // namespace lockstep

@@ -3,8 +3,9 @@
 // else.
 //
 // 1. install() sets handlers; the first signal only sets a flag (async-signal-safe);
-// 2. at every step boundary all ranks agree on the flag (one MPI_Allreduce of one
-//    number, max over ranks), so a signal that reached one rank stops all of them;
+// 2. all ranks agree on the flag (signal_vote.hpp: a non-blocking vote, max over ranks,
+//    posted at one step boundary and read at the next), so a signal that reached one rank
+//    stops all of them, at the same step;
 // 3. the trainer then writes a checkpoint (rank 0), waits until it is durable, and only
 //    then (after a collective, so no rank leaves before the checkpoint is on disk) calls
 //    mark_durable() and exits with kExitResumable (3): `--resume auto` continues there;

@@ -46,7 +46,7 @@ std::string channels_last_hazard(const Net& model) {
   return "";
 }
 
-bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda, bool amp,
+bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda,
                          std::string* note) {
   switch (f) {
     case MemoryFormat::kContiguous:
@@ -64,7 +64,7 @@ bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& na
     case MemoryFormat::kAuto:
       break;
   }
-  if (!model.conv_net() || (cuda && !amp)) return false;
+  if (!model.conv_net()) return false;
   if (cuda) return true;
   const std::string hazard = channels_last_hazard(model);
   if (hazard.empty()) return true;

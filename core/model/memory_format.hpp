@@ -16,10 +16,12 @@ namespace lockstep {
 
 // Whether MODEL should run channels-last under F: contiguous never; channels-last for a
 // conv net (UsageError for any other model, and on CPU for a model with a hazard below);
-// auto for a conv net on CPU without such a hazard, and on a GPU only with AMP (tensor
-// cores: NVIDIA's guidance; without AMP cuDNN's NCHW float32 is as fast). When auto
-// keeps a conv net contiguous because of a hazard, NOTE (if given) says why.
-bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda, bool amp,
+// auto for a conv net on CPU without such a hazard, and for every conv net on a GPU, in
+// float32 too: cuDNN's convolutions run on tensor cores in bf16/fp16 and in float32 through
+// TF32 (on by default for cuDNN convolutions), natively NHWC either way (issue 32: eager
+// PyTorch with channels_last was 3.2x lockstep's NCHW step on an H100). When auto keeps a
+// conv net contiguous because of a hazard, NOTE (if given) says why.
+bool wants_channels_last(MemoryFormat f, const Net& model, const std::string& name, bool cuda,
                          std::string* note = nullptr);
 
 // The first layer channels-last must not run through on CPU, described ("" when none): a

@@ -40,8 +40,9 @@ std::vector<torch::Tensor> stepped(optim::OptimizerParamGroup& group) {
   return out;
 }
 
-void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group) {
+void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const torch::Tensor* found_inf) {
   const auto& o = static_cast<const optim::SGDOptions&>(group.options());
+  LOCKSTEP_REQUIRE(found_inf == nullptr || o.dampening() == 0, "fused SGD with a found-inf flag needs dampening 0");
   auto& state = opt.state();
   // Lists per (device, dtype), split by whether the momentum buffer exists yet: a new
   // buffer starts as the gradient (is_first_step), as torch::optim's clone does.
@@ -52,8 +53,9 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group) {
     if (o.momentum() != 0) {
       auto it = state.find(p.unsafeGetTensorImpl());
       if (it == state.end()) {
-        first = true;
-        buf = torch::empty_like(p.grad(), at::MemoryFormat::Preserve);
+        first = found_inf == nullptr;  // else a zero buffer, updated as any other (see the header)
+        buf = first ? torch::empty_like(p.grad(), at::MemoryFormat::Preserve)
+                    : torch::zeros_like(p.grad(), at::MemoryFormat::Preserve);
         auto s = std::make_unique<optim::SGDParamState>();
         s->momentum_buffer(buf);
         state[p.unsafeGetTensorImpl()] = std::move(s);
@@ -71,7 +73,8 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group) {
   torch::NoGradGuard no_grad;
   for (auto& [k, ps] : params)
     at::_fused_sgd_(ps, grads[k], bufs[k], o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
-                    /*maximize=*/false, /*is_first_step=*/k.second);
+                    /*maximize=*/false, /*is_first_step=*/k.second, /*grad_scale=*/std::nullopt,
+                    found_inf ? std::optional<torch::Tensor>(*found_inf) : std::nullopt);
 }
 
 template <typename Options, typename State>
@@ -118,10 +121,12 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
 
 }  // namespace
 
-void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind) {
+void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf) {
+  LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd,
+                   "fused optimizer step: a device found-inf flag is for SGD only");
   for (auto& group : opt.param_groups()) {
     switch (kind) {
-      case OptimizerKind::kSgd: sgd_group(opt, group); break;
+      case OptimizerKind::kSgd: sgd_group(opt, group, found_inf); break;
       case OptimizerKind::kAdam:
         adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false);
         break;

@@ -19,6 +19,12 @@ namespace lockstep {
 
 // One step of OPT, which make_optimizer built for KIND. Throws Error for sparse gradients
 // (none of lockstep's models has them).
-void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind);
+// FOUND_INF (SGD only; the fp16 loss scaler's, loss_scaler.hpp): the kernels skip the update
+// on the device when it is set, so the step needs no host read. A momentum buffer created
+// under it starts at zero and takes the first step's gradient through the kernel's ordinary
+// update, which with dampening 0 (lockstep's SGD) is the same value torch::optim's first
+// step copies; a skipped first step leaves it zero instead of uninitialised. Adam and AdamW
+// keep their step count on the host (torch::optim's state), so they take the host decision.
+void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf = nullptr);
 
 }  // namespace lockstep

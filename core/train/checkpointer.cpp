@@ -11,7 +11,7 @@
 #include "core/base/hash.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/eval/mirror.hpp"
-#include "core/optim/amp.hpp"
+#include "core/optim/loss_scaler.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/train_state.hpp"
 #include "io/records/checkpoint_store.hpp"

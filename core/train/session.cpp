@@ -161,12 +161,15 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                         {"lockstep version", lockstep_version()},
                         {"LibTorch version", torch_version()}});
   place = place_run(cfg, mpi);
+  // cuDNN's per-shape algorithm search pays off when shapes repeat; ragged sequences would
+  // search again at every new length.
+  cudnn_benchmark = place.device.is_cuda() && cfg.cudnn_benchmark && !manifest.spec.ragged;
+  if (place.device.is_cuda()) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
   if (cfg.amp != Amp::kNone && !place.device.is_cuda())
     log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
   init_weights(cfg, *model);
   std::string layout_note;
-  if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), cfg.amp != Amp::kNone,
-                          &layout_note))
+  if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), &layout_note))
     use_channels_last(*model);
   else if (!layout_note.empty())
     log::info0("note: " + layout_note);
@@ -201,7 +204,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
     log::info0("class weights (" + cfg.class_weights + "):\n" +
                class_weight_table(weights, histogram, manifest.spec.class_names));
   loss = std::make_unique<Loss>(weights, cfg.label_smoothing, place.device);
-  scaler = LossScaler(cfg.amp == Amp::kFp16);
+  scaler = LossScaler(cfg.amp == Amp::kFp16, place.device);
   const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
   schedule = LrSchedule{cfg.schedule, lr, warmup, planned_steps, cfg.min_lr_fraction,
                         std::max<int64_t>(1, std::llround(cfg.step_epochs * static_cast<double>(steps_per_epoch))),
@@ -236,12 +239,13 @@ std::string Session::describe() const {
   if (cfg.clip_norm > 0) extras += fmt::format(", clip norm {:g}", cfg.clip_norm);
   if (cfg.label_smoothing > 0) extras += fmt::format(", label smoothing {:g}", cfg.label_smoothing);
   return fmt::format(
-      "lockstep {} (torch {}): {} rank(s) on {} host(s), backend {}, device {}, {} thread(s)/rank{}\n"
+      "lockstep {} (torch {}): {} rank(s) on {} host(s), backend {}, device {}{}, {} thread(s)/rank{}\n"
       "data {} ({}): {} train samples in {} shard(s), reader {}; validation on {}, test on {}; model {} ({} parameters{}, "
       "{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step)\n"
       "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
-      lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(), cfg.threads,
+      lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(),
+      cudnn_benchmark ? " (cudnn benchmark)" : "", cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
       cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(),
       (train->streaming()    ? std::string("stream")

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "core/optim/amp.hpp"
+#include "core/optim/loss_scaler.hpp"
 #include "core/data/augment.hpp"
 #include "core/data/batch_maker.hpp"
 #include "core/config/config.hpp"
@@ -53,6 +53,7 @@ struct Session {
   std::unique_ptr<io::RankReader> train, val, test;  // val/test: null when off or absent
   AugmentOptions augment;
   Placement place;
+  bool cudnn_benchmark = false;  // set on GPUs by --train.cudnn-benchmark (not for ragged data)
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> trainable;  // the parameters the optimizer and reducer see (--model.freeze)
   std::unique_ptr<torch::optim::Optimizer> opt;

@@ -8,12 +8,6 @@
 
 namespace lockstep {
 
-int agreed_signal(const MpiRuntime& mpi) {
-  double sig = stop_signal::pending();
-  mpi.allreduce_max(&sig, 1);
-  return static_cast<int>(sig);
-}
-
 int exit_resumable(const MpiRuntime& mpi, Recorder& rec, int64_t step) {
   rec.wait_checkpoints();  // rank 0: the checkpoint is on disk (or this throws)
   rec.mark_resumable(step);

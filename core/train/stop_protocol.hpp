@@ -1,8 +1,9 @@
 // stop_protocol: how a signalled training run stops, wherever the signal finds it
 // (core/dist/stop_signal sets the flag; the Slurm templates requeue on RUN_DIR/resumable).
 // Collective, every rank, at the same points:
-// 1. agreed_signal(): one all-reduce, so every rank learns at the same boundary whether
-//    any rank was signalled (a step boundary, and after the last step's validation);
+// 1. the trainer's SignalVote (core/dist/signal_vote.hpp): every rank learns at the same
+//    step whether any rank was signalled — a vote posted at one step boundary and read at
+//    the next, no barrier per step — and, blocking, after the last step's validation;
 // 2. the caller saves the stop's checkpoint (or names one already saved at this step);
 // 3. exit_resumable(): rank 0 waits until that checkpoint is durable and writes
 //    RUN_DIR/resumable; no rank leaves before (a barrier); a further signal now exits 3
@@ -18,7 +19,6 @@ namespace lockstep {
 class MpiRuntime;
 class Recorder;
 
-int agreed_signal(const MpiRuntime& mpi);  // the first signal any rank received; 0: none
 int exit_resumable(const MpiRuntime& mpi, Recorder& rec, int64_t step);
 
 }  // namespace lockstep

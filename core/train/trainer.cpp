@@ -18,17 +18,16 @@
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/version_info.hpp"
-#include "core/optim/fused_step.hpp"
-#include "core/optim/optimizer.hpp"
-#include "core/train/objective.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/session.hpp"
+#include "core/train/step_runner.hpp"
 #include "core/train/step_timer.hpp"
 #include "core/train/stop_protocol.hpp"
 #include "core/train/fault_injection.hpp"
 #include "core/train/rank_spread.hpp"
 #include "core/train/run_rows.hpp"
 #include "core/train/train_state.hpp"
+#include "core/dist/signal_vote.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "core/model/torch_errors.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -71,7 +70,9 @@ class Trainer {
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
         inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
-        train_step(loader, step, epoch);
+        st_.set_lr(s_.schedule.at(st_.pos().step));
+        const StepOutput out = runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
+        window_.add_step(out.loss, out.correct);
         window_.add_times(Times{seconds_since(t0)});
         if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
         st_.advance_step(step + 1, s_.global_batch);
@@ -90,15 +91,15 @@ class Trainer {
           stop = true;
           break;
         }
-        // Every rank learns at the same step boundary whether any rank was signalled.
-        if (const int sig = agreed_signal(s_.mpi)) return stop_on_signal(sig);
+        // Every rank learns at the same step whether any rank was signalled (a step later).
+        if (const int sig = vote_.at_step(stop_signal::pending())) return stop_on_signal(sig);
       }
       end_epoch(epoch, stop);
       stop = stop || st_.stopped();
     }
     // A stop during the last validation (or its checkpoint): that checkpoint is the stop's;
     // the final test and the end row run when the job is resumed.
-    if (const int sig = agreed_signal(s_.mpi)) return stop_after_training(sig);
+    if (const int sig = vote_.now(stop_signal::pending())) return stop_after_training(sig);
     finish_run(st_.last_eval());
     rec_.wait_checkpoints();
     return kExitOk;
@@ -107,53 +108,6 @@ class Trainer {
  private:
   AllreduceSum sum() const {
     return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); };
-  }
-
-  // One optimizer step of ACCUM micro-batches.
-  void train_step(io::EpochLoader& loader, int64_t step, int64_t epoch) {
-    const int64_t batch = cfg_.batch_size, accum = cfg_.grad_accum;
-    st_.set_lr(s_.schedule.at(st_.pos().step));
-    set_lr(*s_.opt, st_.lr());
-    s_.opt->zero_grad();
-    timer_.begin_step();
-    torch::Tensor step_loss, step_correct;
-    for (int64_t a = 0; a < accum; ++a) {
-      const int64_t micro = step * accum + a;
-      const io::Batch* b = loader.next();
-      LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
-      const int64_t* records = b->labels.data();
-      torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
-      if (s_.augment.enabled())
-        x = augment_batch(x, s_.augment, io::mix_seed(cfg_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
-                                                      static_cast<uint64_t>(s_.mpi.rank())));
-      timer_.mark(Phase::kData);
-      Scored scored;
-      {
-        AutocastGuard autocast(cfg_.amp, s_.place.device);
-        scored = objective_(*s_.model, *s_.maker, x, records, batch);
-      }
-      timer_.mark(Phase::kForward);
-      s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
-      s_.scaler.scale(accum > 1 ? scored.loss / static_cast<double>(accum) : scored.loss).backward();
-      timer_.mark(Phase::kBackward);
-      const torch::Tensor loss = scored.loss, correct = scored.correct;
-      step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
-      step_correct = step_correct.defined() ? step_correct + correct : correct;
-    }
-    s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
-    if (s_.scaler.unscale_and_update(s_.trainable)) {
-      if (cfg_.clip_norm > 0) {
-        const torch::Tensor over =
-            (clip_grad_norm(s_.trainable, cfg_.clip_norm) > cfg_.clip_norm).to(torch::kLong);
-        clipped_ = clipped_.defined() ? clipped_ + over : over;  // read at log steps only
-      }
-      if (cfg_.fused_optimizer)
-        fused_step(*s_.opt, cfg_.optimizer);
-      else
-        s_.opt->step();
-    }
-    timer_.mark(Phase::kOptimizer);
-    window_.add_step(accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct);
   }
 
   void draw_progress(int64_t epoch, int64_t step_in_epoch) {
@@ -193,12 +147,13 @@ class Trainer {
       row.loss_scale = s_.scaler.current_scale();
       row.skipped_steps = s_.scaler.skipped();
     }
-    if (cfg_.clip_norm > 0) row.clipped_steps = clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0};
+    if (cfg_.clip_norm > 0) row.clipped_steps = runner_.clipped_steps();
   }
 
   void log_row(int64_t epoch, int64_t step_in_epoch) {
     const WindowStats w = close_window();
     MetricsRow row = base_row(RowKind::kTrain, epoch);
+    row.unix_time = unix_seconds();  // after the window's device work is done (close_window waits for it)
     const std::string spread = ranks_.observe(w.times, w.steps, &row);  // collective
     add_training(&row, w, w.times.samples_per_s(w.steps, s_.global_batch), sequence_);
     add_run_state(row);
@@ -269,7 +224,7 @@ class Trainer {
                            "a kill during it): evaluating now",
                            st_.pos().step));
     last_epoch_ = std::min<int64_t>(st_.pos().epoch, cfg_.epochs - 1);
-    if (const int sig = agreed_signal(s_.mpi)) return stop_after_training(sig);
+    if (const int sig = vote_.now(stop_signal::pending())) return stop_after_training(sig);
     // The final weights' validation again (its scores in the checkpoint have no loss), not
     // shown to the stop rule: the run is over.
     finish_run(s_.val ? evaluate_val() : EvalResult{});
@@ -381,15 +336,15 @@ class Trainer {
   Checkpointer& ck_;
   TrainState& st_;
   StepTimer timer_;
-  const Objective objective_{s_.manifest.spec, *s_.loss};
-  const bool sequence_ = objective_.sequence();  // CTC on sequence targets
+  StepRunner runner_{s_, timer_};  // the device step
+  const bool sequence_ = runner_.sequence();  // CTC on sequence targets
   LogWindow window_;
   RankMonitor ranks_;  // every rank's breakdown at log rows, stragglers
+  SignalVote vote_{s_.mpi};  // the stop-signal agreement, posted at one step, read at the next
   WindowStats run_;               // this process's steps, for the end row's throughput
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
   int64_t last_epoch_ = 0;
   int64_t last_eval_step_ = -1;
-  torch::Tensor clipped_;         // device counter of steps whose norm was clipped
   double first_step_unix_ = 0;    // wall clock when this process finished its first step
   Clock::time_point run_start_;
 };

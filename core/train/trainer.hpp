@@ -7,7 +7,8 @@
 // 2. Each step: data, forward, backward, gradient all-reduce (GradReducer), optimizer;
 //    the phases timed where they run (step_timer.hpp). Every --log-every steps one
 //    all-reduce of the log window gives the train row (epoch_stats.hpp).
-// 3. At every step boundary the ranks agree whether any was signalled: then a checkpoint
+// 3. At every step boundary each rank posts whether it was signalled and reads the vote
+//    posted a step earlier (signal_vote.hpp, no barrier per step): on a signal a checkpoint
 //    is made durable, every rank waits for it, and all exit 3 (resumable).
 // 4. At each epoch end (and when --max-steps stops the run): validation on the val
 //    split, the epoch row, best.ckpt, a checkpoint.

@@ -11,7 +11,7 @@
 #include "core/base/error.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/model/registry.hpp"
-#include "core/optim/amp.hpp"
+#include "core/optim/loss_scaler.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/train/checkpointer.hpp"
 #include "core/train/recorder.hpp"

@@ -82,16 +82,15 @@ TEST(MemoryFormat, WeightsLeaveInTheSameOrder) {
   EXPECT_EQ(b->named_parameters()["conv1.weight"].suggest_memory_format(), torch::MemoryFormat::ChannelsLast);  // one input channel
 }
 
-TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpusWithAmp) {
+TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpus) {
   auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, spec({1, 28, 28}, 10));
   auto mlp = make_model(ModelOptions{"mlp", 0.0, 4, 18}, spec({1, 28, 28}, 10));
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/false, /*amp=*/false));
-  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", true, false));
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", true, true));
-  EXPECT_FALSE(wants_channels_last(MemoryFormat::kContiguous, *cnn, "cnn", false, false));
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *cnn, "cnn", true, false));
-  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *mlp, "mlp", false, false));
-  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *mlp, "mlp", false, false),
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/false));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/true));  // float32 and AMP alike
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kContiguous, *cnn, "cnn", false));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *cnn, "cnn", true));
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *mlp, "mlp", false));
+  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *mlp, "mlp", false),
                         "--model.memory-format channels-last is for conv nets over images or clips (cnn, resnet, c3d, "
                         "r3d), not model mlp");
 }
@@ -112,14 +111,14 @@ TEST(MemoryFormat, NarrowStridedOneByOneConvsStayContiguousOnCpu) {
   EXPECT_EQ(channels_last_hazard(*wide), "");
   EXPECT_EQ(channels_last_hazard(*cnn), "");
   std::string note;
-  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", false, false, &note));
+  EXPECT_FALSE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", false, &note));
   EXPECT_EQ(note.rfind("model resnet runs contiguous (NCHW) on CPU, not channels-last: layer layer2_0.down_conv", 0), 0u)
       << note;
   note.clear();
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *wide, "resnet", false, false, &note));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *wide, "resnet", false, &note));
   EXPECT_EQ(note, "");
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", /*cuda=*/true, /*amp=*/true));
-  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", true, false));
-  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", false, false),
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *narrow, "resnet", /*cuda=*/true));
+  EXPECT_TRUE(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", true));
+  EXPECT_ERROR_CONTAINS(wants_channels_last(MemoryFormat::kChannelsLast, *narrow, "resnet", false),
                         "--model.memory-format channels-last on CPU: layer layer2_0.down_conv");
 }

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/base/error.hpp"
-#include "core/optim/amp.hpp"
+#include "core/optim/loss_scaler.hpp"
 #include "core/optim/loss.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
@@ -87,7 +87,7 @@ TEST(ClipGradNorm, ScalesTheGlobalNormDownToTheLimitOnly) {
 
 TEST(LossScaler, SkipsNonFiniteStepsHalvesAndGrows) {
   auto p = torch::zeros({2}).requires_grad_(true);
-  LossScaler s(true, 1024.0, /*growth_interval=*/2);
+  LossScaler s(true, torch::kCPU, 1024.0, /*growth_interval=*/2);
   EXPECT_DOUBLE_EQ(s.scale(torch::tensor(1.0f)).item<double>(), 1024.0);
   p.mutable_grad() = torch::tensor({2048.0f, 1024.0f});
   EXPECT_TRUE(s.unscale_and_update({p}));

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The GPU report (issue 32): one command on a GPU machine, in stages of under 9 minutes.
+#   tests  gpu_tests and tests/gpu/gpu_e2e.sh (GPU == CPU, fp16, resume, no host sync)
+#   quick  tests, then lockstep vs the PyTorch anchor (bench/gpu_anchor.py: eager NCHW,
+#          channels_last, channels_last + whole-step CUDA graph, + torch.compile) on the
+#          reference CNN at batch 64 and 256 (fp32) and ResNet-18 224x224 batch 256 in bf16
+#   full   ResNet-18 batch 256 in fp32 and fp16 against every anchor mode, and lockstep's
+#          levers one at a time off in bf16 (fused optimizer, channels-last, cuDNN benchmark)
+# Writes gpu-report.md (one dated table naming the GPU, for docs/gpu.md) and every log under
+# GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
+# exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
+#
+# On a GPU machine with torch but no MPI/HDF5/Boost (docs/gpu.md): build here, then
+#   bash ../shared/gpu/pack.sh build/lockstep build/tests/gpu_tests
+#   (GPU machine, checkout root)  . .gpu/env.sh && bash bench/gpu.sh quick
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STAGE=${1:-quick}
+case $STAGE in tests | quick | full) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full]" >&2; exit 2 ;; esac
+OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
+WORK=${GPU_WORK:-/tmp/lockstep-gpu}
+PY=${LOCKSTEP_PYTHON:-python3}
+LOCKSTEP=$(command -v lockstep || echo "$ROOT/build/lockstep")
+GPU_TESTS=$(command -v gpu_tests || echo "$ROOT/build/tests/gpu_tests")
+MPIEXEC=$(command -v mpirun || echo mpirun)
+say() { echo "[gpu.sh $(date +%H:%M:%S)] $*"; }
+if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  say "skipped: no GPU (torch sees none here); nothing measured"
+  exit 0
+fi
+mkdir -p "$OUTDIR" "$WORK"
+exec > >(tee -a "$OUTDIR/gpu.log") 2>&1
+[ -x "$LOCKSTEP" ] || { say "error: no lockstep binary (PATH or build/lockstep)"; exit 1; }
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || "$PY" -c 'import torch; print(torch.cuda.get_device_name())')
+REPORT=$OUTDIR/gpu-report.md
+if [ ! -f "$REPORT" ]; then
+  {
+    echo "## GPU report: $GPU, $(date -u +%Y-%m-%d)"
+    echo
+    echo "lockstep $("$LOCKSTEP" --version 2>/dev/null | head -1), $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'), $(nproc) cores."
+    echo "1 rank (NCCL backend). Throughput: wall clock between log rows (lockstep), CUDA events (PyTorch);"
+    echo "steady state after warm-up. bench/gpu.sh $STAGE."
+    echo
+  } >"$REPORT"
+fi
+say "GPU: $GPU; report: $REPORT"
+
+# --- 1. the GPU tests ------------------------------------------------------------------------
+tests_line=()
+if [ -x "$GPU_TESTS" ]; then
+  if "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUTDIR/gpu_tests.txt" || true
+else
+  tests_line+=("gpu_tests not found (pack it: pack.sh build/lockstep build/tests/gpu_tests)")
+fi
+if bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1; then
+  tests_line+=("gpu_e2e passed")
+else
+  tests_line+=("gpu_e2e FAILED: $(grep -m1 '^FAIL' "$OUTDIR/gpu_e2e.txt" || tail -1 "$OUTDIR/gpu_e2e.txt")")
+fi
+grep -E '^(ok|FAIL|GPU vs CPU|fp16:)' "$OUTDIR/gpu_e2e.txt" || true
+say "tests: ${tests_line[*]}"
+printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
+[ "$STAGE" = tests ] && exit 0
+
+# --- 2. data (synthetic, made here: the GPU machines have no datasets) -----------------------
+make_data() {  # make_data NAME N C H W CLASSES
+  [ -f "$WORK/$1/manifest.json" ] && return
+  say "data: $1 ($2 samples $3x$4x$5)"
+  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" >/dev/null
+  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --shards 8 --name "$1" --val-fraction 0 \
+    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+}
+make_data img28 16384 1 28 28 10
+make_data img224 8192 3 224 224 100
+
+# FLOPs per sample of each architecture, counted once by PyTorch (the anchor's first line).
+flops() {  # flops MODEL H5
+  "$PY" - "$1" "$WORK/$2.h5" <<'PY'
+import sys, torch, h5py, numpy as np
+sys.path.insert(0, "bench")
+from gpu_anchor import make_model, flops_per_sample
+with h5py.File(sys.argv[2]) as f:
+    x = torch.from_numpy(np.asarray(f["samples"][:8])).float().cuda()
+    y = torch.from_numpy(f["labels"][:8].astype(np.int64)).cuda()
+    classes = int(np.asarray(f["labels"][:]).max()) + 1
+m = make_model(sys.argv[1], x.shape[1], classes).cuda()
+print(flops_per_sample(m, x, y))
+PY
+}
+cd "$ROOT"
+FLOPS_CNN=$(flops cnn img28)
+FLOPS_R18=$(flops resnet18 img224)
+
+# --- 3. runs ------------------------------------------------------------------------------------
+util_start() { nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 200 >"$1" 2>/dev/null & UTIL_PID=$!; }
+util_stop() { kill "$UTIL_PID" 2>/dev/null || true; wait "$UTIL_PID" 2>/dev/null || true; }
+
+lockstep_run() {  # lockstep_run NAME DATA MODEL FLOPS DTYPE BATCH STEPS [ARGS...]
+  local name=$1 data=$2 model=$3 fl=$4 dtype=$5 batch=$6 steps=$7; shift 7
+  local run=$WORK/runs/$name amp=none
+  [ "$dtype" != fp32 ] && amp=$dtype
+  rm -rf "$run"
+  util_start "$WORK/util-$name.csv"
+  "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
+    --max-steps "$steps" --log-every $((steps / 10)) --epochs 100000 --data.val-split none --data.test-split none \
+    --run-dir "$run" --threads 4 "$@" >"$OUTDIR/run-$name.txt" 2>&1 || say "$name: exit $? (see run-$name.txt)"
+  util_stop
+  "$PY" "$ROOT/bench/gpu_report.py" lockstep "lockstep $name" "$run" "$WORK/util-$name.csv" "$fl" "$dtype" "$GPU" |
+    tee -a "$REPORT.rows"
+}
+
+anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS
+  local name=$1
+  util_start "$WORK/util-$name.csv"
+  "$PY" "$ROOT/bench/gpu_anchor.py" --h5 "$WORK/$2.h5" --model "$3" --dtype "$4" --batch "$5" --mode "$6" \
+    --steps "$7" >"$OUTDIR/anchor-$name.json" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
+  util_stop
+  "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$4" "$GPU" |
+    tee -a "$REPORT.rows"
+}
+
+table() {  # table TITLE: the rows measured since the last table
+  { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo; } >>"$REPORT"
+  rm -f "$REPORT.rows"
+}
+
+if [ "$STAGE" = quick ]; then
+  for b in 64 256; do
+    say "reference CNN, batch $b, fp32"
+    lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" 400
+    for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" 300; done
+    table "Reference CNN (28x28x1), batch $b, fp32"
+  done
+  say "ResNet-18 224x224, batch 256, bf16"
+  lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
+  for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
+  table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
+else
+  for dtype in fp32 fp16; do
+    say "ResNet-18 224x224, batch 256, $dtype"
+    lockstep_run "r18-$dtype" img224 resnet "$FLOPS_R18" "$dtype" 256 120
+    for mode in eager channels_last graph compile; do anchor_run "r18-$dtype-$mode" img224 resnet18 "$dtype" 256 "$mode" 60; done
+    table "ResNet-18 (224x224x3, 100 classes), batch 256, $dtype"
+  done
+  say "ResNet-18 bf16: lockstep's levers one at a time off"
+  lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
+  lockstep_run r18-bf16-no-fused img224 resnet "$FLOPS_R18" bf16 256 120 --train.fused-optimizer false
+  lockstep_run r18-bf16-nchw img224 resnet "$FLOPS_R18" bf16 256 120 --model.memory-format contiguous
+  lockstep_run r18-bf16-no-cudnn-bench img224 resnet "$FLOPS_R18" bf16 256 120 --train.cudnn-benchmark false
+  table "ResNet-18 bf16 batch 256: each lever off"
+fi
+say "done: $REPORT"
+cat "$REPORT"

@@ -1,0 +1,54 @@
+// loss_scaler: dynamic loss scaling for fp16 (--train.amp fp16), kept on the device.
+//
+// 1. the loss is multiplied by the scale before backward (gradients are scaled too, and
+//    the all-reduce averages them scaled);
+// 2. after the all-reduce, gradients are unscaled and checked in one multi-tensor kernel
+//    (_amp_foreach_non_finite_check_and_unscale_): any inf/NaN sets found-inf, the step is
+//    skipped and counted, and the scale halves (never below 1);
+// 3. after GROWTH_INTERVAL finite steps in a row the scale doubles (_amp_update_scale_).
+// Scale, growth count, found-inf and the skip count are tensors on the gradients' device,
+// as torch's GradScaler keeps them: nothing is read on the host in the step.
+// - unscale_and_update_async() returns found-inf for the fused optimizers, whose kernels skip
+//   the update on the device when it is set (fused_step.hpp);
+// - unscale_and_update() reads it on the host instead (one sync per step), for the paths that
+//   must know before they step: torch::optim's per-parameter step (--train.fused-optimizer
+//   false) and Adam/AdamW, whose step count torch::optim keeps on the host.
+// current_scale(), skipped() and state() read the device: log rows and checkpoints only.
+// The gradients are identical on every rank after the all-reduce, so every rank makes the
+// same decision without another collective. bf16 has float32's range: no scaling.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace lockstep {
+
+class LossScaler {
+ public:
+  explicit LossScaler(bool enabled, torch::Device device = torch::kCPU, double init_scale = 65536.0,
+                      int64_t growth_interval = 2000);
+  bool enabled() const { return enabled_; }
+  torch::Tensor scale(const torch::Tensor& loss) const { return enabled_ ? loss * scale_ : loss; }
+  // Unscales the gradients of PARAMS in place and updates the scale, on the device. Returns
+  // found-inf (a 0-dim float tensor, 1: skip this step); undefined when disabled or when no
+  // parameter has a gradient.
+  torch::Tensor unscale_and_update_async(const std::vector<torch::Tensor>& params);
+  // The same, decided on the host: true when the step may run.
+  bool unscale_and_update(const std::vector<torch::Tensor>& params);
+  double current_scale() const;
+  int64_t skipped() const;
+  // For checkpoints: (scale, finite steps since the last change, skipped steps).
+  std::vector<double> state() const;
+  void load_state(const std::vector<double>& s);
+
+ private:
+  bool enabled_;
+  int64_t growth_interval_;
+  torch::Tensor scale_;    // float32, 0-dim
+  torch::Tensor growth_;   // int32, 0-dim: finite steps since the last change
+  torch::Tensor skipped_;  // int64, 0-dim
+};
+
+}  // namespace lockstep

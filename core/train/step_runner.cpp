@@ -1,0 +1,109 @@
+// step_runner: see step_runner.hpp.
+#include "core/train/step_runner.hpp"
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "core/base/error.hpp"
+#include "core/data/augment.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/optim/amp.hpp"
+#include "core/optim/fused_step.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/train/session.hpp"
+#include "core/train/step_timer.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/loader/sample_order.hpp"
+
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace lockstep {
+
+namespace {
+
+// --debug.sync-check: c10's sync debug mode as an error for the scope of one step (the
+// loop's own reads at log rows, evaluations and checkpoints stay allowed).
+class SyncCheckScope {
+ public:
+  explicit SyncCheckScope(bool on) : on_(on) {
+#ifdef LOCKSTEP_HAVE_CUDA
+    if (on_) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+#endif
+  }
+  ~SyncCheckScope() {
+#ifdef LOCKSTEP_HAVE_CUDA
+    if (on_) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+#endif
+  }
+  SyncCheckScope(const SyncCheckScope&) = delete;
+  SyncCheckScope& operator=(const SyncCheckScope&) = delete;
+
+ private:
+  bool on_;
+};
+
+}  // namespace
+
+StepRunner::StepRunner(Session& s, StepTimer& timer)
+    : s_(s), timer_(timer), objective_(s.manifest.spec, *s.loss) {}
+
+StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
+  const Config& cfg = s_.cfg;
+  const int64_t batch = cfg.batch_size, accum = cfg.grad_accum;
+  const SyncCheckScope sync_check(s_.place.device.is_cuda() && cfg.sync_check > 0 && global_step + 1 >= cfg.sync_check);
+  set_lr(*s_.opt, lr);
+  s_.opt->zero_grad();
+  timer_.begin_step();
+  torch::Tensor step_loss, step_correct;
+  for (int64_t a = 0; a < accum; ++a) {
+    const int64_t micro = step * accum + a;
+    const io::Batch* b = loader.next();
+    LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
+    const int64_t* records = b->labels.data();
+    torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
+    if (s_.augment.enabled())
+      x = augment_batch(x, s_.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                                    static_cast<uint64_t>(s_.mpi.rank())));
+    timer_.mark(Phase::kData);
+    Scored scored;
+    {
+      AutocastGuard autocast(cfg.amp, s_.place.device);
+      scored = objective_(*s_.model, *s_.maker, x, records, batch);
+    }
+    timer_.mark(Phase::kForward);
+    s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
+    s_.scaler.scale(accum > 1 ? scored.loss / static_cast<double>(accum) : scored.loss).backward();
+    timer_.mark(Phase::kBackward);
+    step_loss = step_loss.defined() ? step_loss + scored.loss.detach() : scored.loss.detach();
+    step_correct = step_correct.defined() ? step_correct + scored.correct : scored.correct;
+  }
+  s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
+  // fp16: SGD's fused kernel skips an overflowing step on the device; torch::optim's step and
+  // Adam's host step count need the decision on the host (loss_scaler.hpp).
+  torch::Tensor found_inf;
+  bool step_now = true;
+  if (cfg.fused_optimizer && cfg.optimizer == OptimizerKind::kSgd)
+    found_inf = s_.scaler.unscale_and_update_async(s_.trainable);
+  else
+    step_now = s_.scaler.unscale_and_update(s_.trainable);
+  if (step_now) {
+    if (cfg.clip_norm > 0) {
+      torch::Tensor over = (clip_grad_norm(s_.trainable, cfg.clip_norm) > cfg.clip_norm).to(torch::kLong);
+      if (found_inf.defined()) over = over * found_inf.eq(0).to(torch::kLong);  // a skipped step is not clipped
+      clipped_ = clipped_.defined() ? clipped_ + over : over;
+    }
+    if (cfg.fused_optimizer)
+      fused_step(*s_.opt, cfg.optimizer, found_inf.defined() ? &found_inf : nullptr);
+    else
+      s_.opt->step();
+  }
+  timer_.mark(Phase::kOptimizer);
+  return StepOutput{accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct};
+}
+
+int64_t StepRunner::clipped_steps() const { return clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0}; }
+
+}  // namespace lockstep

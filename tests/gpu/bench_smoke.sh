@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU report's scripts, run on the CPU (CI) so the first GPU session does not find their
+# bugs: bench/gpu_data.py makes data lockstep imports; bench/gpu_report.py reads a lockstep
+# run's rows into a table row (wall-clock throughput from the rows' unix_time); the PyTorch
+# anchor bench/gpu_anchor.py runs each mode with --device cpu (graph mode says it needs a GPU)
+# and its JSON becomes a row. Nothing here is a measurement.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
+source "$ROOT/tests/e2e/common.sh" "$@"
+
+"$PYTHON" "$ROOT/bench/gpu_data.py" img.h5 512 1 28 28 10 >/dev/null
+expect_rc 0 "$LOCKSTEP" shard --input hdf5:img.h5 --output data --shards 2 --name smoke --val-fraction 0
+expect_rc 0 "$LOCKSTEP" train --data data --batch-size 16 --max-steps 40 --log-every 4 --epochs 100 \
+  --data.val-split none --data.test-split none --run-dir run
+row=$("$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep cnn" run /dev/null 1e6 fp32 cpu)
+echo "$row"
+echo "$row" | grep -Eq '^\| lockstep cnn \| [0-9]+ \| [0-9]+ \| n/a \| n/a \| [0-9.]+% \|$' || fail "report row: $row"
+pass "a lockstep run's rows become a report row"
+
+"$PYTHON" "$ROOT/bench/gpu_data.py" rgb.h5 64 3 32 32 10 >/dev/null
+for spec in cnn:img.h5:fp32:eager cnn:img.h5:fp32:channels_last cnn:img.h5:fp32:graph resnet18:rgb.h5:bf16:eager; do
+  IFS=: read -r model h5 dtype mode <<<"$spec"
+  expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 "$h5" --model "$model" --dtype "$dtype" --mode "$mode" \
+    --batch 8 --steps 3 --warmup 1 --device cpu
+  tail -1 "$WORK/out.txt" >"anchor-$model-$mode.json"
+  "$PYTHON" - "anchor-$model-$mode.json" "$mode" <<'PY' || fail "anchor $spec: $(cat "$WORK/out.txt")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+if sys.argv[2] == "graph":
+    assert r["skipped"] == "CUDA graphs need a GPU", r
+else:
+    assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0 and r["t_end"] > r["t_start"], r
+PY
+  row=$("$PYTHON" "$ROOT/bench/gpu_report.py" pytorch "pytorch $model $mode" "anchor-$model-$mode.json" /dev/null "$dtype" cpu)
+  echo "$row" | grep -Eq "^\| pytorch $model $mode \| ([0-9]+|skipped: CUDA graphs need a GPU) \|" || fail "report row: $row"
+done
+pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
+GPU_REPORT_DIR=$WORK/report bash "$ROOT/bench/gpu.sh" tests | grep -q "skipped: no GPU" || fail "bench/gpu.sh without a GPU should say so"
+pass "bench/gpu.sh without a GPU says so and exits 0"
+echo "gpu bench smoke: all passed"
