@@ -62,7 +62,7 @@ void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape,
     throw UsageError("--data.time-jitter shifts video clips [C,T,H,W]; " + has);
 }
 
-torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed) {
+torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed, const Uploader& upload) {
   if (!opt.enabled()) return x;
   LOCKSTEP_REQUIRE(x.dim() == 4 || x.dim() == 5, "augmentation needs [N, C, H, W] or [N, C, T, H, W] batches, got " +
                                                      std::to_string(x.dim()) + "-d");
@@ -98,9 +98,8 @@ torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, u
       std::copy(box.begin(), box.end(), boxes.begin() + 4 * i);
     }
   }
-  const auto on = [&](std::vector<int64_t>& v, int64_t len) {
-    return torch::from_blob(v.data(), {n, len}, torch::kLong).to(x.device());
-  };
+  const auto to_x = [&](const torch::Tensor& host) { return upload ? upload(host) : host.to(x.device()); };
+  const auto on = [&](std::vector<int64_t>& v, int64_t len) { return to_x(torch::from_blob(v.data(), {n, len}, torch::kLong)); };
   torch::Tensor y = x;
   if (p > 0 || opt.hflip) {
     const int64_t d = x.dim();
@@ -112,8 +111,8 @@ torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, u
   if (opt.brightness > 0 || opt.contrast > 0) {
     std::vector<int64_t> view(static_cast<size_t>(x.dim()), 1);
     view[0] = n;
-    const torch::Tensor c = torch::from_blob(scale.data(), {n}, torch::kFloat).to(x.device(), x.scalar_type()).view(view);
-    const torch::Tensor b = torch::from_blob(shift.data(), {n}, torch::kFloat).to(x.device(), x.scalar_type()).view(view);
+    const torch::Tensor c = to_x(torch::from_blob(scale.data(), {n}, torch::kFloat)).to(x.scalar_type()).view(view);
+    const torch::Tensor b = to_x(torch::from_blob(shift.data(), {n}, torch::kFloat)).to(x.scalar_type()).view(view);
     std::vector<int64_t> dims;
     for (int64_t k = 1; k < x.dim(); ++k) dims.push_back(k);
     const torch::Tensor mean = y.mean(dims, /*keepdim=*/true);

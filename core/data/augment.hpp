@@ -20,6 +20,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ struct AugmentOptions {
 // [C,H,W] or clips [C,T,H,W]; time jitter needs clips).
 void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape, const std::string& data);
 
-torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed);
+// The batch's random draws (crop offsets, flips, shifts, boxes) are made on the host from
+// SEED and sent to X's device by UPLOAD (the trainer's: BatchMaker::upload, non_blocking
+// through the staging ring; empty: a plain .to(), as tests and the CPU need).
+using Uploader = std::function<torch::Tensor(const torch::Tensor&)>;
+torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed,
+                            const Uploader& upload = {});
 
 }  // namespace lockstep

@@ -1,7 +1,12 @@
 // batch_maker: raw samples (any shard dtype) -> normalised float32 tensors on the device,
-// using the per-channel mean/std stored in the dataset's manifest. On a GPU the raw bytes
-// go through a pinned host buffer (a DMA copy, not a pageable one); the copy is
-// synchronous, so the buffer can be reused at once.
+// using the per-channel mean/std stored in the dataset's manifest.
+// On a GPU every upload (samples, labels, lengths, CTC targets) goes through a ring of
+// pinned host buffers (staging_ring.hpp) with non_blocking=true: the host queues the copy
+// and goes on, a buffer is written again only after its copy has completed, and samples
+// travel in their stored dtype (uint8 images: a quarter of float32's bytes) and are
+// converted and normalised on the device. The copies run on the compute stream (no
+// separate copy stream, no batch ahead yet: issue 32). On the CPU the conversion reads
+// the loader's buffer directly; the arithmetic is the same on both.
 //
 // Sequences (shard format v2): a ragged batch is cut to its longest sample's length and
 // every padded step is zero after normalisation; sequence targets become CTC's inputs.
@@ -9,6 +14,9 @@
 
 #include <torch/types.h>
 
+#include <memory>
+
+#include "core/data/staging_ring.hpp"
 #include "io/dataset/shard_format.hpp"
 
 namespace lockstep {
@@ -21,7 +29,10 @@ struct SequenceTargets {
 
 class BatchMaker {
  public:
-  BatchMaker(const io::DatasetSpec& spec, torch::Device device);
+  // STAGE: uploads go through the staging rings (the default on a GPU). On the CPU it is for
+  // tests: the same path with plain memory and fences that are done at once.
+  BatchMaker(const io::DatasetSpec& spec, torch::Device device, bool stage);
+  BatchMaker(const io::DatasetSpec& spec, torch::Device device) : BatchMaker(spec, device, device.is_cuda()) {}
   // N samples at RAW (spec.sample_bytes() each) -> [N, sample_shape...] float32, normalised.
   // Ragged data needs the samples' RECORDS: the time axis is cut to the batch's longest
   // sample and padding zeroed.
@@ -36,12 +47,15 @@ class BatchMaker {
   }
   SequenceTargets targets(const int64_t* records, int64_t n) const;
   torch::Device device() const { return device_; }
+  // HOST (on the CPU, any layout) to the device: staged, through a ring slot, non_blocking
+  // (HOST may be freed on return); else HOST itself on the CPU.
+  torch::Tensor upload(const torch::Tensor& host) const;
 
  private:
   io::DatasetSpec spec_;
   torch::Device device_;
   torch::Tensor mean_, inv_std_;  // [1, C, 1, ...] on the device
-  mutable torch::Tensor staging_;  // CUDA: pinned host buffer the batch is copied from
+  mutable std::unique_ptr<StagingRing> batches_, small_;  // staged only: sample batches, the rest
 };
 
 }  // namespace lockstep

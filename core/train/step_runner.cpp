@@ -65,8 +65,10 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
     const int64_t* records = b->labels.data();
     torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
     if (s_.augment.enabled())
-      x = augment_batch(x, s_.augment, io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
-                                                    static_cast<uint64_t>(s_.mpi.rank())));
+      x = augment_batch(x, s_.augment,
+                        io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                     static_cast<uint64_t>(s_.mpi.rank())),
+                        [this](const torch::Tensor& host) { return s_.maker->upload(host); });
     timer_.mark(Phase::kData);
     Scored scored;
     {

@@ -1,0 +1,54 @@
+// staging_ring: the host buffers a batch goes through on its way to a GPU, reused only once
+// the device has finished copying out of them.
+//
+// A copy from pinned host memory with non_blocking=true returns before the DMA has run; the
+// buffer must not be written again until it has. Each slot carries a fence recorded on the
+// copying stream after the copy is issued: acquire() hands out the oldest slot, waiting for
+// its fence only if that copy is still in flight (it was issued SLOTS batches ago, so it
+// normally is long done: no host sync in a steady step). The fence is an interface so that
+// the reuse rule is tested on the CPU with a fake one (tests/unit/data/test_staging_ring.cpp);
+// BatchMaker gives CUDA events on a GPU.
+//   ring.acquire(bytes) -> a buffer; write it; issue the copies from it; ring.release();
+// One batch at a time: acquire, then release, then the next acquire.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace lockstep {
+
+class Fence {
+ public:
+  virtual ~Fence() = default;
+  virtual void record() = 0;       // after the copies out of the slot are issued
+  virtual bool done() const = 0;   // those copies have completed (never waits)
+  virtual void wait() = 0;         // blocks until they have
+};
+
+class StagingRing {
+ public:
+  // SLOTS buffers; ALLOC(bytes) makes one (pinned memory on a GPU), FENCE() a fence.
+  StagingRing(size_t slots, std::function<std::shared_ptr<void>(size_t)> alloc,
+              std::function<std::unique_ptr<Fence>()> fence);
+  void* acquire(size_t bytes);
+  void release();
+  int64_t waits() const { return waits_; }  // acquires that found their slot's copy in flight
+
+ private:
+  struct Slot {
+    std::shared_ptr<void> memory;
+    size_t bytes = 0;
+    std::unique_ptr<Fence> fence;  // null until the slot's first release
+  };
+  std::vector<Slot> slots_;
+  std::function<std::shared_ptr<void>(size_t)> alloc_;
+  std::function<std::unique_ptr<Fence>()> make_fence_;
+  size_t next_ = 0;
+  bool held_ = false;
+  int64_t waits_ = 0;
+};
+
+}  // namespace lockstep
