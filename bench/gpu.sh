@@ -10,9 +10,9 @@
 # GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
 # exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
 #
-# On a GPU machine with torch but no MPI/HDF5/Boost (docs/gpu.md): build here, then
-#   bash ../shared/gpu/pack.sh build/lockstep build/tests/gpu_tests
-#   (GPU machine, checkout root)  . .gpu/env.sh && bash bench/gpu.sh quick
+# On a GPU machine with torch but no MPI/HDF5/Boost (docs/gpu.md): here, bash bench/gpu_build.sh
+# (a build without video import, bundled into .gpu/ by ../shared/gpu/pack.sh); there, from the
+# checkout root:  . .gpu/env.sh && bash bench/gpu.sh quick
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
@@ -51,7 +51,7 @@ if [ -x "$GPU_TESTS" ]; then
   if "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUTDIR/gpu_tests.txt" || true
 else
-  tests_line+=("gpu_tests not found (pack it: pack.sh build/lockstep build/tests/gpu_tests)")
+  tests_line+=("gpu_tests not found (bench/gpu_build.sh bundles it)")
 fi
 if bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1; then
   tests_line+=("gpu_e2e passed")

@@ -62,6 +62,17 @@ void check_options(const ImportSpec& spec) {
 
 }  // namespace
 
+void parse_frame_size(const std::string& text, VideoOptions* opt) {
+  const auto x = text.find('x');
+  const std::string h = text.substr(0, x), w = x == std::string::npos ? "" : text.substr(x + 1);
+  auto ok = [](const std::string& s) {
+    return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) > 0;
+  };
+  if (!ok(h) || !ok(w)) throw UsageError("--frame-size must be HxW (e.g. 112x112), not '" + text + "'");
+  opt->height = std::stoi(h);
+  opt->width = std::stoi(w);
+}
+
 OpenedImport open_import(ImportSpec& spec) {
   check_options(spec);
   ImportOptions& opt = spec.options;
@@ -91,7 +102,14 @@ OpenedImport open_import(ImportSpec& spec) {
     } else if (kind == "video") {
       VideoOptions video = spec.video;
       video.group_column = spec.csv.group_column;
+#ifdef LOCKSTEP_WITH_VIDEO
       out.inputs = open_video(split_files, video, opt.class_names, &names, &files);  // the videos are inputs too
+#else
+      (void)video;
+      throw UsageError("--input " + spec.input + ": this lockstep was built without video support "
+                       "(cmake -DLOCKSTEP_WITH_VIDEO=OFF, as the GPU bundle is): import videos with a full build "
+                       "and copy the dataset");
+#endif
     } else if (kind == "audio") {
       out.inputs = open_audio(split_files, &files);  // the WAVs are inputs too: a changed one re-imports
     } else {

@@ -38,4 +38,8 @@ struct OpenedImport {
 // (naming the file).
 OpenedImport open_import(ImportSpec& spec);
 
+// Parses --frame-size "HxW" (e.g. 112x112) into OPT; throws UsageError naming --frame-size.
+// (Here, not in video_import: a build without video support still parses its options.)
+void parse_frame_size(const std::string& text, VideoOptions* opt);
+
 }  // namespace lockstep::io

@@ -291,17 +291,6 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
 
 }  // namespace
 
-void parse_frame_size(const std::string& text, VideoOptions* opt) {
-  const auto x = text.find('x');
-  const std::string h = text.substr(0, x), w = x == std::string::npos ? "" : text.substr(x + 1);
-  auto ok = [](const std::string& s) {
-    return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) > 0;
-  };
-  if (!ok(h) || !ok(w)) throw UsageError("--frame-size must be HxW (e.g. 112x112), not '" + text + "'");
-  opt->height = std::stoi(h);
-  opt->width = std::stoi(w);
-}
-
 std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std::string>>& split_files,
                                    const VideoOptions& opt, const std::vector<std::string>& class_names,
                                    std::vector<std::string>* names, std::vector<std::string>* files) {

@@ -49,8 +49,6 @@ struct VideoOptions {
   int threads = 0;             // decoding threads, 0: every core
 };
 
-// Parses "HxW" (e.g. 112x112) into OPT; throws UsageError naming --frame-size.
-void parse_frame_size(const std::string& text, VideoOptions* opt);
 
 // SPLIT_FILES: (split, labels CSV) pairs; the first (train) gets --val-fraction and
 // defines the classes unless CLASS_NAMES is given. *NAMES gets the class names; every
