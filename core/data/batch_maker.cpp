@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 
 #include "core/base/error.hpp"
 
@@ -66,28 +67,26 @@ BatchMaker::BatchMaker(const io::DatasetSpec& spec, torch::Device device, bool s
   for (int64_t c = 0; c < channels; ++c) inv[c] = static_cast<float>(1.0 / spec.std[c]);
   mean_ = torch::tensor(mean).view(shape).to(device);
   inv_std_ = torch::tensor(inv).view(shape).to(device);
-  if (stage && !device.is_cuda()) {
-    const auto alloc = [](size_t bytes) {
-      return std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
-    };
-    const auto fence = [] { return std::make_unique<DoneFence>(); };
-    batches_ = std::make_unique<StagingRing>(kBatchSlots, alloc, fence);
-    small_ = std::make_unique<StagingRing>(kSmallSlots, alloc, fence);
-  }
+  if (!stage) return;
+  // The CPU (tests): plain memory, copies complete on return. A GPU: pinned memory, CUDA events.
+  std::function<std::shared_ptr<void>(size_t)> alloc = [](size_t bytes) {
+    return std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
+  };
+  std::function<std::unique_ptr<Fence>()> fence = [] { return std::make_unique<DoneFence>(); };
+  if (device.is_cuda()) {
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (stage && device.is_cuda()) {
-    const auto alloc = [](size_t bytes) {
+    alloc = [](size_t bytes) {
       auto t = std::make_shared<torch::Tensor>(torch::empty(
           {static_cast<int64_t>(bytes)}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true)));
       return std::shared_ptr<void>(t, t->data_ptr());
     };
-    const c10::DeviceIndex index = device.index();
-    const auto fence = [index] { return std::make_unique<CudaFence>(index); };
-    batches_ = std::make_unique<StagingRing>(kBatchSlots, alloc, fence);
-    small_ = std::make_unique<StagingRing>(kSmallSlots, alloc, fence);
-  }
+    fence = [index = device.index()] { return std::make_unique<CudaFence>(index); };
+#else
+    LOCKSTEP_REQUIRE(false, "this build has no CUDA support for device " + device.str());
 #endif
-  LOCKSTEP_REQUIRE(!stage || batches_, "this build has no CUDA support for device " + device.str());
+  }
+  batches_ = std::make_unique<StagingRing>(kBatchSlots, alloc, fence);
+  small_ = std::make_unique<StagingRing>(kSmallSlots, alloc, fence);
 }
 
 torch::Tensor BatchMaker::upload(const torch::Tensor& host) const {

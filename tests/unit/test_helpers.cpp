@@ -28,6 +28,20 @@ io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes) {
   return s;
 }
 
+io::DatasetSpec speech_spec() {
+  io::DatasetSpec s;
+  s.name = "speech";
+  s.sample_shape = {3, 20};
+  s.dtype = io::DType::kFloat32;
+  s.labeled = false;
+  s.ragged = true;
+  s.max_target_length = 4;
+  s.tokens = {" ", "a", "b"};
+  s.mean = {1.0, 1.0, 1.0};
+  s.std = {2.0, 2.0, 2.0};
+  return s;
+}
+
 io::DatasetSpec tiny_spec(int64_t classes) {
   io::DatasetSpec s;
   s.name = "tiny";

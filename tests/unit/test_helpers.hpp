@@ -20,6 +20,10 @@ io::DatasetSpec tiny_spec(int64_t classes = 3);
 // A spec of float samples of SHAPE with CLASSES classes, named "t" (for building models).
 io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes);
 
+// A ragged sequence spec with CTC targets: float [3, 20] (3 channels, 20 time steps), at most
+// 4 target tokens of " ", "a", "b", mean 1 and std 2 in every channel.
+io::DatasetSpec speech_spec();
+
 // N samples of SPEC with deterministic content; labels i % classes.
 void tiny_data(const io::DatasetSpec& spec, int64_t n, std::vector<unsigned char>* samples,
                std::vector<int64_t>* labels);

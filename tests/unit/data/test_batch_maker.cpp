@@ -10,6 +10,7 @@
 
 #include "core/data/augment.hpp"
 #include "core/data/batch_maker.hpp"
+#include "test_helpers.hpp"
 
 using namespace lockstep;
 
@@ -74,15 +75,8 @@ TEST(BatchMaker, StagedClipsEqualDirectOnesBitForBit) {
 }
 
 TEST(BatchMaker, StagedSequencesEqualDirectOnesBitForBit) {
-  io::DatasetSpec s;
-  s.name = "speech";
-  s.sample_shape = {3, 20};
-  s.dtype = io::DType::kFloat32;
-  s.labeled = false;
-  s.ragged = true;
-  s.max_target_length = 4;
-  s.tokens = {" ", "a", "b"};
-  s.mean = {1.0, 0.5, -1.0};
+  io::DatasetSpec s = lockstep::testing::speech_spec();
+  s.mean = {1.0, 0.5, -1.0};  // per channel, so a channel mix-up shows
   s.std = {2.0, 3.0, 0.5};
   const BatchMaker direct(s, torch::kCPU, false), staged(s, torch::kCPU, true);
   torch::manual_seed(3);

@@ -9,24 +9,7 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
-
-namespace {
-
-io::DatasetSpec speech_spec() {
-  io::DatasetSpec s;
-  s.name = "speech";
-  s.sample_shape = {3, 20};
-  s.dtype = io::DType::kFloat32;
-  s.labeled = false;
-  s.ragged = true;
-  s.max_target_length = 4;
-  s.tokens = {" ", "a", "b"};
-  s.mean = {1.0, 1.0, 1.0};
-  s.std = {2.0, 2.0, 2.0};
-  return s;
-}
-
-}  // namespace
+using lockstep::testing::speech_spec;
 
 TEST(SequenceModels, GruIgnoresPaddingAndHalvesTime) {
   torch::manual_seed(0);
