@@ -148,7 +148,7 @@ def main():
     sps = a.steps * a.batch / secs
     print(json.dumps({"who": "pytorch", "mode": a.mode, "model": a.model, "dtype": a.dtype, "batch": a.batch,
                       "samples_per_s": round(sps, 1), "flops_per_sample": flops, "steps": a.steps,
-                      "warmup_s": round(warm_s, 1), "final_loss": float(loss), "gpu": torch.cuda.get_device_name() if cuda else "cpu", "t_start": t_start, "t_end": t_end,
+                      "warmup_s": round(warm_s, 1), "final_loss": float(loss.detach()), "gpu": torch.cuda.get_device_name() if cuda else "cpu", "t_start": t_start, "t_end": t_end,
                       "torch": torch.__version__}))
 
 

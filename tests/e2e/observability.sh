@@ -43,12 +43,17 @@ pass "a stopped rank: the flight recorder says which collective the others wait 
 
 # 3. SIGUSR2 to every rank (what `scancel --signal=USR2 JOB` does): every rank writes its
 # record, one diagnosis is logged, and the run goes on.
-run_mpi 2 train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2.txt 2>&1 &
+# mpiexec itself in the background (not run_mpi: $! would be a subshell whose kill leaves the
+# job training on, slowing every later test)
+timeout 300 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2.txt 2>&1 &
 LAUNCHER=$!
 for _ in $(seq 1 100); do grep -q "epoch 2/40" usr2.txt 2>/dev/null && break; sleep 0.2; done
 pkill -USR2 -f "^$LOCKSTEP train --data fm --epochs 40" || fail "no ranks to signal"
 for _ in $(seq 1 50); do [ -f usr2/flight/rank-1.json ] && [ -f usr2/flight/rank-0.json ] && break; sleep 0.2; done
-sleep 4
+for _ in $(seq 1 100); do  # the diagnosis, and training going on after it
+  grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt && grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt && break
+  sleep 0.2
+done
 kill -TERM "$LAUNCHER" 2>/dev/null || true   # enough: stop it cleanly (checkpoint, exit)
 wait "$LAUNCHER" || true
 [ -f usr2/flight/rank-0.json ] && [ -f usr2/flight/rank-1.json ] || { cat usr2.txt; fail "SIGUSR2 did not make every rank dump"; }
@@ -58,7 +63,7 @@ pass "SIGUSR2: every rank's record, one diagnosis, the run goes on"
 
 # Issue 31 (15): SIGUSR2 to one rank only: its record, and no stall claimed (before: the
 # healthy rank "in collective ... for 3.1 s" and the other "left no flight record").
-run_mpi 2 train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2one >usr2one.txt 2>&1 &
+timeout 300 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2one >usr2one.txt 2>&1 &
 LAUNCHER=$!
 for _ in $(seq 1 100); do grep -q "epoch 2/40" usr2one.txt 2>/dev/null && break; sleep 0.2; done
 pkill -USR2 -n -f "^$LOCKSTEP train --data fm --epochs 40" || fail "no rank to signal"
@@ -67,6 +72,7 @@ kill -TERM "$LAUNCHER" 2>/dev/null || true
 wait "$LAUNCHER" || true
 grep -Eq "only rank\(s\) [01] answered the SIGUSR2 request" usr2one.txt || { cat usr2one.txt; fail "no honest answer to a one-rank SIGUSR2"; }
 grep -Eq "left no flight record|is behind" usr2one.txt && { cat usr2one.txt; fail "a one-rank SIGUSR2 claimed a stall"; }
+pgrep -f "^$LOCKSTEP train --data fm --epochs 40" >/dev/null && fail "a SIGTERM to mpiexec left ranks running"
 pass "SIGUSR2 to one rank: its record, no stall claimed"
 
 # 4. --trace.steps: a Chrome trace per rank of those steps (phases, every collective,
