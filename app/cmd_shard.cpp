@@ -37,7 +37,7 @@ int cmd_shard(const Args& args) {
   io::ImportSpec spec;
   io::ImportOptions& opt = spec.options;
   io::CsvOptions& csv = spec.csv;
-  std::string delimiter, frame_size, color, clip_edges;
+  std::string delimiter, frame_size, color, clip_edges, image_size;
   io::VideoOptions& video = spec.video;
   po::options_description d(
       "usage: lockstep shard --input KIND:PATH --output DIR [options]\n"
@@ -45,15 +45,21 @@ int cmd_shard(const Args& args) {
       "             csv:FILE (numeric columns + a label column)\n"
       "             ts:FILE (UEA/UCR time-series classification .ts: samples [D, L], ragged when unequal)\n"
       "             ucihar:DIR (the UCI-HAR layout: train/, test/, Inertial Signals/, subjects as groups)\n"
-      "             audio:FILE (a manifest of PATH<TAB>TRANSCRIPT[<TAB>SPEAKER] lines: 16 kHz mono WAVs\n"
-      "               -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"
+      "             audio:FILE (a manifest of PATH<TAB>TRANSCRIPT[<TAB>SPEAKER] lines: WAV/FLAC, resampled to\n"
+      "               16 kHz mono -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"
+      "             librispeech:DIR (SPEAKER/CHAPTER/*.trans.txt + FLAC, read as audio: is)\n"
       "             video:FILE (a CSV of video,frame,label[,trial] rows: per-frame labels on mp4/mkv/avi\n"
       "               files -> uint8 clips [C, T, H, W] around each labelled frame; trials as groups)\n"
-      "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n\nOptions");
+      "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n"
+      "             npy:X.npy[,Y.npy] (NumPy arrays: samples [N, ...], labels [N]; no Y: unlabelled)\n"
+      "             npz:FILE[:X,Y] (arrays of an np.savez archive; keys default to --samples-dataset,\n"
+      "               --labels-dataset)\n"
+      "             images:DIR (JPEG/PNG class folders: DIR/CLASS/*, or DIR/{train,val,test}/CLASS/*\n"
+      "               -> uint8 [C, H, W]; --image-size, --color, --skip-bad)\n\nOptions");
   d.add_options()
       ("help,h", "print this help and exit")
       ("input", po::value(&spec.input)->required(), "source of the 'train' split")
-      ("test-input", po::value(&spec.test_input), "csv/ts/audio/video/hdf5 source of the 'test' split")
+      ("test-input", po::value(&spec.test_input), "csv/ts/audio/video/hdf5/npy/npz source of the 'test' split")
       ("output", po::value(&opt.output_dir)->required(), "dataset directory to write (shards + manifest.json)")
       ("shards", po::value(&opt.plan.shards)->default_value(opt.plan.shards), "shards per split")
       ("val-fraction", po::value(&opt.plan.val_fraction)->default_value(0.1),
@@ -87,10 +93,14 @@ int cmd_shard(const Args& args) {
       ("clip-edges", po::value(&clip_edges)->default_value("pad"),
        "video: pad (repeat the first/last frame past a video's edges) | skip (drop those clips)")
       ("frame-size", po::value(&frame_size), "video: resize frames to HxW (default: the videos' own size)")
-      ("color", po::value(&color)->default_value("gray"), "video: gray (1 channel) | rgb (3)")
-      ("decode-threads", po::value(&video.threads)->default_value(0), "video: videos decoded at once; 0: every core")
-      ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples")
-      ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels")
+      ("color", po::value(&color)->default_value("auto"),
+       "video, images: gray (1 channel) | rgb (3) | auto (video: gray; images: the first image's)")
+      ("decode-threads", po::value(&video.threads)->default_value(0), "video, images: decoding threads; 0: every core")
+      ("image-size", po::value(&image_size), "images: HxW, each image resized (shorter side) and centre-cropped")
+      ("skip-bad", "images: skip files that do not decode (each named, counted in the manifest) instead of failing")
+      ("sample-shape", po::value(&spec.sample_shape), "every sample seen as this shape, same elements (e.g. 1,28,28 for [N,28,28] images)")
+      ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples; npz: array key")
+      ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels; npz: array key (none: unlabelled)")
       ("force", "rewrite even when the output already matches the input, and write into a directory that "
                 "holds another dataset or other files (never over an input file)");
   po::variables_map vm;
@@ -112,8 +122,13 @@ int cmd_shard(const Args& args) {
   if (delimiter.size() != 1) throw UsageError("--delimiter must be one character or 'space', not '" + delimiter + "'");
   csv.delimiter = delimiter[0];
   if (!frame_size.empty()) io::parse_frame_size(frame_size, &video);
-  if (color != "gray" && color != "rgb") throw UsageError("--color must be gray or rgb, not '" + color + "'");
+  if (color != "auto" && color != "gray" && color != "rgb")
+    throw UsageError("--color must be auto, gray or rgb, not '" + color + "'");
   video.rgb = color == "rgb";
+  spec.images.color = color;
+  spec.images.threads = video.threads;
+  spec.images.skip_bad = vm.count("skip-bad") > 0;
+  if (!image_size.empty()) io::parse_image_size(image_size, &spec.images);
   if (clip_edges != "pad" && clip_edges != "skip")
     throw UsageError("--clip-edges must be pad or skip, not '" + clip_edges + "'");
   video.skip_edges = clip_edges == "skip";

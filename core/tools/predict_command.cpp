@@ -15,6 +15,7 @@
 #include "core/dist/mpi_runtime.hpp"
 #include "core/model/torch_errors.hpp"
 #include "core/eval/mirror.hpp"
+#include "core/eval/sequence_metrics.hpp"
 #include "core/tools/inference_setup.hpp"
 #include "core/tools/output_guard.hpp"
 #include "core/train/weight_source.hpp"
@@ -22,6 +23,7 @@
 #include "io/loader/sample_store.hpp"
 #include "io/loader/shard_plan.hpp"
 #include "io/records/predictions.hpp"
+#include "io/records/transcripts.hpp"
 
 namespace lockstep {
 namespace {
@@ -83,14 +85,154 @@ std::vector<Piece> pieces_in_order(const std::vector<int64_t>& counts, int world
   return out;
 }
 
+// ---- sequence (CTC) models: greedy transcriptions ---------------------------------------
+
+// This rank's rows in its reading order: greedy transcription, reference and (LOG_PROB)
+// per-frame log-probabilities; the sample index is set when rank 0 orders them.
+std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data, const BatchMaker& maker,
+                                          const Config& cfg, bool log_prob) {
+  const io::DatasetSpec& spec = data.spec();
+  const int64_t blank = static_cast<int64_t>(spec.tokens.size()), w = spec.record_width();
+  std::vector<io::TranscriptRow> out;
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const int64_t steps = (data.size() + cfg.batch_size - 1) / cfg.batch_size;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
+                         /*partial_last=*/true);
+  while (const io::Batch* b = loader.next()) {
+    const SequenceTargets t = maker.targets(b->labels.data(), b->size);
+    torch::Tensor out_lengths;
+    const torch::Tensor logits =
+        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), t.lengths, &out_lengths);
+    const std::vector<TokenSeq> hyps = greedy_decode(logits, out_lengths, blank);
+    const torch::Tensor frames = out_lengths.to(torch::kCPU, torch::kLong).contiguous();
+    torch::Tensor lp;
+    if (log_prob) lp = torch::log_softmax(logits.to(torch::kFloat), 2).to(torch::kCPU).contiguous();
+    for (int64_t i = 0; i < b->size; ++i) {
+      io::TranscriptRow r;
+      r.hypothesis = hyps[static_cast<size_t>(i)];
+      const int64_t* rec = b->labels.data() + i * w;
+      const int64_t* tok = io::record_targets(spec, rec);
+      r.reference.assign(tok, tok + io::target_length(spec, rec));
+      r.frames = frames.data_ptr<int64_t>()[i];
+      if (log_prob) {
+        const float* p = lp.data_ptr<float>() + i * lp.size(1) * lp.size(2);
+        r.log_prob.assign(p, p + r.frames * lp.size(2));
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+// Rows [FIRST, FIRST+N) as bytes: per row frames, hypothesis and reference lengths (int64),
+// then the token ids and the log-probabilities.
+std::vector<uint8_t> pack_rows(const std::vector<io::TranscriptRow>& rows, int64_t first, int64_t n) {
+  std::vector<uint8_t> msg;
+  const auto put = [&](const void* p, size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    msg.insert(msg.end(), b, b + bytes);
+  };
+  for (int64_t i = first; i < first + n; ++i) {
+    const io::TranscriptRow& r = rows[static_cast<size_t>(i)];
+    const int64_t head[3] = {r.frames, static_cast<int64_t>(r.hypothesis.size()), static_cast<int64_t>(r.reference.size())};
+    put(head, sizeof head);
+    put(r.hypothesis.data(), 8 * r.hypothesis.size());
+    put(r.reference.data(), 8 * r.reference.size());
+    const int64_t lp = static_cast<int64_t>(r.log_prob.size());
+    put(&lp, 8);
+    put(r.log_prob.data(), 4 * r.log_prob.size());
+  }
+  return msg;
+}
+
+std::vector<io::TranscriptRow> unpack_rows(const std::vector<uint8_t>& msg, int64_t n, int from) {
+  std::vector<io::TranscriptRow> rows(static_cast<size_t>(n));
+  size_t at = 0;
+  const auto get = [&](void* p, size_t bytes) {
+    LOCKSTEP_REQUIRE(at + bytes <= msg.size(), fmt::format("rank {} sent {} bytes of transcriptions, too few", from, msg.size()));
+    std::memcpy(p, msg.data() + at, bytes);
+    at += bytes;
+  };
+  for (io::TranscriptRow& r : rows) {
+    int64_t head[3], lp = 0;
+    get(head, sizeof head);
+    r.frames = head[0];
+    r.hypothesis.resize(static_cast<size_t>(head[1]));
+    r.reference.resize(static_cast<size_t>(head[2]));
+    get(r.hypothesis.data(), 8 * r.hypothesis.size());
+    get(r.reference.data(), 8 * r.reference.size());
+    get(&lp, 8);
+    r.log_prob.resize(static_cast<size_t>(lp));
+    get(r.log_prob.data(), 4 * r.log_prob.size());
+  }
+  LOCKSTEP_REQUIRE(at == msg.size(), fmt::format("rank {} sent {} bytes of transcriptions, {} expected", from, msg.size(), at));
+  return rows;
+}
+
+int predict_sequences(const Config& cfg, const MpiRuntime& mpi, Inference& in) {
+  const auto t0 = Clock::now();
+  const io::SplitEntry& split = in.manifest.split(cfg.eval_split, cfg.data_dir);
+  const io::DatasetSpec& spec = in.spec;
+  std::unique_ptr<io::TranscriptWriter> writer;
+  const std::string& out = cfg.predict_out;  // .h5 (not .csv): rows carry their log-probabilities
+  const bool log_prob = out.size() < 4 || out.compare(out.size() - 4, 4, ".csv") != 0;
+  if (mpi.rank() == 0) {
+    io::TranscriptFormat f;
+    f.total = split.count();
+    f.classes = static_cast<int64_t>(spec.tokens.size()) + 1;
+    f.references = true;
+    f.tokens = spec.tokens;
+    f.checkpoint = cfg.checkpoint;
+    f.split = cfg.eval_split;
+    writer = std::make_unique<io::TranscriptWriter>(cfg.predict_out, f);
+    LOCKSTEP_REQUIRE(writer->wants_log_prob() == log_prob, "predict: the output kind of " + out + " is ambiguous");
+  }
+  const std::vector<io::TranscriptRow> rows = transcribe(*in.model, *in.data, *in.maker, cfg, log_prob);
+  int64_t space = -1;
+  for (size_t i = 0; i < spec.tokens.size(); ++i)
+    if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
+  ErrorCounts errors;
+  const int64_t chunk = 1024;
+  for (const Piece& piece : pieces_in_order(io::shard_counts(split), mpi.size())) {
+    for (int64_t at = 0; at < piece.count; at += chunk) {
+      const int64_t n = std::min(chunk, piece.count - at), local = piece.local + at;
+      if (mpi.rank() != 0 && mpi.rank() != piece.rank) continue;
+      if (mpi.rank() == piece.rank && piece.rank != 0) {
+        const std::vector<uint8_t> msg = pack_rows(rows, local, n);
+        mpi.send_bytes(msg.data(), msg.size(), 0, "transcriptions");
+        continue;
+      }
+      std::vector<io::TranscriptRow> got =
+          piece.rank == 0 ? std::vector<io::TranscriptRow>(rows.begin() + local, rows.begin() + local + n)
+                          : unpack_rows(mpi.recv_bytes(piece.rank, "transcriptions"), n, piece.rank);
+      for (int64_t i = 0; i < n; ++i) {
+        io::TranscriptRow& r = got[static_cast<size_t>(i)];
+        r.index = piece.start + at + i;
+        errors.add(r.hypothesis, r.reference, space);
+      }
+      writer->append(got);
+    }
+  }
+  if (writer) writer->finish(errors.cer(), errors.wer());
+  log::info0(fmt::format("predict {} (step {}) on {} split '{}': {} samples by {} rank(s) in {:.2f} s -> {} "
+                         "(greedy transcriptions{}); CER {:.4f} WER {:.4f} against the references",
+                         cfg.checkpoint, in.src.step, cfg.data_dir, cfg.eval_split, split.count(), mpi.size(),
+                         seconds_since(t0), cfg.predict_out, log_prob ? " and per-frame log-probabilities" : "",
+                         errors.cer(), errors.wer()));
+  in.close();
+  return kExitOk;
+}
+
 int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
   check_output("--predict.out", cfg.predict_out, {cfg.checkpoint});
   Inference in = open_inference(cfg, mpi, [&](const io::Manifest& m) {
-    if (m.spec.sequence_targets())
-      throw UsageError(cfg.data_dir + ": dataset '" + m.spec.name + "' has sequence targets; lockstep predict "
-                       "writes class probabilities (lockstep evaluate scores a CTC model: CER, WER)");
+    if (m.spec.sequence_targets() && cfg.top_k > 0)
+      throw UsageError("--predict.top-k is for class outputs; dataset '" + m.spec.name + "' has sequence targets "
+                       "(predict writes its greedy transcriptions)");
   });
+  if (in.manifest.spec.sequence_targets()) return predict_sequences(cfg, mpi, in);
   const io::Manifest& manifest = in.manifest;
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
   const WeightSource& src = in.src;

@@ -44,4 +44,23 @@ void report_device_memory(const MpiRuntime& mpi, torch::Device device) {
   log::info0(line);
 }
 
+std::string out_of_memory_message(const std::string& torch_message, torch::Device device, const OomContext& c) {
+  // The allocator's message runs to a paragraph; its first two sentences say what failed.
+  std::string what = torch_message.substr(0, torch_message.find('\n'));
+  size_t cut = what.find(". ");
+  if (cut != std::string::npos) cut = what.find(". ", cut + 2);
+  if (cut != std::string::npos) what.resize(cut + 1);
+  const int64_t peak = peak_device_bytes(device);
+  std::vector<std::string> levers{"lower --batch-size" +
+                                  std::string(c.grad_accum > 1 ? "" : " (--grad-accum N keeps the global batch)")};
+  if (!c.amp) levers.push_back("--amp bf16");
+  if (c.model_checkpoints && !c.checkpointing) levers.push_back("--model.checkpoint-activations");
+  std::string change;
+  for (size_t i = 0; i < levers.size(); ++i) change += (i == 0 ? "" : i + 1 == levers.size() ? " or " : ", ") + levers[i];
+  return fmt::format("out of memory at step {} on {} with a batch of {} per rank{}: {} To fit: {}", c.step,
+                     device.str(), c.batch,
+                     peak > 0 ? fmt::format(" (peak {:.2f} GiB allocated)", static_cast<double>(peak) / (1 << 30)) : "",
+                     what, change);
+}
+
 }  // namespace lockstep

@@ -52,6 +52,23 @@ class Trainer {
       log::warn0(note);
   }
 
+  // STEP, with an out-of-memory error (the GPU allocator's) turned into its one line.
+  template <typename F>
+  StepOutput out_of_memory_named(F&& step) {
+    try {
+      return step();
+    } catch (const c10::OutOfMemoryError& e) {
+      OomContext c;
+      c.step = st_.pos().step + 1;
+      c.batch = cfg_.batch_size;
+      c.grad_accum = cfg_.grad_accum;
+      c.amp = cfg_.amp != Amp::kNone;
+      c.checkpointing = cfg_.checkpoint_activations;
+      c.model_checkpoints = s_.model->checkpoints_activations();
+      throw Error(out_of_memory_message(e.what_without_backtrace(), s_.place.device, c));
+    }
+  }
+
   int run() {
     stop_signal::install();
     run_start_ = Clock::now();
@@ -69,9 +86,11 @@ class Trainer {
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
-        inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
-        st_.set_lr(s_.schedule.at(st_.pos().step));
-        const StepOutput out = runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
+        const StepOutput out = out_of_memory_named([&] {
+          inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
+          st_.set_lr(s_.schedule.at(st_.pos().step));
+          return runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
+        });
         window_.add_step(out.loss, out.correct);
         window_.add_times(Times{seconds_since(t0)});
         if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();

@@ -14,7 +14,10 @@
     x = lockstep_models.normalise(raw, meta)     # raw samples as stored in the shards
     probs = model.eval()(x).softmax(1)
 
-Tested in CI against `lockstep predict` (tests/e2e/after_training.sh).
+CTC models (`gru`, and `lmu` on speech: `tokens` in the metadata) return per-frame logits
+[N, T', tokens + 1]; feed one sample at a time (its valid frames) or zero-pad after
+normalising, as lockstep does. Tested in CI against `lockstep predict`
+(tests/e2e/after_training.sh, video.sh, speech.sh).
 """
 import io
 import json
@@ -100,13 +103,18 @@ class Cnn1d(nn.Module):
 class Lmu(nn.Module):
     """lockstep's `lmu`: a Legendre Memory Unit over time series [C, L] (or [L]); memory of
     order min(64, L) spanning theta = L steps (zero-order hold, dt = 1), w hidden units,
-    the last hidden state to FC. Equations: core/model/lmu.cpp."""
+    the last hidden state to FC. Equations: core/model/lmu.cpp.
+    SEQUENCE (CTC, `tokens` in the metadata): every step's hidden state to FC (tokens +
+    blank), one output per input frame; theta = min(L, 50), order = min(32, theta).
+    Causal, so a sample alone (its valid frames only) gives what lockstep's padded batch does."""
 
-    def __init__(self, shape, classes, w=128):
+    def __init__(self, shape, classes, w=128, sequence=False):
         super().__init__()
         self.one_channel = len(shape) == 1
+        self.sequence = sequence
         c, length = (1, shape[0]) if self.one_channel else (shape[0], shape[1])
-        order = min(64, length)
+        theta = min(50, length) if sequence else length
+        order = min(32, theta) if sequence else min(64, length)
         self.e_x = nn.Linear(c, 1, bias=False)
         self.e_h = nn.Linear(w, 1, bias=False)
         self.e_m = nn.Linear(order, 1, bias=False)
@@ -116,8 +124,8 @@ class Lmu(nn.Module):
         self.fc = nn.Linear(w, classes)
         i = torch.arange(order, dtype=torch.float64).view(-1, 1)
         j = torch.arange(order, dtype=torch.float64).view(1, -1)
-        a = (2 * i + 1) / length * torch.where(i < j, -1.0, (-1.0) ** (i - j + 1))
-        b = (2 * i + 1) * (-1.0) ** i / length
+        a = (2 * i + 1) / theta * torch.where(i < j, -1.0, (-1.0) ** (i - j + 1))
+        b = (2 * i + 1) * (-1.0) ** i / theta
         m = torch.zeros(order + 1, order + 1, dtype=torch.float64)
         m[:order, :order], m[:order, order:] = a, b
         e = torch.linalg.matrix_exp(m)
@@ -131,11 +139,118 @@ class Lmu(nn.Module):
         ux, hx = self.e_x(xs), self.w_x(xs)
         h = x.new_zeros(x.shape[0], self.w_h.in_features)
         m = x.new_zeros(x.shape[0], self.abar_t.shape[0])
+        hs = []
         for t in range(xs.shape[0]):
             u = ux[t] + self.e_h(h) + self.e_m(m)
             m = torch.addmm(u * self.bbar, m, self.abar_t)
             h = torch.tanh(hx[t] + self.w_h(h) + self.w_m(m))
-        return self.fc(h)
+            hs.append(h)
+        return self.fc(torch.stack(hs, 1)) if self.sequence else self.fc(h)
+
+
+class GruCtc(nn.Module):
+    """lockstep's `gru` (CTC): conv1d k5 stride 2 (no bias) + BatchNorm + ReLU, 2 bidirectional
+    GRU layers over the valid frames only (packed), FC to tokens + 1 (blank last). Input
+    [N, C, T] normalised, padding zero; returns logits [N, T', tokens + 1] with
+    T' = floor((T - 1) / 2) + 1 per sample. core/model/gru.cpp."""
+
+    def __init__(self, features, classes, hidden=160):
+        super().__init__()
+        self.conv = nn.Conv1d(features, hidden, 5, stride=2, padding=2, bias=False)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.gru = nn.GRU(hidden, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x, lengths=None):
+        if lengths is None:
+            lengths = torch.full((x.shape[0],), x.shape[-1], dtype=torch.long)
+        x = F.relu(self.bn(self.conv(x))).transpose(1, 2)
+        out_lengths = torch.clamp((lengths - 1) // 2 + 1, min=1)
+        packed = nn.utils.rnn.pack_padded_sequence(x, out_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out = nn.utils.rnn.pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=x.shape[1])[0]
+        return self.fc(out)
+
+
+class _ConvBlock3d(nn.Module):
+    """conv 3x3x3 (no bias), BatchNorm, ReLU, then max-pool POOL (None: none)."""
+
+    def __init__(self, cin, cout, pool):
+        super().__init__()
+        self.conv = nn.Conv3d(cin, cout, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm3d(cout)
+        self.pool = pool
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        return x if self.pool is None else F.max_pool3d(x, self.pool)
+
+
+class C3d(nn.Module):
+    """lockstep's `c3d`: clips [C, T, H, W]; 4 blocks of widths w, 2w, 4w, 8w, pooled
+    (1,2,2), (2,2,2), (2,2,2), none; global average pool, FC. core/model/c3d.cpp."""
+
+    def __init__(self, channels, classes, w=32):
+        super().__init__()
+        c = channels
+        for i, pool in enumerate([(1, 2, 2), (2, 2, 2), (2, 2, 2), None], 1):
+            setattr(self, f"block{i}", _ConvBlock3d(c, w << (i - 1), pool))
+            c = w << (i - 1)
+        self.fc = nn.Linear(c, classes)
+
+    def forward(self, x):
+        for i in (1, 2, 3, 4):
+            x = getattr(self, f"block{i}")(x)
+        return self.fc(x.mean((2, 3, 4)))
+
+
+class _Block3d(nn.Module):
+    """Two 3x3x3 convolutions and a shortcut (1x1x1 conv + BatchNorm when the shape changes)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv3d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm3d(cout)
+        self.conv2 = nn.Conv3d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm3d(cout)
+        self.down_conv = self.down_bn = None
+        if stride != 1 or cin != cout:
+            self.down_conv = nn.Conv3d(cin, cout, 1, stride=stride, bias=False)
+            self.down_bn = nn.BatchNorm3d(cout)
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (self.down_bn(self.down_conv(x)) if self.down_conv is not None else x))
+
+
+class R3d(nn.Module):
+    """lockstep's `r3d`: 3-D ResNet-10/18 on clips [C, T, H, W]; frames up to 64 px get a
+    3x3x3 stem and no pool, larger a (3,7,7) stem of stride (1,2,2) and a (1,3,3) max-pool;
+    4 stages of widths w..8w, stride 2 from the second; global average pool, FC.
+    core/model/r3d.cpp."""
+
+    def __init__(self, shape, classes, depth=18, w=16):
+        super().__init__()
+        self.small = shape[2] <= 64 and shape[3] <= 64
+        self.stem = (nn.Conv3d(shape[0], w, 3, padding=1, bias=False) if self.small else
+                     nn.Conv3d(shape[0], w, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False))
+        self.stem_bn = nn.BatchNorm3d(w)
+        self.blocks = []
+        c = w
+        for stage in range(4):
+            for b in range(1 if depth == 10 else 2):
+                name = f"layer{stage + 1}_{b}"
+                setattr(self, name, _Block3d(c, w << stage, 2 if stage > 0 and b == 0 else 1))
+                self.blocks.append(name)
+                c = w << stage
+        self.fc = nn.Linear(c, classes)
+
+    def forward(self, x):
+        x = F.relu(self.stem_bn(self.stem(x)))
+        if not self.small:
+            x = F.max_pool3d(x, (1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))
+        for name in self.blocks:
+            x = getattr(self, name)(x)
+        return self.fc(x.mean((2, 3, 4)))
 
 
 def resnet(shape, classes, depth=18, w=64):
@@ -171,8 +286,19 @@ def build(meta):
         return Cnn1d(shape, classes, width or 64)
     if name == "resnet":
         return resnet(shape, classes, depth, width or 64)
+    tokens = meta.get("tokens")
+    if tokens is not None and isinstance(tokens, str):
+        tokens = json.loads(tokens)
+    if tokens:  # a CTC model: tokens + blank outputs per frame
+        classes = len(tokens) + 1
     if name == "lmu":
-        return Lmu(shape, classes, width or 128)
+        return Lmu(shape, classes, width or 128, sequence=bool(tokens))
+    if name == "gru":
+        return GruCtc(shape[0] if len(shape) == 2 else 1, classes, width or 160)
+    if name == "c3d":
+        return C3d(shape[0], classes, width or 32)
+    if name == "r3d":
+        return R3d(shape, classes, depth, width or 16)
     raise ValueError(f"no reference module for model {name!r}")
 
 

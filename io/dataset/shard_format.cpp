@@ -245,6 +245,7 @@ std::string manifest_to_json(const Manifest& m) {
                      {"mean", m.spec.mean},
                      {"std", m.spec.std},
                      {"splits", splits}};
+  if (m.skipped_inputs > 0) root["skipped_inputs"] = m.skipped_inputs;
   if (m.spec.format_version() >= 2) {
     root["ragged"] = m.spec.ragged;
     root["max_target_length"] = m.spec.max_target_length;
@@ -305,6 +306,7 @@ Manifest read_manifest(const std::string& dir) {
                    path + ": sample_order '" + order + "' is neither 'source' nor 'shuffled'");
   m.sample_order = order == "shuffled" ? SampleOrder::kShuffled : SampleOrder::kSource;
   m.order_seed = json_get_or<uint64_t>(t, "order_seed", 0, path);
+  m.skipped_inputs = json_get_or<int64_t>(t, "skipped_inputs", 0, path);
   m.spec.sample_shape = json_get<std::vector<int64_t>>(t, "sample_shape", path);
   m.spec.dtype = dtype_from_name(json_get<std::string>(t, "dtype", path));
   m.spec.labeled = json_get_or<bool>(t, "labeled", true, path);

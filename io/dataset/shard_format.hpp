@@ -87,6 +87,7 @@ struct Manifest {
   std::string dataset_id;
   SampleOrder sample_order = SampleOrder::kSource;
   uint64_t order_seed = 0;  // the import's --seed (kShuffled)
+  int64_t skipped_inputs = 0;  // input files skipped because they did not decode (--skip-bad)
   std::vector<std::pair<std::string, SplitEntry>> splits;  // in writing order
 
   const SplitEntry& split(const std::string& name, const std::string& dir) const;

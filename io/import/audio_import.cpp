@@ -1,6 +1,7 @@
 // audio_import: see audio_import.hpp.
 #include "io/import/audio_import.hpp"
 
+#include <samplerate.h>
 #include <sndfile.h>
 
 #include <algorithm>
@@ -34,27 +35,62 @@ class SoundFile {
   SoundFile(const SoundFile&) = delete;
   SoundFile& operator=(const SoundFile&) = delete;
 
-  // The checks every utterance passes before import: 16 kHz, mono, one frame at least.
+  bool resampled(int rate) const { return info_.samplerate != rate; }
+  bool downmixed() const { return info_.channels > 1; }
+
+  // Samples at RATE (the features' rate) after resampling, and the one-frame minimum.
   int64_t checked_samples(const LogMel& mel, const std::string& where) const {
+    LOCKSTEP_REQUIRE(info_.samplerate >= 1000 && info_.samplerate <= 768000 && info_.channels > 0 &&
+                         info_.channels <= 64,
+                     where + ": " + std::to_string(info_.samplerate) + " Hz, " + std::to_string(info_.channels) +
+                         " channel(s): not audio lockstep reads (1-768 kHz, up to 64 channels)");
     const int rate = mel.options().sample_rate;
-    LOCKSTEP_REQUIRE(info_.samplerate == rate,
-                     where + ": sample rate " + std::to_string(info_.samplerate) + " Hz; lockstep reads " +
-                         std::to_string(rate) + " Hz mono (resample first, e.g. ffmpeg -i IN -ar 16000 -ac 1 OUT.wav)");
-    LOCKSTEP_REQUIRE(info_.channels == 1, where + ": " + std::to_string(info_.channels) +
-                                              " channels; lockstep reads mono (downmix first, e.g. ffmpeg -ac 1)");
-    LOCKSTEP_REQUIRE(mel.frames(info_.frames) > 0,
-                     where + ": " + std::to_string(info_.frames) + " samples, shorter than one " +
-                         std::to_string(mel.options().window) + "-sample frame (empty or truncated audio?)");
-    return static_cast<int64_t>(info_.frames);
+    const int64_t n = length_at(rate);
+    LOCKSTEP_REQUIRE(n <= (int64_t{1} << 28), where + ": longer than 4 hours at " + std::to_string(rate) + " Hz");
+    LOCKSTEP_REQUIRE(mel.frames(n) > 0, where + ": " + std::to_string(info_.frames) + " samples" +
+                                            (resampled(rate) ? " at " + std::to_string(info_.samplerate) + " Hz (" +
+                                                                   std::to_string(n) + " at " + std::to_string(rate) + " Hz)"
+                                                             : "") +
+                                            ", shorter than one " + std::to_string(mel.options().window) +
+                                            "-sample frame (empty or truncated audio?)");
+    return n;
   }
 
-  std::vector<float> read_all() const {
-    std::vector<float> wave(static_cast<size_t>(info_.frames));
-    const sf_count_t got = sf_readf_float(file_, wave.data(), info_.frames);
+  // Mono at RATE: channels averaged, resampled with libsamplerate's medium sinc converter,
+  // exactly length_at(RATE) samples.
+  std::vector<float> read_all(int rate) const {
+    const int c = info_.channels;
+    std::vector<float> raw(static_cast<size_t>(info_.frames) * c);
+    const sf_count_t got = sf_readf_float(file_, raw.data(), info_.frames);
     LOCKSTEP_REQUIRE(got == info_.frames, path_ + ": read " + std::to_string(got) + " of " +
                                               std::to_string(info_.frames) + " samples (truncated file?)");
-    return wave;
+    std::vector<float> mono(static_cast<size_t>(info_.frames));
+    for (size_t i = 0; i < mono.size(); ++i) {
+      float sum = 0;
+      for (int k = 0; k < c; ++k) sum += raw[i * c + k];
+      mono[i] = sum / static_cast<float>(c);
+    }
+    if (info_.samplerate == rate) return mono;
+    std::vector<float> out(static_cast<size_t>(length_at(rate)) + 16, 0.0f);
+    SRC_DATA d{};
+    d.data_in = mono.data();
+    d.input_frames = static_cast<long>(mono.size());
+    d.data_out = out.data();
+    d.output_frames = static_cast<long>(out.size());
+    d.src_ratio = static_cast<double>(rate) / info_.samplerate;
+    const int err = src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1);
+    LOCKSTEP_REQUIRE(err == 0, path_ + ": resampling from " + std::to_string(info_.samplerate) + " Hz fails: " +
+                                   src_strerror(err));
+    out.resize(static_cast<size_t>(length_at(rate)));  // zero past what the converter gave
+    return out;
   }
+
+ private:
+  int64_t length_at(int rate) const {
+    return (static_cast<int64_t>(info_.frames) * rate + info_.samplerate / 2) / info_.samplerate;
+  }
+
+ public:
 
  private:
   std::string path_;
@@ -87,7 +123,7 @@ class AudioSource final : public SampleSource {
     for (int64_t i = 0; i < n; ++i) {
       const Utterance& u = utts_[static_cast<size_t>(begin + i)];
       const SoundFile sound(u.path);
-      const std::vector<float> wave = sound.read_all();
+      const std::vector<float> wave = sound.read_all(mel_.options().sample_rate);
       mel_.compute(wave.data(), static_cast<int64_t>(wave.size()), f + i * elems, t_max);
     }
   }
@@ -141,6 +177,7 @@ std::vector<Utterance> read_audio_manifest(const std::string& path) {
       LOCKSTEP_REQUIRE(!u.speaker.empty(), where + ": empty speaker");
     }
     u.line = no;
+    u.source = path;
     LOCKSTEP_REQUIRE(out.empty() || out.front().speaker.empty() == u.speaker.empty(),
                      where + ": a speaker column on some lines only");
     out.push_back(std::move(u));
@@ -150,26 +187,33 @@ std::vector<Utterance> read_audio_manifest(const std::string& path) {
 }
 
 std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
-                                   std::vector<std::string>* files) {
+                                   bool librispeech, std::vector<std::string>* files) {
   const LogMel mel;
   std::vector<std::vector<Utterance>> manifests;
-  for (const auto& [split, file] : split_files) manifests.push_back(read_audio_manifest(file));
+  for (const auto& [split, file] : split_files)
+    manifests.push_back(librispeech ? read_librispeech(file) : read_audio_manifest(file));
   // The vocabulary: the training transcripts' characters, sorted.
   std::set<std::string> chars;
   for (const Utterance& u : manifests[0])
-    for (const std::string& c : utf8_chars(u.transcript, split_files[0].second + ":" + std::to_string(u.line)))
+    for (const std::string& c : utf8_chars(u.transcript, u.source + ":" + std::to_string(u.line)))
       chars.insert(c);
   const std::vector<std::string> tokens(chars.begin(), chars.end());
   std::map<std::string, int64_t> id;
   for (size_t i = 0; i < tokens.size(); ++i) id[tokens[i]] = static_cast<int64_t>(i);
   // One pass over the headers: frames and target lengths, so every split shares one shape.
-  int64_t t_max = 0, l_max = 0;
+  int64_t t_max = 0, l_max = 0, resampled = 0, downmixed = 0;
+  std::string first_converted;
   std::vector<std::vector<int64_t>> frames(manifests.size());
   std::vector<std::vector<std::vector<int64_t>>> targets(manifests.size());  // per split, per utterance
   for (size_t s = 0; s < manifests.size(); ++s) {
     for (const Utterance& u : manifests[s]) {
-      const std::string where = split_files[s].second + ":" + std::to_string(u.line);
-      const int64_t n = mel.frames(SoundFile(u.path).checked_samples(mel, u.path + " (" + where + ")"));
+      const std::string where = u.source + ":" + std::to_string(u.line);
+      const SoundFile sound(u.path);
+      const int64_t n = mel.frames(sound.checked_samples(mel, u.path + " (" + where + ")"));
+      resampled += sound.resampled(mel.options().sample_rate) ? 1 : 0;
+      downmixed += sound.downmixed() ? 1 : 0;
+      if ((sound.resampled(mel.options().sample_rate) || sound.downmixed()) && first_converted.empty())
+        first_converted = u.path;
       frames[s].push_back(n);
       files->push_back(u.path);
       t_max = std::max(t_max, n);
@@ -183,6 +227,10 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
       l_max = std::max<int64_t>(l_max, static_cast<int64_t>(ids.size()));
     }
   }
+  if (resampled + downmixed > 0)
+    log::info0("note: " + std::to_string(resampled) + " audio file(s) resampled to " +
+               std::to_string(mel.options().sample_rate) + " Hz, " + std::to_string(downmixed) +
+               " down-mixed to mono (channels averaged; first: " + first_converted + ")");
   // A speaker in both the training and a test manifest makes the test speaker-dependent.
   std::set<std::string> train_speakers;
   for (const Utterance& u : manifests[0]) train_speakers.insert(u.speaker);

@@ -14,9 +14,9 @@
 // (UTF-8 code points) of the training manifest's transcripts, sorted; a test transcript
 // with another character is refused.
 //
-// Refused, with one line naming the file (and manifest line): a sample rate other than
-// 16 kHz or more than one channel (resample/downmix first, e.g. ffmpeg -ar 16000 -ac 1;
-// lockstep does not resample), audio shorter than one 25 ms frame (zero-length included),
+// Audio at another sample rate is resampled to 16 kHz (libsamplerate), stereo averaged to
+// mono, with a note. Refused, with one line naming the file (and manifest line): audio
+// shorter than one 25 ms frame (zero-length included),
 // an unreadable file, an empty transcript, a missing tab, speakers on some lines only.
 // Warned: speakers found in both the training and the test manifest.
 #pragma once
@@ -34,6 +34,7 @@ struct Utterance {
   std::string transcript;
   std::string speaker;     // empty when the manifest has none
   int line = 0;            // in the manifest, for messages
+  std::string source;      // the manifest (or LibriSpeech .trans.txt) it comes from
 };
 
 // Parses a manifest (PATH names it in messages).
@@ -42,9 +43,16 @@ std::vector<Utterance> read_audio_manifest(const std::string& path);
 // UTF-8 code points of TEXT, each as a string; throws naming WHERE on invalid UTF-8.
 std::vector<std::string> utf8_chars(const std::string& text, const std::string& where);
 
-// SPLIT_FILES: (split, manifest) pairs, the first one (train) gets --val-fraction and
-// defines the vocabulary. Every audio file read is appended to FILES.
+// The LibriSpeech layout under DIR (any depth): SPEAKER/CHAPTER/SPEAKER-CHAPTER.trans.txt,
+// lines "ID TRANSCRIPT", audio ID.flac (or ID.wav) beside it; the speaker is the folder
+// above the chapter. In byte order of the paths. Throws naming the file and line.
+std::vector<Utterance> read_librispeech(const std::string& dir);
+
+// SPLIT_FILES: (split, manifest — or, LIBRISPEECH, a directory) pairs, the first one
+// (train) gets --val-fraction and defines the vocabulary. Every audio file read is
+// appended to FILES. Audio at another rate is resampled (libsamplerate), several channels
+// averaged to one, with one note line saying how many.
 std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
-                                   std::vector<std::string>* files);
+                                   bool librispeech, std::vector<std::string>* files);
 
 }  // namespace lockstep::io

@@ -9,6 +9,8 @@
 #include "io/import/audio_import.hpp"
 #include "io/import/hdf5_import.hpp"
 #include "io/import/idx_import.hpp"
+#include "io/import/image_import.hpp"
+#include "io/import/npy_import.hpp"
 #include "io/import/ts_import.hpp"
 #include "io/import/text_fields.hpp"
 #include "io/import/ucihar_import.hpp"
@@ -28,9 +30,12 @@ std::pair<std::string, std::string> kind_and_path(const std::string& spec, const
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   if (colon == std::string::npos || (kind != "idx" && kind != "csv" && kind != "hdf5" && kind != "ts" &&
-                                     kind != "ucihar" && kind != "audio" && kind != "video"))
-    throw UsageError(fmt::format(
-        "--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv or hdf5:FILE, got '{}'", option, spec));
+                                     kind != "ucihar" && kind != "audio" && kind != "video" && kind != "npy" &&
+                                     kind != "npz" && kind != "images" &&
+                                     kind != "librispeech"))
+    throw UsageError(fmt::format("--{} must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv, "
+                                 "hdf5:FILE, npy:X.npy[,Y.npy], npz:FILE[:X,Y], images:DIR or librispeech:DIR, got '{}'",
+                                 option, spec));
   return {kind, spec.substr(colon + 1)};
 }
 
@@ -60,17 +65,46 @@ void check_options(const ImportSpec& spec) {
   range("decode-threads", spec.video.threads, 0, 4096);
 }
 
+// "1,28,28" (or "1x28x28") into dimensions; throws UsageError naming --sample-shape.
+std::vector<int64_t> parse_sample_shape(const std::string& text) {
+  std::vector<int64_t> dims;
+  std::string item;
+  std::stringstream ss(text);
+  while (std::getline(ss, item, text.find('x') != std::string::npos ? 'x' : ',')) {
+    item = trim(item);
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(item) == 0)
+      throw UsageError("--sample-shape must be positive sizes such as 1,28,28, not '" + text + "'");
+    dims.push_back(std::stoll(item));
+  }
+  if (dims.empty() || dims.size() > 8) throw UsageError("--sample-shape must have 1 to 8 sizes, not '" + text + "'");
+  return dims;
+}
+
 }  // namespace
 
-void parse_frame_size(const std::string& text, VideoOptions* opt) {
+namespace {
+
+// "HxW" into *H and *W; throws UsageError naming OPTION.
+void parse_size(const std::string& text, const char* option, const char* example, int* height, int* width) {
   const auto x = text.find('x');
   const std::string h = text.substr(0, x), w = x == std::string::npos ? "" : text.substr(x + 1);
   auto ok = [](const std::string& s) {
     return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) > 0;
   };
-  if (!ok(h) || !ok(w)) throw UsageError("--frame-size must be HxW (e.g. 112x112), not '" + text + "'");
-  opt->height = std::stoi(h);
-  opt->width = std::stoi(w);
+  if (!ok(h) || !ok(w)) throw UsageError(fmt::format("--{} must be HxW (e.g. {}), not '{}'", option, example, text));
+  *height = std::stoi(h);
+  *width = std::stoi(w);
+}
+
+}  // namespace
+
+void parse_frame_size(const std::string& text, VideoOptions* opt) {
+  parse_size(text, "frame-size", "112x112", &opt->height, &opt->width);
+}
+
+void parse_image_size(const std::string& text, ImageOptions* opt) {
+  parse_size(text, "image-size", "224x224", &opt->height, &opt->width);
 }
 
 OpenedImport open_import(ImportSpec& spec) {
@@ -79,13 +113,18 @@ OpenedImport open_import(ImportSpec& spec) {
   const auto [kind, path] = kind_and_path(spec.input, "input");
   opt.class_names = split_commas(spec.class_names);
   std::vector<std::string> files, names;  // NAMES: the class names the input carries, if any
+  std::string listing;                    // images: a fingerprint of every file
   OpenedImport out;
   if (kind == "idx") {
     if (!spec.test_input.empty())
-      throw UsageError("--test-input is for csv/ts/audio/video/hdf5; idx takes t10k-* from the same directory");
+      throw UsageError("--test-input is for csv/ts/audio/video/hdf5/npy/npz; idx takes t10k-* from the same directory");
     out.inputs = open_idx(path, &files);
+  } else if (kind == "images") {
+    if (!spec.test_input.empty())
+      throw UsageError("--test-input is for csv/ts/audio/video/hdf5/npy/npz; images takes DIR/test (DIR/train, DIR/val)");
+    out.inputs = open_images(path, spec.images, opt.class_names, &names, &listing);
   } else if (kind == "ucihar") {
-    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/audio/video/hdf5; ucihar takes DIR/test");
+    if (!spec.test_input.empty()) throw UsageError("--test-input is for csv/ts/audio/video/hdf5/npy/npz; ucihar takes DIR/test");
     out.inputs = open_ucihar(path, spec.har_signals, &names, &files);
   } else {
     std::vector<std::pair<std::string, std::string>> split_files{{"train", path}};
@@ -94,8 +133,12 @@ OpenedImport open_import(ImportSpec& spec) {
       if (tkind != kind) throw UsageError("--test-input must be of the same kind as --input (" + kind + ")");
       split_files.emplace_back("test", tpath);
     }
-    for (const auto& [split, file] : split_files) files.push_back(file);
-    if (kind == "csv") {
+    const bool arrays = kind == "npy" || kind == "npz";
+    if (!arrays)  // npy/npz paths may carry keys or a second file: open_npy names the files
+      for (const auto& [split, file] : split_files) files.push_back(file);
+    if (arrays) {
+      out.inputs = open_npy(split_files, kind == "npz", {spec.samples_dataset, spec.labels_dataset}, &files);
+    } else if (kind == "csv") {
       out.inputs = open_csv(split_files, spec.csv, &names);
     } else if (kind == "ts") {
       out.inputs = open_ts(split_files, &names);
@@ -111,16 +154,27 @@ OpenedImport open_import(ImportSpec& spec) {
                        "and copy the dataset");
 #endif
     } else if (kind == "audio") {
-      out.inputs = open_audio(split_files, &files);  // the WAVs are inputs too: a changed one re-imports
+      out.inputs = open_audio(split_files, false, &files);  // the WAVs are inputs too: a changed one re-imports
+    } else if (kind == "librispeech") {
+      out.inputs = open_audio(split_files, true, &files);
     } else {
       for (const auto& [split, file] : split_files)
         out.inputs.push_back(
             {split, open_hdf5_source(file, spec.samples_dataset, spec.labels_dataset), split == "train"});
     }
   }
+  if (!spec.sample_shape.empty()) {
+    const std::vector<int64_t> shape = parse_sample_shape(spec.sample_shape);
+    for (InputSplit& in : out.inputs) in.source = reshape_samples(std::move(in.source), shape);
+  }
   if (opt.class_names.empty()) opt.class_names = names;
   opt.input_files = files;
-  if (kind == "idx") opt.input_files.push_back(path);
+  if (kind == "idx" || kind == "images") opt.input_files.push_back(path);
+  std::string array_spec = kind == "npy" || kind == "npz" ? "|arrays=" + spec.input + ";" + spec.test_input : "";
+  if (!spec.sample_shape.empty()) array_spec += "|reshape=" + spec.sample_shape;
+  if (kind == "images")
+    array_spec += fmt::format("|{}|size={}x{}|color={}|skip_bad={}", listing, spec.images.height, spec.images.width,
+                              spec.images.color, spec.images.skip_bad);
   const CsvOptions& csv = spec.csv;
   out.fingerprint = fmt::format(
       "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
@@ -129,7 +183,7 @@ OpenedImport open_import(ImportSpec& spec) {
       opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
       csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
       spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
-      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges);
+      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec;
   return out;
 }
 

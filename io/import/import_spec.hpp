@@ -3,7 +3,9 @@
 // INPUT (and TEST_INPUT) is KIND:PATH: idx:DIR (MNIST-family IDX; t10k-* becomes 'test'),
 // csv:FILE, ts:FILE (UEA/UCR .ts), audio:MANIFEST (speech), video:LABELS.csv (clips of
 // per-frame labelled video) or hdf5:FILE (the 'train' split; --test-input the 'test'
-// one), ucihar:DIR (the UCI-HAR layout, train/ and test/). open_import
+// one), ucihar:DIR (the UCI-HAR layout, train/ and test/), npy:X.npy[,Y.npy] or
+// npz:FILE[:X,Y] (NumPy arrays, npy_import.hpp), images:DIR (class folders of JPEG/PNG,
+// image_import.hpp). open_import
 // opens every source, fills OPTIONS (class names, the files it reads) and describes the
 // inputs and every option as the fingerprint that lets a second identical run skip the
 // work (importer.hpp).
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "io/import/csv_import.hpp"
+#include "io/import/image_import.hpp"
 #include "io/import/importer.hpp"
 #include "io/import/video_import.hpp"
 
@@ -23,8 +26,10 @@ struct ImportSpec {
   std::string class_names;        // comma-separated; empty: from the input
   std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
   std::string har_signals = "inertial";                                // ucihar: inertial | features
+  std::string sample_shape;  // "1,28,28": every sample reshaped (same elements); empty: as stored
   CsvOptions csv;  // its group_column also names video's trial column
   VideoOptions video;
+  ImageOptions images;
   ImportOptions options;
 };
 
@@ -41,5 +46,7 @@ OpenedImport open_import(ImportSpec& spec);
 // Parses --frame-size "HxW" (e.g. 112x112) into OPT; throws UsageError naming --frame-size.
 // (Here, not in video_import: a build without video support still parses its options.)
 void parse_frame_size(const std::string& text, VideoOptions* opt);
+// Parses --image-size "HxW" (e.g. 224x224) into OPT; throws UsageError naming --image-size.
+void parse_image_size(const std::string& text, ImageOptions* opt);
 
 }  // namespace lockstep::io

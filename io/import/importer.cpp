@@ -281,6 +281,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   m.dataset_id = new_dataset_id();
   m.sample_order = opt.plan.shuffle ? SampleOrder::kShuffled : SampleOrder::kSource;
   m.order_seed = opt.plan.seed;
+  for (const auto& in : inputs) m.skipped_inputs += in.source->skipped();
   DatasetSpec& spec = m.spec;
   spec = inputs[0].source->spec();
   spec.name = opt.name;

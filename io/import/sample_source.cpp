@@ -6,6 +6,46 @@
 #include "core/base/error.hpp"
 
 namespace lockstep::io {
+namespace {
+
+class ReshapedSource final : public SampleSource {
+ public:
+  ReshapedSource(std::unique_ptr<SampleSource> inner, const std::vector<int64_t>& shape)
+      : inner_(std::move(inner)), spec_(inner_->spec()) {
+    const auto text = [](const std::vector<int64_t>& s) {
+      std::string t;
+      for (const int64_t d : s) t += (t.empty() ? "" : ",") + std::to_string(d);
+      return "[" + t + "]";
+    };
+    if (spec_.ragged)
+      throw UsageError("--sample-shape: " + inner_->name() + " holds sequences of varying length; they are not reshaped");
+    int64_t n = 1;
+    for (const int64_t d : shape) n *= d;
+    if (shape.empty() || n != spec_.sample_elems())
+      throw UsageError("--sample-shape " + text(shape) + " has " + std::to_string(n) + " elements; the samples of " +
+                       inner_->name() + " are " + text(spec_.sample_shape) + " (" +
+                       std::to_string(spec_.sample_elems()) + ")");
+    spec_.sample_shape = shape;
+  }
+  const DatasetSpec& spec() const override { return spec_; }
+  int64_t count() const override { return inner_->count(); }
+  const std::vector<int64_t>& labels() const override { return inner_->labels(); }
+  const std::vector<int64_t>& groups() const override { return inner_->groups(); }
+  const std::vector<int64_t>& extras() const override { return inner_->extras(); }
+  void read(int64_t begin, int64_t n, void* out) override { inner_->read(begin, n, out); }
+  std::string name() const override { return inner_->name(); }
+  int64_t skipped() const override { return inner_->skipped(); }
+
+ private:
+  std::unique_ptr<SampleSource> inner_;
+  DatasetSpec spec_;
+};
+
+}  // namespace
+
+std::unique_ptr<SampleSource> reshape_samples(std::unique_ptr<SampleSource> source, const std::vector<int64_t>& shape) {
+  return std::make_unique<ReshapedSource>(std::move(source), shape);
+}
 
 MemorySource::MemorySource(std::string name, DatasetSpec spec, std::vector<unsigned char> samples,
                            std::vector<int64_t> labels, std::vector<int64_t> groups, std::vector<int64_t> extras)

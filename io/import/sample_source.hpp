@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,17 @@ class SampleSource {
   // Reads samples [BEGIN, BEGIN+N) into OUT (N * spec().sample_bytes()).
   virtual void read(int64_t begin, int64_t n, void* out) = 0;
   virtual std::string name() const = 0;  // the file or directory, for messages
+  // Input files left out because they did not decode (images --skip-bad): the manifest's count.
+  virtual int64_t skipped() const { return 0; }
 
  private:
   const std::vector<int64_t> no_groups_{};
 };
+
+// SOURCE with every sample seen as SHAPE (the same elements, e.g. [28, 28] -> [1, 28, 28]:
+// `lockstep shard --sample-shape`). Throws UsageError naming --sample-shape when the element
+// count differs or the source is ragged.
+std::unique_ptr<SampleSource> reshape_samples(std::unique_ptr<SampleSource> source, const std::vector<int64_t>& shape);
 
 // A source already in memory (IDX, CSV).
 class MemorySource final : public SampleSource {

@@ -152,11 +152,7 @@ void PredictionWriter::finish() {
   Impl& m = *impl_;
   LOCKSTEP_REQUIRE(m.written == m.f.total, fmt::format("{}: {} of {} rows written", m.path, m.written, m.f.total));
   if (m.csv) {
-    if (std::fflush(m.out) != 0 || ::fsync(fileno(m.out)) != 0 || std::fclose(m.out) != 0) {
-      m.out = nullptr;
-      throw Error("cannot write " + m.tmp);
-    }
-    m.out = nullptr;
+    close_synced(m.out, m.tmp);
   } else {
     m.index.reset();
     m.pred.reset();
@@ -167,8 +163,7 @@ void PredictionWriter::finish() {
     m.file.reset();
     fsync_path(m.tmp);
   }
-  if (std::rename(m.tmp.c_str(), m.path.c_str()) != 0) throw Error("cannot rename " + m.tmp + " to " + m.path);
-  fsync_path(parent_dir(m.path));
+  commit_temp(m.tmp, m.path);
   m.finished = true;
 }
 

@@ -113,12 +113,7 @@ void write_file_atomic(const std::string& path, const std::string& data) {
     ::unlink(tmp.c_str());
     throw Error("cannot flush " + tmp + ": " + why);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
-  }
-  fsync_path(parent_dir(path));
+  commit_temp(tmp, path);
 }
 
 std::string base_name(const std::string& path) { return fs::path(path).filename().string(); }

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
+#include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
 
 namespace lockstep::io {
@@ -62,6 +64,22 @@ TempSweep remove_dead_temps(const std::string& dir, const Writer& released) {
     if (::unlink((dir + "/" + name).c_str()) == 0) out.removed.push_back(name);
   }
   return out;
+}
+
+void close_synced(std::FILE*& f, const std::string& tmp) {
+  std::FILE* file = f;
+  f = nullptr;
+  const bool ok = std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
+  if (std::fclose(file) != 0 || !ok) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+}
+
+void commit_temp(const std::string& tmp, const std::string& path) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
+  }
+  fsync_path(parent_dir(path));
 }
 
 }  // namespace lockstep::io

@@ -14,6 +14,7 @@
 // so that two jobs never delete each other's half-written files.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct Writer {
   bool operator==(const Writer& o) const { return pid == o.pid && host == o.host; }
 };
 Writer this_writer();
+
+// The last steps of writing TMP in place of PATH: flush, fsync and close F (set to nullptr,
+// whatever happens), then rename TMP over PATH and fsync PATH's directory, so PATH appears
+// whole or not at all. Throw naming TMP (a failed rename removes it).
+void close_synced(std::FILE*& f, const std::string& tmp);
+void commit_temp(const std::string& tmp, const std::string& path);
 
 // PATH.lockstep-tmp.PID.HOST for this process.
 std::string temp_name_for(const std::string& path);

@@ -28,6 +28,14 @@ expect_rc 1 run_mpi 2 train --data data --batch-size 200 --run-dir r1
 expect_output "rank 0 of 2 gets 116 samples, fewer than one batch of 200"
 pass "more ranks than data: the rank is named"
 
+# Out of memory (the GPU allocator's error, raised on rank 1 at step 4 on the CPU by
+# --debug.fault oom): one line naming the step, device and batch, and what to change.
+expect_rc 1 run_mpi 2 train --data data --batch-size 16 --epochs 1 --run-dir oom --debug.fault oom \
+  --debug.fault-rank 1 --debug.fault-step 3
+expect_output "rank 1@.*error: out of memory at step 4 on cpu with a batch of 16 per rank: CUDA out of memory\. Tried to allocate 2\.00 GiB\. To fit: lower --batch-size \(--grad-accum N keeps the global batch\) or --amp bf16$"
+[ "$(grep -c 'out of memory at step' out.txt)" = 1 ] || fail "the out-of-memory line should come once, from the rank that ran out"
+pass "out of memory: one line with the step, batch and what to change"
+
 cp -r data broken
 head -c 4000 broken/train-00001-of-00002.h5 > t && mv t broken/train-00001-of-00002.h5
 expect_rc 1 run_mpi 2 train --data broken --batch-size 16 --run-dir r2
@@ -38,7 +46,7 @@ expect_output "train-00001-of-00002.h5: checksum mismatch"
 pass "truncated shard named in training and in inspect --verify"
 
 expect_rc 2 "$LOCKSTEP" shard --input parquet:x --output y
-expect_output "--input must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv or hdf5:FILE"
+expect_output "--input must be idx:DIR, csv:FILE, ts:FILE, ucihar:DIR, audio:MANIFEST, video:LABELS.csv, hdf5:FILE, npy:X.npy\[,Y.npy\], npz:FILE\[:X,Y\], images:DIR or librispeech:DIR, got .parquet:x."
 expect_rc 1 "$LOCKSTEP" shard --input idx:/nonexistent --output y
 expect_output "idx input /nonexistent is not a directory"
 expect_rc 2 run_mpi 2 shard --input "idx:$FMNIST" --output z

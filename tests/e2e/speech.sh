@@ -42,6 +42,54 @@ print("max |lockstep - torch.fft| =", err)
 PY
 pass "log-mel features equal the torch.fft reference"
 
+# 2b. The LibriSpeech layout (SPEAKER/CHAPTER/SPEAKER-CHAPTER.trans.txt, FLAC): 12 training
+# utterances as 16 kHz mono FLAC give exactly the WAV manifest's features; as 44.1 kHz
+# stereo FLAC they are resampled and down-mixed (one note line) to nearly the same.
+"$PYTHON" - <<'PY'
+import os, subprocess
+lines = [l.rstrip("\n").split("\t") for l in open("digits.wav/train.tsv") if not l.startswith("#")][:12]
+with open("ls12.tsv", "w") as m:
+    for path, text, spk in lines:
+        m.write(f"digits.wav/{path}\t{text.upper()}\n")
+# (both channels the mono signal: ffmpeg's own up-mix would lower each by 3 dB)
+for name, args in (("ls16", ["-ar", "16000", "-ac", "1"]), ("ls44", ["-af", "pan=stereo|c0=c0|c1=c0", "-ar", "44100"])):
+    for i, (path, text, spk) in enumerate(lines):
+        s = str(100 + i % 3)  # three speakers, one chapter each
+        os.makedirs(f"{name}/{s}/7", exist_ok=True)
+        uid = f"{s}-7-{i:04d}"
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", f"digits.wav/{path}", *args,
+                        f"{name}/{s}/7/{uid}.flac"], check=True)
+        with open(f"{name}/{s}/7/{s}-7.trans.txt", "a") as t:
+            t.write(f"{uid} {text.upper()}\n")
+PY
+expect_rc 0 "$LOCKSTEP" shard --input audio:ls12.tsv --output ls-wav --val-fraction 0
+expect_rc 0 "$LOCKSTEP" shard --input librispeech:ls16 --output ls-16 --val-fraction 0
+expect_rc 0 "$LOCKSTEP" shard --input librispeech:ls44 --output ls-44 --val-fraction 0
+expect_output "note: 12 audio file\(s\) resampled to 16000 Hz, 12 down-mixed to mono"
+"$PYTHON" - <<'PY' || fail "the LibriSpeech-layout imports differ from the WAV manifest's"
+import json, h5py, numpy as np
+def utts(d):
+    m = json.load(open(f"{d}/manifest.json"))
+    out = {}
+    for s in m["splits"]["train"]["shards"]:
+        with h5py.File(f"{d}/{s['file']}") as h:
+            for x, length, tokens in zip(h["samples"][:], h["lengths"][:], h["targets"][:]):
+                out["".join(m["tokens"][t] for t in tokens if t >= 0)] = x[:, :length]
+    return out
+wav, flac16, flac44 = utts("ls-wav"), utts("ls-16"), utts("ls-44")
+assert set(wav) == set(flac16) == set(flac44) and len(wav) == 12, (len(wav), len(flac16), len(flac44))
+worst = 0.0
+for text, x in wav.items():
+    assert np.array_equal(x, flac16[text]), text
+    y = flac44[text]
+    t = min(x.shape[1], y.shape[1])
+    assert abs(x.shape[1] - y.shape[1]) <= 1, (text, x.shape, y.shape)
+    worst = max(worst, float(np.median(np.abs(x[:, :t] - y[:, :t]))))
+print(f"librispeech: 16 kHz FLAC == WAV features; 44.1 kHz stereo resampled: median |d log-mel| <= {worst:.4f}")
+assert worst < 0.05, worst
+PY
+pass "librispeech:DIR (FLAC) imports as the WAV manifest does; other rates and stereo resampled, down-mixed"
+
 # 3. Train gru + CTC on 2 ranks; rows carry CER/WER; the test split is scored once.
 ARGS=(--data digits --model gru --model.width 64 --epochs 8 --batch-size 8 --optimizer adam --lr 0.003
       --ckpt.best-metric val_wer --log-every 5)
@@ -69,6 +117,28 @@ expect_rc 0 run_mpi 2 train --data digits --model lmu --model.width 32 --epochs 
 expect_output "finished at step [0-9]+: val_loss [0-9.]+ val_cer [0-9.]+ val_wer [0-9.]+, test_cer"
 pass "lmu + CTC trains on 2 ranks"
 
+# Your own CTC model: a PyTorch module (docs/python/examples/gru_ctc.py) scripted by
+# docs/python/script_model.py, trained at 2 ranks through --model torchscript:PATH.
+tokens=$("$PYTHON" -c "import json; print(len(json.load(open('digits/manifest.json'))['tokens']))")
+"$PYTHON" "$ROOT/docs/python/script_model.py" --file "$ROOT/docs/python/examples/gru_ctc.py" --class MyGruCtc \
+  --args "{\"features\": 40, \"tokens\": $tokens, \"hidden\": 64}" --sample-shape 40,100 --out gru_ctc.pt >script.txt 2>&1 ||
+  { cat script.txt; fail "script_model.py"; }
+grep -q "CTC: forward with 2 input(s)" script.txt || { cat script.txt; fail "script_model.py did not see a CTC signature"; }
+expect_rc 0 run_mpi 2 train --data digits --model torchscript:gru_ctc.pt --epochs 6 --batch-size 8 --optimizer adam \
+  --lr 0.003 --ckpt.best-metric val_cer --log-every 5 --run-dir byo
+expect_output "finished at step [0-9]+: val_loss [0-9.]+ val_cer [0-9.]+ val_wer [0-9.]+, test_cer"
+"$PYTHON" - byo/metrics.jsonl <<'PY' || fail "the scripted CTC model did not learn"
+import json, sys
+test = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"test"' in l][0]
+print("your scripted GRU-CTC after 6 epochs: test CER", test["test_cer"], "WER", test["test_wer"])
+assert test["test_cer"] < 0.5, test
+PY
+"$PYTHON" "$ROOT/docs/python/script_model.py" --file "$ROOT/docs/python/examples/gru_ctc.py" --class MyGruCtc \
+  --args "{\"features\": 40, \"tokens\": 3}" --out wrong.pt >/dev/null
+expect_rc 2 run_mpi 1 train --data digits --model torchscript:wrong.pt --epochs 1 --ckpt.best-metric val_wer --run-dir bad-byo
+expect_output "forward returns logits of shape \[2, [0-9]+, 4\] for a batch of 2, expected \[2, T, $((tokens + 1))\]"
+pass "a scripted PyTorch GRU-CTC (x, lengths) -> (logits, out_lengths) trains at 2 ranks; a wrong vocabulary is refused"
+
 # 4. CER/WER are all-reduced sums: 1 and 2 ranks score a checkpoint identically.
 for np in 1 2; do
   expect_rc 0 run_mpi $np evaluate --data digits --model gru --model.width 64 --checkpoint run/checkpoints/best.ckpt \
@@ -79,13 +149,37 @@ assert (a['cer'], a['wer'], a['samples']) == (b['cer'], b['wer'], b['samples']),
   fail "CER/WER differ between 1 and 2 ranks"
 pass "evaluate: CER/WER over 1 rank equal those over 2 ranks"
 
+# 4b. predict transcribes (greedy, in sample order) with the CER/WER evaluate reports; the
+# .h5 holds per-frame log-probabilities, which the exported model's PyTorch reference
+# module (docs/python: GruCtc, Lmu) reproduces; for gru and the LMU.
+expect_rc 0 run_mpi 2 predict --data digits --checkpoint run/checkpoints/best.ckpt --split test --out tr.csv
+expect_output "greedy transcriptions\); CER [0-9.]+ WER [0-9.]+ against the references"
+cer=$(grep -o "CER [0-9.]*" out.txt | head -1 | cut -d' ' -f2)
+"$PYTHON" - "$cer" <<'PY' || fail "predict's transcriptions or CER differ from evaluate's"
+import csv, json, sys
+rows = list(csv.DictReader(open("tr.csv")))
+e = json.load(open("eval2.json"))
+assert [int(r["index"]) for r in rows] == list(range(e["samples"])), "rows are not in sample order"
+assert all(r["reference"] for r in rows) and any(r["transcript"] for r in rows), rows[:3]
+assert abs(float(sys.argv[1]) - e["cer"]) < 1e-4, (sys.argv[1], e["cer"])
+print(f"{len(rows)} transcriptions, CER {sys.argv[1]} (evaluate: {e['cer']:.4f}); e.g.", rows[0])
+PY
+for m in run lmu; do
+  expect_rc 0 "$LOCKSTEP" export --checkpoint $m/checkpoints/best.ckpt --out $m.safetensors
+  expect_rc 0 run_mpi 2 predict --data digits --checkpoint $m.safetensors --split test --out $m-tr.h5
+  "$PYTHON" "$ROOT/tests/e2e/check_export.py" "$ROOT/docs/python" $m.safetensors digits test $m-tr.h5 ||
+    fail "$m: the PyTorch reference module disagrees with lockstep predict"
+done
+pass "predict transcribes CTC models (CER as evaluate); gru and lmu exports load into their PyTorch modules"
+
 # 5. The wrong model, metric or tool for sequence data: one clear line each.
 expect_rc nonzero "$LOCKSTEP" train --data digits --model cnn1d --ckpt.best-metric val_wer --run-dir bad1
 expect_output "classifies whole samples, but dataset 'speech-digits' has sequence targets"
 expect_rc nonzero "$LOCKSTEP" train --data digits --model gru --run-dir bad2
 expect_output "--ckpt.best-metric val_f1 needs class labels; dataset 'speech-digits' has sequence targets: set --ckpt.best-metric val_wer"
-expect_rc nonzero "$LOCKSTEP" predict --data digits --model gru --checkpoint run/checkpoints/best.ckpt --out p.h5
-expect_output "has sequence targets; lockstep predict writes class probabilities"
+expect_rc 2 "$LOCKSTEP" predict --data digits --model gru --checkpoint run/checkpoints/best.ckpt --out p.csv \
+  --predict.top-k 3
+expect_output "--predict.top-k is for class outputs; dataset 'speech-digits' has sequence targets"
 make_slice fm 200 1
 expect_rc nonzero "$LOCKSTEP" train --data fm --model gru --run-dir bad3
 expect_output "model 'gru' is a CTC sequence model"
@@ -103,6 +197,7 @@ write("stereo.wav", 16000, 2, 16000)
 write("empty.wav", 16000, 1, 0)
 write("short.wav", 16000, 1, 399)
 write("good.wav", 16000, 1, 16000)
+write("rate_short.wav", 22050, 2, 500)
 open("noise.wav", "wb").write(b"RIFF not really a wave file")
 PY
 bad() {  # bad MANIFEST_TEXT REGEX [TEST_MANIFEST_TEXT]
@@ -114,8 +209,7 @@ bad() {  # bad MANIFEST_TEXT REGEX [TEST_MANIFEST_TEXT]
   [ "$(grep -c . "$WORK/out.txt")" -le 2 ] || { cat "$WORK/out.txt"; fail "more than a one-line error"; }
   [ ! -e badout/manifest.json ] || fail "a failed import wrote a manifest"
 }
-bad 'rate.wav\tone two\n' "rate.wav \(.*bad.tsv:1\): sample rate 22050 Hz; lockstep reads 16000 Hz mono"
-bad 'stereo.wav\tone two\n' "stereo.wav .*: 2 channels; lockstep reads mono"
+bad 'rate_short.wav\tone\n' "rate_short.wav \(.*bad.tsv:1\): 500 samples at 22050 Hz \(363 at 16000 Hz\), shorter than one 400-sample frame"
 bad 'empty.wav\tone\n' "empty.wav .*: 0 samples, shorter than one 400-sample frame"
 bad 'short.wav\tone\n' "short.wav .*: 399 samples, shorter than one 400-sample frame"
 bad 'noise.wav\tone\n' "noise.wav: cannot read as audio"

@@ -77,6 +77,16 @@ expect_rc 0 "$LOCKSTEP" evaluate --checkpoint r3d/checkpoints/best.ckpt --data v
 expect_output "macro-F1"
 pass "r3d-10 with checkpointed activations trains, resumes and evaluates"
 
+# 4b. Both video models exported load strictly into their PyTorch reference modules
+# (docs/python/lockstep_models.py) and give lockstep predict's probabilities.
+for m in c3d r3d; do
+  expect_rc 0 "$LOCKSTEP" export --checkpoint $m/checkpoints/best.ckpt --out $m.safetensors
+  expect_rc 0 run_mpi 2 predict --checkpoint $m.safetensors --data vb --split test --out $m-pred.h5
+  "$PYTHON" "$ROOT/tests/e2e/check_export.py" "$ROOT/docs/python" $m.safetensors vb test $m-pred.h5 ||
+    fail "$m: the PyTorch reference module disagrees with lockstep predict"
+done
+pass "c3d and r3d exports load strictly into their PyTorch modules, equal to predict"
+
 # 5. Options that do not fit the data are refused before training.
 make_slice fm 200 1
 expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --data.time-jitter 2 --run-dir bad

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fuzz::expect_handled([&] {
     std::vector<std::string> files;
-    const auto inputs = io::open_audio({{"train", manifest}}, &files);
+    const auto inputs = io::open_audio({{"train", manifest}}, false, &files);
     for (const auto& in : inputs) {
       std::vector<unsigned char> buf(in.source->spec().sample_bytes() * static_cast<size_t>(in.source->count()));
       in.source->read(0, in.source->count(), buf.data());
