@@ -15,8 +15,9 @@ namespace lockstep::app {
 int cmd_report(const Args& args) {
   if (args.size() == 2 && args[0] == "--trace") {
     const TraceSummary t = merge_traces(args[1]);
-    std::cout << t.table << "\nmerged " << t.ranks << " rank(s) into " << t.merged_path
-              << " (open in chrome://tracing or ui.perfetto.dev)\n";
+    std::cout << t.table << "\nmerged " << t.ranks << " rank(s)"
+              << (t.op_spans > 0 ? " and " + std::to_string(t.op_spans) + " operator spans (--trace.ops)" : std::string())
+              << " into " << t.merged_path << " (open in chrome://tracing or ui.perfetto.dev)\n";
     return kExitOk;
   }
   if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {

@@ -108,6 +108,7 @@ po::options_description common_options(Config* c) {
       ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor")
       ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended")
       ("trace.steps", po::value(&c->trace_steps)->default_value(c->trace_steps), "A-B: write a Chrome/Perfetto trace per rank of global steps A..B to RUN_DIR/trace/ (lockstep report --trace RUN_DIR merges them)")
+      ("trace.ops", po::value(&c->trace_ops)->default_value(c->trace_ops)->implicit_value(true), "with --trace.steps: also profile those steps operator by operator through LibTorch's profiler (GPU kernels included) to RUN_DIR/trace/ops-rank-R.json and a summary .txt")
       ("dist.straggler-windows", po::value(&c->straggler_windows)->default_value(c->straggler_windows), "warn when one rank is the slowest (busy time) in this many log windows in a row; 0: off")
       ("dist.straggler-percent", po::value(&c->straggler_percent)->default_value(c->straggler_percent), "... each time more than this many percent slower than the median rank");
   return d;
@@ -127,6 +128,8 @@ po::options_description train_options(Config* c) {
       ("train.optimizer", enum_value(&c->optimizer), "sgd | adam | adamw (alias --optimizer)")
       ("train.fused-optimizer", po::value(&c->fused_optimizer)->default_value(c->fused_optimizer)->implicit_value(true),
        "step through ATen's fused multi-tensor kernels (same state and checkpoints as false: torch::optim's per-parameter step)")
+      ("train.cuda-graph", enum_value(&c->cuda_graph),
+       "auto | on | off: GPUs, one rank: capture forward, backward and optimizer as one CUDA graph after warm-up and replay it (auto: where it applies; docs/gpu.md)")
       ("train.cudnn-benchmark", po::value(&c->cudnn_benchmark)->default_value(c->cudnn_benchmark)->implicit_value(true),
        "GPUs: cuDNN times its convolution algorithms once per input shape and keeps the fastest (never for ragged sequences)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")

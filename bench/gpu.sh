@@ -5,7 +5,9 @@
 #          channels_last, channels_last + whole-step CUDA graph, + torch.compile) on the
 #          reference CNN at batch 64 and 256 (fp32) and ResNet-18 224x224 batch 256 in bf16
 #   full   ResNet-18 batch 256 in fp32 and fp16 against every anchor mode, and lockstep's
-#          levers one at a time off in bf16 (fused optimizer, channels-last, cuDNN benchmark)
+#          levers one at a time off in bf16 (fused optimizer, channels-last, cuDNN benchmark,
+#          the whole-step CUDA graph)
+# quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default.
 # Writes gpu-report.md (one dated table naming the GPU, for docs/gpu.md) and every log under
 # GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
 # exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
@@ -120,20 +122,46 @@ anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS
     tee -a "$REPORT.rows"
 }
 
+# --trace.steps with --trace.ops: LibTorch's operator profile of a few steady steps (kernels,
+# launches, host syncs, device busy share); the summary goes into the report, the Chrome
+# traces (gzipped) beside it.
+profile_run() {  # profile_run NAME DATA MODEL DTYPE BATCH STEPS RANGE
+  local name=$1 data=$2 model=$3 dtype=$4 batch=$5 steps=$6 range=$7 run=$WORK/runs/prof-$1 amp=none
+  [ "$dtype" != fp32 ] && amp=$dtype
+  rm -rf "$run"
+  "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
+    --max-steps "$steps" --log-every $((steps / 4)) --epochs 100000 --data.val-split none --data.test-split none \
+    --run-dir "$run" --threads 4 --trace.steps "$range" >"$OUTDIR/prof-$name.txt" 2>&1 || say "prof-$name: exit $?"
+  if [ -f "$run/trace/ops-rank-0.txt" ]; then
+    cp "$run/trace/ops-rank-0.txt" "$OUTDIR/ops-$name.txt"
+    gzip -c "$run/trace/ops-rank-0.json" >"$OUTDIR/ops-$name.json.gz" 2>/dev/null || true
+    { echo "- $name (steps $range): $(sed -n 2p "$run/trace/ops-rank-0.txt")"; } >>"$REPORT.ops"
+  else
+    echo "- $name: no operator profile (see prof-$name.txt)" >>"$REPORT.ops"
+  fi
+}
+
 table() {  # table TITLE: the rows measured since the last table
   { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo; } >>"$REPORT"
   rm -f "$REPORT.rows"
 }
 
 if [ "$STAGE" = quick ]; then
+  say "operator profiles of lockstep's steady steps"
+  profile_run cnn-b64 img28 cnn fp32 64 80 61-70
+  profile_run r18-bf16 img224 resnet bf16 256 40 31-35
+  { echo "### Operator profiles (lockstep --trace.steps, --trace.ops)"; echo; cat "$REPORT.ops"; echo; } >>"$REPORT"
+  rm -f "$REPORT.ops"
   for b in 64 256; do
     say "reference CNN, batch $b, fp32"
     lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" 400
+    lockstep_run "cnn-b$b-eager" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --train.cuda-graph off
     for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" 300; done
-    table "Reference CNN (28x28x1), batch $b, fp32"
+    table "Reference CNN (28x28x1), batch $b, fp32 (lockstep: whole-step CUDA graph, and -eager without)"
   done
   say "ResNet-18 224x224, batch 256, bf16"
   lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
+  lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
   for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
   table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
 else
@@ -148,6 +176,7 @@ else
   lockstep_run r18-bf16-no-fused img224 resnet "$FLOPS_R18" bf16 256 120 --train.fused-optimizer false
   lockstep_run r18-bf16-nchw img224 resnet "$FLOPS_R18" bf16 256 120 --model.memory-format contiguous
   lockstep_run r18-bf16-no-cudnn-bench img224 resnet "$FLOPS_R18" bf16 256 120 --train.cudnn-benchmark false
+  lockstep_run r18-bf16-no-graph img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
   table "ResNet-18 bf16 batch 256: each lever off"
 fi
 say "done: $REPORT"

@@ -50,6 +50,7 @@ struct Config {
   int64_t batch_size = 64;  // per rank
   OptimizerKind optimizer = OptimizerKind::kSgd;
   bool fused_optimizer = true;  // ATen's fused multi-tensor step (core/optim/fused_step.hpp)
+  CudaGraph cuda_graph = CudaGraph::kAuto;  // GPUs: the whole step as one CUDA graph (core/train/static_step.hpp)
   bool cudnn_benchmark = true;  // GPUs: cuDNN times its algorithms per shape (fixed shapes only: not ragged data)
   double lr = 0.05;
   LrScaling lr_scaling = LrScaling::kNone;  // lr x f(world size)
@@ -98,6 +99,7 @@ struct Config {
   int grad_accum = 1;           // micro-steps per optimizer step
   double comm_timeout = 300.0;  // seconds before the watchdog ends a stuck job
   std::string trace_steps;          // "A-B": a Chrome trace per rank of those steps (core/train/step_trace.hpp)
+  bool trace_ops = true;            // with trace_steps: LibTorch's operator profile of them too (op_profile.hpp)
   int straggler_windows = 3;        // warn when one rank is the slowest this many log windows in a row (0: off)
   double straggler_percent = 20.0;  // ... each time this much slower than the median rank
   bool sync_buffers = false;    // before evaluation/checkpoints: average BatchNorm statistics (else rank 0's)

@@ -13,6 +13,7 @@ enum class DataMode { kAuto, kMemory, kStream };  // data.mode
 enum class Remainder { kDrop, kWrap };           // data.remainder
 enum class Backend { kAuto, kMpi, kNccl };       // dist.backend
 enum class Overlap { kAuto, kOn, kOff };         // dist.overlap: auto | true | false
+enum class CudaGraph { kAuto, kOn, kOff };       // train.cuda-graph: auto | on | off
 enum class Compress { kNone, kBf16, kFp16 };     // dist.compress: gradients on the wire
 enum class OptimizerKind { kSgd, kAdam, kAdamW };  // train.optimizer
 enum class LrScaling { kNone, kLinear, kSqrt };  // train.lr-scaling
@@ -40,6 +41,7 @@ const EnumNames<DataMode>& enum_names(DataMode);
 const EnumNames<Remainder>& enum_names(Remainder);
 const EnumNames<Backend>& enum_names(Backend);
 const EnumNames<Overlap>& enum_names(Overlap);
+const EnumNames<CudaGraph>& enum_names(CudaGraph);
 const EnumNames<Compress>& enum_names(Compress);
 const EnumNames<OptimizerKind>& enum_names(OptimizerKind);
 const EnumNames<LrScaling>& enum_names(LrScaling);
@@ -80,7 +82,7 @@ std::string enum_choices() {
 // Every configuration enum, for code that handles them all alike (the option parser).
 template <typename... E>
 struct EnumList {};
-using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, Compress, OptimizerKind, LrScaling, Schedule, Amp,
+using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, CudaGraph, Compress, OptimizerKind, LrScaling, Schedule, Amp,
                              MemoryFormat, BestMetric, ProgressMode, Fault>;
 
 }  // namespace lockstep

@@ -10,18 +10,20 @@
 namespace lockstep {
 
 GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
-                         WireType wire)
-    : params_(std::move(params)), comm_(comm), overlap_(overlap), wire_(wire) {
+                         WireType wire, bool alone_pass_through)
+    : params_(std::move(params)), comm_(comm), overlap_(overlap), wire_(wire),
+      pass_through_(alone_pass_through && comm.size() == 1) {
   std::vector<size_t> numel;
   for (const auto& p : params_) {
     LOCKSTEP_REQUIRE(p.scalar_type() == at::kFloat, "gradient reduction supports float32 parameters");
     numel.push_back(static_cast<size_t>(p.numel()));
   }
-  buckets_ = plan_buckets(numel, sizeof(float), bucket_mb);
+  buckets_ = plan_buckets(numel, sizeof(float), bucket_mb);  // planned also when passing through: reported
   const auto options = params_.empty() ? at::TensorOptions().dtype(at::kFloat) : params_[0].options();
   bucket_of_.resize(params_.size());
   slot_of_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (pass_through_) break;  // no buffers: nothing is copied
     buffers_.push_back(at::empty({static_cast<int64_t>(buckets_[b].elems)}, options));
     if (wire_ != WireType::kF32)
       wire_buffers_.push_back(at::empty_like(buffers_.back(), options.dtype(wire_ == WireType::kBF16 ? at::kBFloat16 : at::kHalf)));
@@ -33,7 +35,7 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, dou
   inv_world_ = at::full({}, 1.0 / comm_.size(), options);
   filled_.assign(params_.size(), 0);
   remaining_.assign(buckets_.size(), 0);
-  if (!overlap_) return;
+  if (!overlap_ || pass_through_) return;
   for (size_t i = 0; i < params_.size(); ++i)
     hooks_.push_back(params_[i].register_hook([this, i](const at::Tensor& grad) { on_grad(i, grad); }));
 }
@@ -104,6 +106,14 @@ void GradReducer::finish(const std::function<void()>& after_wait) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!sync_) {
     if (after_wait) after_wait();
+    return;
+  }
+  if (pass_through_) {
+    if (after_wait) after_wait();
+    at::NoGradGuard no_grad;
+    for (auto& p : params_)
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    sync_ = false;
     return;
   }
   for (size_t i = 0; i < params_.size(); ++i)

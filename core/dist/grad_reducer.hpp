@@ -17,6 +17,10 @@
 // the network halves. fp16 keeps 11 significant bits but overflows above 65504 (under
 // --amp fp16 the loss scaler sees that inf and skips the step, as for any overflow);
 // bf16 keeps float32's range with 8 significant bits.
+// ALONE_PASS_THROUGH (the trainer's choice): at world size 1 nothing is averaged, so no hook,
+// bucket copy or collective runs; finish() only gives a parameter without a gradient zeros,
+// as the reduction would (so its momentum and weight decay act as at any world size). This
+// also leaves the step free of communication, which a captured CUDA graph needs.
 // The destructor removes the hooks. Buffers live on the parameters' device.
 #pragma once
 
@@ -34,7 +38,7 @@ namespace lockstep {
 class GradReducer {
  public:
   GradReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true,
-              WireType wire = WireType::kF32);
+              WireType wire = WireType::kF32, bool alone_pass_through = false);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -49,6 +53,7 @@ class GradReducer {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   WireType wire() const { return wire_; }
+  bool passes_through() const { return pass_through_; }  // world size 1 with ALONE_PASS_THROUGH
   size_t wire_bytes_per_step() const;  // what one rank hands to the all-reduces per optimizer step
   double exposed_seconds() const { return exposed_s_; }  // of the last finish()
   int launched_in_backward() const { return launched_in_backward_; }  // of the last step
@@ -62,6 +67,7 @@ class GradReducer {
   Communicator& comm_;
   const bool overlap_;
   const WireType wire_;
+  bool pass_through_ = false;
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> buffers_;  // float32, per bucket
   std::vector<at::Tensor> wire_buffers_;  // 16-bit wire: per bucket; empty for float32

@@ -8,6 +8,7 @@
 #include "core/dist/watchdog.hpp"
 
 #ifdef LOCKSTEP_HAVE_NCCL
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -32,7 +33,8 @@ class CudaEvent {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const MpiRuntime& mpi, int device) : mpi_(mpi), rank_(mpi.rank()), size_(mpi.size()) {
+  NcclCommunicator(const MpiRuntime& mpi, int device)
+      : mpi_(mpi), rank_(mpi.rank()), size_(mpi.size()), device_(static_cast<c10::DeviceIndex>(device)) {
     check_one_rank_per_gpu(mpi, device);
     const NcclIdBytes bytes = exchange_nccl_id(mpi);
     ncclUniqueId id;
@@ -82,26 +84,29 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void set_compute_stream(cudaStream_t s) { compute_ = s; }
-
-  // Enqueued on the NCCL stream after the compute stream's work so far; the compute
-  // stream waits for it. The host does not block: the watchdog polls the op's event.
+  // Enqueued on the NCCL stream after the current stream's work so far. The host does not
+  // block: the watchdog polls the op's event.
   using Communicator::start_allreduce;
   void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override {
     const ncclDataType_t t = type == WireType::kF32 ? ncclFloat32 : type == WireType::kBF16 ? ncclBfloat16 : ncclFloat16;
-    CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+    after_current();
     NCCL_CHECK(ncclAllReduce(data, data, n, t, ncclSum, comm_, stream_));
     finish_op("ncclAllReduce of " + what);
   }
 
-  void wait_all() override {}  // ordering is on the device (finish_op); nothing to wait for on the host
+  // The current stream waits (on the device) for every operation started so far: the last
+  // one's event, since they complete in order on the one NCCL stream. The host never waits.
+  void wait_all() override {
+    if (!last_done_) return;
+    CUDA_CHECK(cudaStreamWaitEvent(current(), last_done_, 0));
+    last_done_ = nullptr;
+  }
 
   void broadcast(float* data, size_t n, int root) override {
-    CUDA_CHECK(cudaEventRecord(ready_->get(), compute_));
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+    after_current();
     NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, stream_));
     finish_op("ncclBroadcast");
+    wait_all();
   }
 
  private:
@@ -112,10 +117,18 @@ class NcclCommunicator final : public Communicator {
     hook_ = 0;
   }
 
+  cudaStream_t current() const { return c10::cuda::getCurrentCUDAStream(device_).stream(); }
+
+  // The NCCL stream waits for the work issued so far on the current stream.
+  void after_current() {
+    CUDA_CHECK(cudaEventRecord(ready_->get(), current()));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+  }
+
   void finish_op(const std::string& what) {
     cudaEvent_t done = done_[ops_++ % done_.size()]->get();
     CUDA_CHECK(cudaEventRecord(done, stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(compute_, done, 0));
+    last_done_ = done;
     Watchdog* w = mpi_.watchdog();
     if (!w) return;
     ncclComm_t comm = comm_;
@@ -134,7 +147,8 @@ class NcclCommunicator final : public Communicator {
   int rank_, size_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  cudaStream_t compute_ = nullptr;  // the legacy default stream until the trainer sets one
+  c10::DeviceIndex device_;
+  cudaEvent_t last_done_ = nullptr;  // the last operation's event until wait_all()
   uint64_t hook_ = 0;
   std::unique_ptr<CudaEvent> ready_;
   // A ring: an op's event is re-recorded 64 ops later; by then the watchdog has seen the
@@ -149,12 +163,6 @@ std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& mpi, int 
   return std::make_unique<NcclCommunicator>(mpi, device);
 }
 
-void nccl_set_compute_stream(Communicator& comm, void* compute_stream) {
-  auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
-  LOCKSTEP_REQUIRE(nccl != nullptr, "nccl_set_compute_stream on a " + comm.name() + " communicator");
-  nccl->set_compute_stream(static_cast<cudaStream_t>(compute_stream));
-}
-
 }  // namespace lockstep
 
 #else  // built without CUDA/NCCL: the NCCL backend reports itself missing.
@@ -164,8 +172,6 @@ namespace lockstep {
 std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime&, int) {
   throw Error("this lockstep was built without NCCL (rebuild with CUDA and NCCL available)");
 }
-
-void nccl_set_compute_stream(Communicator&, void*) { throw Error("this lockstep was built without NCCL"); }
 
 }  // namespace lockstep
 #endif

@@ -1,7 +1,10 @@
 // nccl_communicator: the NCCL backend of communicator.hpp. Device memory; each operation
-// is enqueued on the communicator's own CUDA stream after the compute stream's work so
-// far (an event), and the compute stream waits for it (another event): the host never
-// blocks, and the watchdog polls each operation's event.
+// is enqueued on the communicator's own CUDA stream after the work issued so far on the
+// caller's current stream (an event; the current stream is taken at each call, so a run on
+// a side stream is ordered right). The current stream waits for the reductions only at
+// wait_all() (another event: the last operation's, as they complete in order on one
+// stream), so backward goes on while the buckets reduce; a broadcast is waited for at once.
+// The host never blocks, and the watchdog polls each operation's event.
 //
 // Built by make_nccl_communicator, steps 1-4 of nccl_bootstrap.hpp's protocol.
 //
@@ -25,8 +28,5 @@ class MpiRuntime;
 
 // A ready NCCL communicator on this rank's GPU (DEVICE). Collective.
 std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& mpi, int device);
-// Orders the NCCL stream after COMPUTE_STREAM (a cudaStream_t) before each reduction and
-// the compute stream after the reduction.
-void nccl_set_compute_stream(Communicator& comm, void* compute_stream);
 
 }  // namespace lockstep

@@ -11,9 +11,6 @@
 #include "core/dist/nccl_bootstrap.hpp"
 #include "core/dist/nccl_communicator.hpp"
 
-#ifdef LOCKSTEP_HAVE_NCCL
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace lockstep {
 
@@ -35,9 +32,6 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi) {
   const int device = mpi.local_rank() % static_cast<int>(torch::cuda::device_count());
   p.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device));
   p.comm = make_nccl_communicator(mpi, device);
-#ifdef LOCKSTEP_HAVE_NCCL
-  nccl_set_compute_stream(*p.comm, c10::cuda::getCurrentCUDAStream(p.device.index()).stream());
-#endif
   return p;
 }
 

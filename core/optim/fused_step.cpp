@@ -40,7 +40,8 @@ std::vector<torch::Tensor> stepped(optim::OptimizerParamGroup& group) {
   return out;
 }
 
-void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const torch::Tensor* found_inf) {
+void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const torch::Tensor* found_inf,
+               const torch::Tensor* lr) {
   const auto& o = static_cast<const optim::SGDOptions&>(group.options());
   LOCKSTEP_REQUIRE(found_inf == nullptr || o.dampening() == 0, "fused SGD with a found-inf flag needs dampening 0");
   auto& state = opt.state();
@@ -71,10 +72,15 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const t
     if (buf.defined()) bufs[k].push_back(buf);
   }
   torch::NoGradGuard no_grad;
-  for (auto& [k, ps] : params)
-    at::_fused_sgd_(ps, grads[k], bufs[k], o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
-                    /*maximize=*/false, /*is_first_step=*/k.second, /*grad_scale=*/std::nullopt,
-                    found_inf ? std::optional<torch::Tensor>(*found_inf) : std::nullopt);
+  const auto inf = found_inf ? std::optional<torch::Tensor>(*found_inf) : std::nullopt;
+  for (auto& [k, ps] : params) {
+    if (lr)
+      at::_fused_sgd_(ps, grads[k], bufs[k], o.weight_decay(), o.momentum(), *lr, o.dampening(), o.nesterov(),
+                      /*maximize=*/false, /*is_first_step=*/k.second, /*grad_scale=*/std::nullopt, inf);
+    else
+      at::_fused_sgd_(ps, grads[k], bufs[k], o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
+                      /*maximize=*/false, /*is_first_step=*/k.second, /*grad_scale=*/std::nullopt, inf);
+  }
 }
 
 template <typename Options, typename State>
@@ -121,12 +127,14 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
 
 }  // namespace
 
-void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf) {
+void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf,
+                const torch::Tensor* lr) {
   LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd,
                    "fused optimizer step: a device found-inf flag is for SGD only");
+  LOCKSTEP_REQUIRE(lr == nullptr || kind == OptimizerKind::kSgd, "fused optimizer step: a device lr is for SGD only");
   for (auto& group : opt.param_groups()) {
     switch (kind) {
-      case OptimizerKind::kSgd: sgd_group(opt, group, found_inf); break;
+      case OptimizerKind::kSgd: sgd_group(opt, group, found_inf, lr); break;
       case OptimizerKind::kAdam:
         adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false);
         break;

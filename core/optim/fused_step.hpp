@@ -25,6 +25,10 @@ namespace lockstep {
 // update, which with dampening 0 (lockstep's SGD) is the same value torch::optim's first
 // step copies; a skipped first step leaves it zero instead of uninitialised. Adam and AdamW
 // keep their step count on the host (torch::optim's state), so they take the host decision.
-void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf = nullptr);
+// LR (SGD only): the learning rate as a float32 tensor on the parameters' device, read by the
+// kernel on the device instead of the group's lr (a step captured in a CUDA graph reads the
+// value of each replay; static_step.hpp). The group's lr must hold the same value.
+void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf = nullptr,
+                const torch::Tensor* lr = nullptr);
 
 }  // namespace lockstep

@@ -46,13 +46,12 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return torch::zeros({});
-  std::vector<torch::Tensor> norms;
-  norms.reserve(grads.size());
-  for (const auto& g : grads) norms.push_back(g.detach().to(torch::kFloat).norm());
-  const torch::Tensor total = torch::stack(norms).norm();
+  // Multi-tensor kernels (a few launches for all gradients, as torch.nn.utils.clip_grad_norm_
+  // with foreach): the per-tensor norms in float32, their norm, one scaling.
+  const torch::Tensor total = torch::stack(at::_foreach_norm(grads, 2, torch::kFloat)).norm();
   // min(1, max/total) without a branch on the host.
   const torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-  for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
+  at::_foreach_mul_(grads, coef);
   return total;
 }
 

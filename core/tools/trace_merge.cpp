@@ -11,6 +11,38 @@
 #include "io/util/json_io.hpp"
 
 namespace lockstep {
+namespace {
+
+// Appends the X events of PATH (a Kineto trace of rank RANK) to OUT as threads of process
+// RANK, moved to unix microseconds. Returns how many.
+int64_t merge_ops(const std::string& path, int rank, io::Json& out) {
+  const io::Json t = io::parse_json(io::read_text_file(path), path);
+  LOCKSTEP_REQUIRE(t.contains("traceEvents") && t["traceEvents"].is_array(), path + ": not a Chrome trace (no traceEvents)");
+  const double base_us = io::json_get_or<double>(t, "baseTimeNanoseconds", 0.0, path) / 1000.0;
+  std::map<std::pair<std::string, std::string>, int> threads;  // (pid, tid) as text -> our tid
+  int64_t n = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e.value("ph", "") != "X" || !e.contains("ts")) continue;
+    const std::string cat = e.value("cat", "");
+    const bool device = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "gpu_user_annotation";
+    const auto key = std::make_pair(e.contains("pid") ? e["pid"].dump() : "", e.contains("tid") ? e["tid"].dump() : "");
+    auto it = threads.find(key);
+    if (it == threads.end()) {
+      it = threads.emplace(key, 10 + static_cast<int>(threads.size())).first;
+      const std::string name = device ? "ops: GPU " + key.first + ", stream " + key.second : "ops: host thread " + key.second;
+      out.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", it->second}, {"args", {{"name", name}}}});
+    }
+    io::Json m = e;
+    m["pid"] = rank;
+    m["tid"] = it->second;
+    m["ts"] = io::json_get_or<double>(e, "ts", 0.0, path) + base_us;
+    out.push_back(std::move(m));
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
 
 TraceSummary merge_traces(const std::string& run_dir) {
   const std::string dir = run_dir + "/trace";
@@ -46,6 +78,10 @@ TraceSummary merge_traces(const std::string& run_dir) {
   }
   LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no rank-R.json traces");
   TraceSummary s;
+  for (const auto& [rank, r] : ranks) {
+    const std::string ops = dir + "/ops-rank-" + std::to_string(rank) + ".json";
+    if (io::path_exists(ops)) s.op_spans += merge_ops(ops, rank, merged["traceEvents"]);
+  }
   s.ranks = static_cast<int>(ranks.size());
   s.merged_path = dir + "/merged.json";
   io::write_file_atomic(s.merged_path, io::dump_json(merged) + "\n");

@@ -2,7 +2,10 @@
 // (RUN_DIR/trace/rank-R.json, step_trace.hpp) merged into one timeline,
 // RUN_DIR/trace/merged.json (each rank a process, its phases, collectives and checkpoints
 // as threads), and a table: per rank, the mean ms per traced step of each phase and the
-// collectives' time, the slowest rank marked.
+// collectives' time, the slowest rank marked. Each rank's operator profile (--trace.ops:
+// ops-rank-R.json, LibTorch's Kineto trace, op_profile.hpp) joins its process as more
+// threads — host threads' operators, GPU streams' kernels — on the same unix-time axis
+// (Kineto's timestamps plus its baseTimeNanoseconds).
 #pragma once
 
 #include <string>
@@ -11,6 +14,7 @@ namespace lockstep {
 
 struct TraceSummary {
   int ranks = 0;
+  int64_t op_spans = 0;  // operator and kernel spans merged from ops-rank-R.json files
   std::string table;  // markdown
   std::string merged_path;
 };

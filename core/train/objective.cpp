@@ -16,8 +16,13 @@ Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::T
     s.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(s.loss.device()));
     return s;
   }
-  const torch::Tensor y = maker.labels(records, n);
-  const torch::Tensor logits = class_logits(model, x, maker.ragged_lengths(records, n));
+  return classes(model, x, maker.labels(records, n), maker.ragged_lengths(records, n));
+}
+
+Scored Objective::classes(Net& model, const torch::Tensor& x, const torch::Tensor& y,
+                          const torch::Tensor& lengths) const {
+  Scored s;
+  const torch::Tensor logits = class_logits(model, x, lengths);
   s.loss = loss_(logits, y);
   s.correct = logits.detach().argmax(1).eq(y).sum();
   return s;

@@ -27,6 +27,10 @@ class Objective {
   // X: the batch's inputs (BatchMaker::inputs); RECORDS: its N label records.
   Scored operator()(Net& model, const BatchMaker& maker, const torch::Tensor& x, const int64_t* records,
                     int64_t n) const;
+  // Class labels only: X scored against the labels Y (on the device; LENGTHS for ragged
+  // series, else undefined). What a step with static buffers calls (static_step.hpp).
+  Scored classes(Net& model, const torch::Tensor& x, const torch::Tensor& y,
+                 const torch::Tensor& lengths = torch::Tensor()) const;
 
  private:
   bool sequence_;

@@ -196,7 +196,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   const WireType wire = cfg.compress == Compress::kBf16   ? WireType::kBF16
                         : cfg.compress == Compress::kFp16 ? WireType::kF16
                                                           : WireType::kF32;
-  reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap, wire);
+  reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap, wire,
+                                          /*alone_pass_through=*/true);
   maker = std::make_unique<BatchMaker>(manifest.spec, place.device);
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
@@ -241,7 +242,7 @@ std::string Session::describe() const {
   return fmt::format(
       "lockstep {} (torch {}): {} rank(s) on {} host(s), backend {}, device {}{}, {} thread(s)/rank{}\n"
       "data {} ({}): {} train samples in {} shard(s), reader {}; validation on {}, test on {}; model {} ({} parameters{}, "
-      "{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step)\n"
+      "{})\n"
       "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
       lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(),
@@ -256,8 +257,11 @@ std::string Session::describe() const {
       parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +
           (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : ""),
-      reducer->buckets().size(), place.overlap ? "during backward" : "after backward", wire_name(reducer->wire()),
-      static_cast<double>(reducer->wire_bytes_per_step()) / 1e6,  //
+      reducer->passes_through()
+          ? std::string("gradients not reduced: one rank")
+          : fmt::format("{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step", reducer->buckets().size(),
+                        place.overlap ? "during backward" : "after backward", wire_name(reducer->wire()),
+                        static_cast<double>(reducer->wire_bytes_per_step()) / 1e6),  //
       cfg.batch_size, mpi.size(), cfg.grad_accum, global_batch, steps_per_epoch, to_string(cfg.remainder),  //
       to_string(cfg.optimizer), cfg.nesterov ? " (nesterov)" : "", cfg.lr, to_string(cfg.lr_scaling), mpi.size(),
       schedule.base, sched, extras);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 #include "core/data/augment.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/optim/amp.hpp"
@@ -48,13 +49,64 @@ class SyncCheckScope {
 }  // namespace
 
 StepRunner::StepRunner(Session& s, StepTimer& timer)
-    : s_(s), timer_(timer), objective_(s.manifest.spec, *s.loss) {}
+    : s_(s), timer_(timer), objective_(s.manifest.spec, *s.loss) {
+  const Config& cfg = s.cfg;
+  const bool cuda = s.place.device.is_cuda();
+  if (cfg.cuda_graph == CudaGraph::kOff || (!cuda && cfg.cuda_graph == CudaGraph::kAuto)) return;
+  StaticStepCase c;
+  c.cuda = true;  // judged as on a GPU: on the CPU, "on" runs the same fixed-buffer step uncaptured
+  c.world = s.mpi.size();
+  c.class_labels = !objective_.sequence();
+  c.ragged = s.manifest.spec.ragged;
+  c.grad_accum = cfg.grad_accum;
+  c.optimizer = cfg.optimizer;
+  c.fused_optimizer = cfg.fused_optimizer;
+  c.sync_bn = s.sync_bn_layers > 0;
+  c.checkpoint_activations = cfg.checkpoint_activations && s.model->checkpoints_activations();
+  if (const std::string why = static_step_obstacle(c); !why.empty()) {
+    if (cfg.cuda_graph == CudaGraph::kOn)
+      log::warn0("--train.cuda-graph on: the step stays eager here: " + why);
+    else
+      log::info0("whole-step CUDA graph: not used (" + why + ")");
+    return;
+  }
+  if (!cuda)
+    log::info0("--train.cuda-graph on, on the CPU: the step runs over fixed buffers as a GPU captures it, without a "
+               "graph (the path the tests compare with the eager step)");
+  static_ = std::make_unique<StaticStep>(StaticStepParts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
+                                                         cfg.amp, cfg.clip_norm, s.place.device},
+                                         /*capture=*/cuda);
+}
+
+StepRunner::~StepRunner() = default;
+
+torch::Tensor StepRunner::inputs(const io::Batch& b, int64_t micro, int64_t epoch) const {
+  const Config& cfg = s_.cfg;
+  torch::Tensor x = s_.maker->inputs(b.samples.data(), cfg.batch_size, b.labels.data());
+  if (s_.augment.enabled())
+    x = augment_batch(x, s_.augment,
+                      io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
+                                   static_cast<uint64_t>(s_.mpi.rank())),
+                      [this](const torch::Tensor& host) { return s_.maker->upload(host); });
+  return x;
+}
+
+StepOutput StepRunner::run_static(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr) {
+  timer_.begin_step();
+  const io::Batch* b = loader.next();
+  LOCKSTEP_REQUIRE(b != nullptr && b->step == step, "data loader ended before step " + std::to_string(step));
+  const torch::Tensor x = inputs(*b, step, epoch);
+  const torch::Tensor y = s_.maker->labels(b->labels.data(), s_.cfg.batch_size);
+  timer_.mark(Phase::kData);
+  return static_->run(x, y, lr, &timer_);
+}
 
 StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
   const Config& cfg = s_.cfg;
   const int64_t batch = cfg.batch_size, accum = cfg.grad_accum;
   const SyncCheckScope sync_check(s_.place.device.is_cuda() && cfg.sync_check > 0 && global_step + 1 >= cfg.sync_check);
   set_lr(*s_.opt, lr);
+  if (static_) return run_static(loader, step, epoch, lr);
   s_.opt->zero_grad();
   timer_.begin_step();
   torch::Tensor step_loss, step_correct;
@@ -63,12 +115,7 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
     const io::Batch* b = loader.next();
     LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
     const int64_t* records = b->labels.data();
-    torch::Tensor x = s_.maker->inputs(b->samples.data(), batch, records);
-    if (s_.augment.enabled())
-      x = augment_batch(x, s_.augment,
-                        io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
-                                     static_cast<uint64_t>(s_.mpi.rank())),
-                        [this](const torch::Tensor& host) { return s_.maker->upload(host); });
+    const torch::Tensor x = inputs(*b, micro, epoch);
     timer_.mark(Phase::kData);
     Scored scored;
     {
@@ -106,6 +153,8 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
   return StepOutput{accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct};
 }
 
-int64_t StepRunner::clipped_steps() const { return clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0}; }
+int64_t StepRunner::clipped_steps() const {
+  return (clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0}) + (static_ ? static_->clipped_steps() : 0);
+}
 
 }  // namespace lockstep

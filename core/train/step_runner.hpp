@@ -14,14 +14,19 @@
 // On GPUs --debug.sync-check N turns this into a check: from global step N on, a host sync
 // inside the step is an error naming the call (c10's sync debug mode), so a regression that
 // stalls the device queue fails the GPU tests instead of slowing every step.
-// The seam for a captured step (a CUDA graph) is run(): the loop never reaches inside it.
+// On a GPU with one rank (static_step_obstacle() says where else), --train.cuda-graph auto|on
+// hands the device step to StaticStep: the batch is still prepared here, eagerly, and the
+// step itself runs over fixed buffers, captured as one CUDA graph after a warm-up and
+// replayed. The loop never reaches inside run().
 #pragma once
 
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "core/train/objective.hpp"
+#include "core/train/static_step.hpp"
 
 namespace lockstep {
 
@@ -29,16 +34,13 @@ struct Session;
 class StepTimer;
 namespace io {
 class EpochLoader;
+struct Batch;
 }
-
-struct StepOutput {
-  torch::Tensor loss;     // the step's mean loss over its micro-batches, on the device
-  torch::Tensor correct;  // correct predictions summed over them, on the device
-};
 
 class StepRunner {
  public:
   StepRunner(Session& s, StepTimer& timer);
+  ~StepRunner();
   StepRunner(const StepRunner&) = delete;
   StepRunner& operator=(const StepRunner&) = delete;
 
@@ -50,10 +52,15 @@ class StepRunner {
   int64_t clipped_steps() const;
 
  private:
+  // Batch B's inputs on the device, normalised and augmented (micro-step MICRO of EPOCH).
+  torch::Tensor inputs(const io::Batch& b, int64_t micro, int64_t epoch) const;
+  StepOutput run_static(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr);
+
   Session& s_;
   StepTimer& timer_;
   const Objective objective_;
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
+  std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
 };
 
 }  // namespace lockstep

@@ -70,8 +70,9 @@ std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last
 }
 
 StepTrace::StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight,
-                     int64_t done)
+                     int64_t done, bool ops, bool cuda)
     : range_(range), rank_(rank), host_(std::move(host)), dir_(std::move(dir)), flight_(flight), step_(done) {
+  if (ops && on()) ops_ = std::make_unique<OpProfile>(cuda, rank_, dir_);
   const double steady = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   offset_us_ = (unix_seconds() - steady) * 1e6;
 }
@@ -85,7 +86,11 @@ void StepTrace::begin_step(Clock::time_point t) {
   last_ = t;
   if (step_ > range_.last && on()) finish();
   if (!active()) return;
-  if (window_begin_ == 0) window_begin_ = us(t) / 1e6;
+  if (window_begin_ == 0) {
+    window_begin_ = us(t) / 1e6;
+    first_traced_ = step_;
+    if (ops_) ops_->start();
+  }
 #ifdef LOCKSTEP_HAVE_CUDA
   nvtxRangePushA(fmt::format("step {}", step_).c_str());
   nvtxRangePushA("data");
@@ -115,6 +120,13 @@ void StepTrace::span(const std::string& name, Clock::time_point begin, Clock::ti
 void StepTrace::finish() {
   if (!on() || written_ || window_begin_ == 0) return;
   written_ = true;
+  const int64_t last = std::min(range_.last, step_);
+  if (ops_) {
+    const std::string summary = ops_->stop(first_traced_, last);
+    if (!summary.empty())
+      log::info0(fmt::format("operator profile of steps {}-{} written to {}/ops-rank-*.json and .txt: {}", first_traced_,
+                             last, dir_, summary));
+  }
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});

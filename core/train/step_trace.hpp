@@ -7,14 +7,18 @@
 // are NVTX ranges for Nsight Systems (host issue times; the trace file has host times too:
 // on a GPU a phase's span is when the host issued it, the device time is in the log rows).
 // Times are unix microseconds, so ranks on different hosts line up to their clocks' sync.
+// With --trace.ops (OPS) the same steps are also profiled operator by operator, kernels
+// included on GPUs (op_profile.hpp): RUN_DIR/trace/ops-rank-R.{json,txt}.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/base/clock.hpp"
 #include "core/dist/flight_recorder.hpp"
+#include "core/train/op_profile.hpp"
 
 namespace lockstep {
 
@@ -33,7 +37,9 @@ std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last
 class StepTrace {
  public:
   // DONE: global steps done before this run's first step (a resumed run).
-  StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight, int64_t done);
+  // OPS: profile the traced steps' operators too (CUDA: kernels as well).
+  StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight, int64_t done,
+            bool ops = false, bool cuda = false);
   bool on() const { return !range_.empty(); }
   void begin_step(Clock::time_point t);        // the step timer's begin_step
   void mark(Phase phase, Clock::time_point t);  // the end of PHASE
@@ -53,8 +59,10 @@ class StepTrace {
   Clock::time_point last_{};
   double offset_us_;  // unix - steady, microseconds
   double window_begin_ = 0, window_end_ = 0;  // unix seconds of the traced steps
+  int64_t first_traced_ = 0;  // the first traced step this process ran
   std::vector<std::string> events_;
   bool written_ = false;
+  std::unique_ptr<OpProfile> ops_;  // --trace.ops
 };
 
 }  // namespace lockstep

@@ -26,6 +26,7 @@
 #include "core/train/fault_injection.hpp"
 #include "core/train/rank_spread.hpp"
 #include "core/train/run_rows.hpp"
+#include "core/train/run_stream.hpp"
 #include "core/train/train_state.hpp"
 #include "core/dist/signal_vote.hpp"
 #include "core/dist/stop_signal.hpp"
@@ -47,7 +48,8 @@ class Trainer {
         ranks_(s.mpi.rank(), s.mpi.size(), s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent) {
     const TraceRange trace = parse_trace_range(cfg_.trace_steps);
     timer_.set_trace(std::make_unique<StepTrace>(trace, s.mpi.rank(), s.mpi.host(), cfg_.run_dir + "/trace",
-                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step));
+                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step,
+                                                 cfg_.trace_ops, s.place.device.is_cuda()));
     if (const std::string note = trace_range_note(trace, state.pos().step, s.planned_steps); !note.empty())
       log::warn0(note);
   }
@@ -370,6 +372,7 @@ class Trainer {
 
 int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   Session session(cfg, mpi);
+  const RunStream run_stream(session.place.device);  // every step, evaluation and copy of the run
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
   Checkpointer checkpointer(cfg, session.manifest,
                             CheckpointParts{*session.model, *session.opt, session.scaler, mpi, session.place.device},

@@ -80,13 +80,15 @@ pgrep -f "^$LOCKSTEP train --data fm --epochs 40" >/dev/null && fail "a SIGTERM 
 pass "SIGUSR2 to one rank: its record, no stall claimed"
 
 # 4. --trace.steps: a Chrome trace per rank of those steps (phases, every collective,
-# checkpoints), merged by `lockstep report --trace` into one timeline with a table.
+# checkpoints) and LibTorch's operator profile of them (--trace.ops, on by default), merged by
+# `lockstep report --trace` into one timeline with a table.
 expect_rc 0 run_mpi 2 train --data fm --epochs 1 --batch-size 32 --run-dir traced --trace.steps 5-8 --ckpt.every 6
 expect_output "trace of steps 5-8 written to traced/trace/rank-\*.json"
+expect_output "operator profile of steps 5-8 written to traced/trace/ops-rank-\*.json and .txt: 4 step\(s\) in [0-9.]+ ms"
 expect_rc 0 "$LOCKSTEP" report --trace traced
 expect_output "^\| 0( \(slowest\))? \| 4 \|"
 expect_output "^\| 1( \(slowest\))? \| 4 \|"
-expect_output "merged 2 rank\(s\) into traced/trace/merged.json"
+expect_output "merged 2 rank\(s\) and [0-9]+ operator spans \(--trace.ops\) into traced/trace/merged.json"
 "$PYTHON" - traced/trace <<'PY' || fail "the traces are not valid Chrome traces with every rank's spans"
 import json, sys
 for r in (0, 1):
@@ -101,10 +103,20 @@ for r in (0, 1):
     assert any(e["cat"] == "io" and e["name"] == "checkpoint" for e in spans), "no checkpoint span"
 merged = json.load(open(f"{sys.argv[1]}/merged.json"))["traceEvents"]
 assert {e["pid"] for e in merged} == {0, 1}
+# The operator spans sit inside the traced steps' window, on the same unix-time axis.
+for r in (0, 1):
+    steps = [e for e in merged if e["pid"] == r and e.get("cat") == "step"]
+    ops = [e for e in merged if e["pid"] == r and e.get("cat") == "cpu_op"]
+    assert any(e["name"] == "aten::convolution" for e in ops), "no operator spans for rank %d" % r
+    lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    inside = [e for e in ops if lo - 5e4 <= e["ts"] <= hi + 5e4]
+    assert len(inside) > 0.9 * len(ops), (r, lo, hi, len(inside), len(ops))
+    summary = open(f"{sys.argv[1]}/ops-rank-{r}.txt").read()
+    assert "operator profile of steps 5-8, rank %d" % r in summary and "aten::" in summary, summary
 PY
 expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --run-dir bad --trace.steps 9-3
 expect_output "--trace.steps 9-3: steps count from 1 and A must not exceed B"
-pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces and checkpoints, merged by report"
+pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces, checkpoints and operators (--trace.ops), merged by report"
 
 # 5. --dist.compress: gradients all-reduced in 16 bits (half the bytes on the wire), the
 # run trains like the float32 one, and a bad value is refused naming the option.

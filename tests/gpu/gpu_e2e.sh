@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end on one GPU (ctest -L gpu; bench/gpu.sh runs it from the GPU bundle): a 1-rank
-# job on the GPU (NCCL backend) against the same job on the CPU (MPI backend), fp16 with the
-# loss scaler, resume on the GPU, cuDNN benchmark on, and no host sync inside a steady step.
+# job on the GPU (NCCL backend, the whole step a CUDA graph by default) against the same job on
+# the CPU (MPI backend), the graph against the eager step, fp16 with the loss scaler, resume on
+# the GPU, cuDNN benchmark on, and no host sync inside a steady step.
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -14,20 +15,34 @@ source "$ROOT/tests/e2e/common.sh" "$@"
 COMMON=(--data data --batch-size 64 --lr 0.05 --epochs 3 --log-every 5 --model.dropout 0 --seed 7)
 
 # 1. GPU == CPU over 20 steps: TF32 off (NVIDIA_TF32_OVERRIDE=0 reaches cuBLAS and cuDNN),
-# so the float32 losses differ only by summation order.
+# so the float32 losses differ only by summation order, which grows as training goes. The
+# synthetic set is learnt fast (the loss falls from ~1.9 to ~0.002 in 20 steps), and the
+# relative difference of a loss near zero is all rounding (measured on an H100, 2026-11-27:
+# 3e-5 while the loss is above 0.5, 8e-3 at 0.002): within 1e-3 of max(loss, 0.1).
+# The GPU run is the whole-step CUDA graph (auto); 1b compares it with the eager step.
+judge() {  # judge A B TITLE: train losses of two runs within 1e-3 of max(|loss|, 0.1)
+  "$PYTHON" - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY'
+import json, sys
+rows = [[json.loads(l)["train_loss"] for l in open(p) if '"kind":"train"' in l] for p in sys.argv[1:3]]
+assert len(rows[0]) == len(rows[1]) == 4, rows
+worst = max(abs(a - b) / max(abs(b), 0.1) for a, b in zip(*rows))
+print(f"{sys.argv[3]}: train losses over 20 steps, worst difference {worst:.2e} of max(loss, 0.1): {rows}")
+assert worst < 1e-3, rows
+PY
+}
 expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir gpu
 expect_output 'backend nccl, device cuda'
 expect_output '\(cudnn benchmark\)'
+expect_output 'whole-step CUDA graph captured after 3 eager steps'
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend mpi --max-steps 20 --run-dir cpu
-"$PYTHON" - gpu/metrics.jsonl cpu/metrics.jsonl <<'PY' || fail "GPU and CPU losses differ beyond 1e-3 relative"
-import json, sys
-rows = [[json.loads(l)["train_loss"] for l in open(p) if '"kind":"train"' in l] for p in sys.argv[1:]]
-assert len(rows[0]) == len(rows[1]) == 4, rows
-worst = max(abs(a - b) / abs(b) for a, b in zip(*rows))
-print(f"GPU vs CPU train losses over 20 steps: worst relative difference {worst:.2e}")
-assert worst < 1e-3, rows
-PY
-pass "20 steps on the GPU equal the CPU's (TF32 off)"
+judge gpu cpu "GPU vs CPU" || fail "GPU and CPU losses differ beyond 1e-3 of max(loss, 0.1)"
+pass "20 steps on the GPU (a CUDA graph) equal the CPU's (TF32 off)"
+
+# 1b. The captured step == the eager step on the GPU.
+expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir eager \
+  --train.cuda-graph off
+judge gpu eager "CUDA graph vs eager" || fail "the CUDA graph's losses differ from the eager step's"
+pass "the whole-step CUDA graph equals the eager step"
 
 # 2. fp16: the loss scaler runs on the GPU; the scale is reported, losses stay finite.
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp fp16 --max-steps 20 --run-dir fp16

@@ -5,7 +5,10 @@
 //   - the fp16 loss scaler on CUDA: an overflowing step is skipped (parameters untouched),
 //     the scale halves, a finite step runs;
 //   - the NCCL gradient reducer == the MPI reducer on the same gradients (every rank of the
-//     run: one rank per GPU), buckets, 1/world and the written-back averages alike.
+//     run: one rank per GPU), buckets, 1/world and the written-back averages alike;
+//   - the whole step captured as a CUDA graph and replayed == the same step run eagerly over
+//     the same fixed buffers (static_step.hpp), fp32 and fp16 with the loss scaler; the
+//     replayed steps make no host sync (c10's sync debug mode as an error).
 // TF32 is off here (cuBLAS/cuDNN), so float32 results compare tightly.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -21,9 +24,15 @@
 #include "core/optim/loss_scaler.hpp"
 #include "core/optim/fused_step.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/model/registry.hpp"
+#include "core/optim/loss.hpp"
+#include "core/train/objective.hpp"
+#include "core/train/run_stream.hpp"
+#include "core/train/static_step.hpp"
 #include "mpi_test_env.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -105,9 +114,6 @@ TEST(GpuStep, NcclReducerEqualsMpiReducer) {
   auto cpu = make_params(torch::kCPU, 9), gpu = make_params(torch::Device(torch::kCUDA, device), 9);
   MpiCommunicator mpi_comm(mpi());
   std::unique_ptr<Communicator> nccl = make_nccl_communicator(mpi(), device);
-#ifdef LOCKSTEP_HAVE_CUDA
-  nccl_set_compute_stream(*nccl, c10::cuda::getCurrentCUDAStream(device).stream());
-#endif
   // A small bucket size: several buckets, so the bucket order and the write-back are tested.
   GradReducer on_cpu(cpu, mpi_comm, 0.004), on_gpu(gpu, *nccl, 0.004);
   ASSERT_GT(on_gpu.buckets().size(), 1u);
@@ -120,5 +126,76 @@ TEST(GpuStep, NcclReducerEqualsMpiReducer) {
     for (auto& p : cpu) gc.push_back(p.grad());
     for (auto& p : gpu) gg.push_back(p.grad());
     EXPECT_LT(max_rel_diff(gc, gg), 1e-6) << "step " << step;
+  }
+}
+
+namespace {
+
+io::DatasetSpec small_images() {
+  io::DatasetSpec s;
+  s.name = "gpu-static";
+  s.sample_shape = {1, 28, 28};
+  s.dtype = io::DType::kUInt8;
+  s.num_classes = 10;
+  s.mean = {0.0};
+  s.std = {1.0};
+  return s;
+}
+
+// One model, optimizer, reducer and scaler on the GPU, stepped by a StaticStep.
+struct StaticRun {
+  std::shared_ptr<Net> model;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  MpiCommunicator comm{mpi()};
+  std::unique_ptr<GradReducer> reducer;
+  LossScaler scaler;
+  Loss loss{{}, 0.0, torch::kCUDA};
+  Objective objective;
+  std::unique_ptr<StaticStep> step;
+  StaticRun(const io::DatasetSpec& spec, Amp amp, bool capture)
+      : scaler(amp == Amp::kFp16, torch::kCUDA), objective(spec, loss) {
+    torch::manual_seed(11);
+    model = make_model(ModelOptions{"cnn", 0.0}, spec);
+    model->to(torch::kCUDA);
+    params = model->parameters();
+    opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, 0.05, 0.9, false, 5e-4});
+    reducer = std::make_unique<GradReducer>(params, comm, 25.0, true, WireType::kF32, /*alone_pass_through=*/true);
+    step = std::make_unique<StaticStep>(StaticStepParts{*model, *opt, *reducer, scaler, objective, params, amp, 1.0,
+                                                        torch::kCUDA},
+                                        capture);
+  }
+};
+
+}  // namespace
+
+TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
+  SKIP_WITHOUT_GPU();
+  if (mpi().size() > 1) GTEST_SKIP() << "one rank: the graph holds no all-reduce";
+  const RunStream stream(torch::Device(torch::kCUDA, 0));  // capture needs a side stream
+  for (Amp amp : {Amp::kNone, Amp::kFp16}) {
+    StaticRun eager(small_images(), amp, false), graphed(small_images(), amp, true);
+    std::vector<const void*> grads_at_capture;
+    for (int i = 0; i < 12; ++i) {
+      torch::manual_seed(900 + i);
+      const torch::Tensor x = torch::randn({32, 1, 28, 28}).cuda(), y = torch::randint(0, 10, {32}).cuda();
+      const double lr = 0.05 * (1.0 - 0.02 * i);  // a schedule: the replay must read each step's lr
+      const bool steady = i > StaticStep::kWarmupSteps;
+      if (steady) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+      StepOutput a = eager.step->run(x, y, lr, nullptr);
+      StepOutput b = graphed.step->run(x, y, lr, nullptr);
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+      EXPECT_EQ(graphed.step->replaying(), i >= StaticStep::kWarmupSteps) << "step " << i;
+      EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-5 * std::abs(a.loss.item<double>())) << "step " << i;
+      EXPECT_EQ(a.correct.item<int64_t>(), b.correct.item<int64_t>()) << "step " << i;
+      // Each replay writes the gradients the capture created: their addresses stay.
+      std::vector<const void*> now;
+      for (const auto& p : graphed.params) now.push_back(p.grad().data_ptr());
+      if (i == StaticStep::kWarmupSteps) grads_at_capture = now;
+      if (i > StaticStep::kWarmupSteps) EXPECT_EQ(now, grads_at_capture) << "a gradient moved at step " << i;
+    }
+    EXPECT_LT(max_rel_diff(eager.params, graphed.params), 1e-5) << to_string(amp);
+    EXPECT_EQ(eager.step->clipped_steps(), graphed.step->clipped_steps());
+    if (amp == Amp::kFp16) EXPECT_EQ(eager.scaler.current_scale(), graphed.scaler.current_scale());
   }
 }

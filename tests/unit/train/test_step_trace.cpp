@@ -1,6 +1,7 @@
 // --trace.steps: the range parser, and a trace holding exactly the range's phases and the
 // collectives that started inside it.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <thread>
@@ -72,4 +73,57 @@ TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
   EXPECT_EQ(phases, 10);
   EXPECT_EQ(steps, (std::set<int64_t>{3, 4}));
   EXPECT_EQ(collectives, (std::set<std::string>{"gradient bucket 0 of step 3", "gradient bucket 0 of step 4"}));
+}
+
+// --trace.ops: the summary's figures from made-up events — the device's busy time is the
+// union of its kernels' intervals (overlapping kernels count once), per-step counts, and
+// every synchronising CUDA call named.
+TEST(OpProfile, SummarizesBusyTimeLaunchesAndSyncs) {
+  using K = OpEvent::Kind;
+  const std::vector<OpEvent> ev = {
+      {"aten::conv2d", K::kOperator, 0, 400},        {"aten::addmm", K::kOperator, 500, 600},
+      {"cudaLaunchKernel", K::kRuntime, 10, 20},     {"cudaLaunchKernel", K::kRuntime, 30, 40},
+      {"cudaStreamSynchronize", K::kRuntime, 700, 900},
+      {"conv_kernel", K::kKernel, 100, 300},         {"gemm_kernel", K::kKernel, 200, 400},  // overlap: 100-400
+      {"Memcpy HtoD", K::kCopy, 600, 700},
+  };
+  const std::string s = summarize_ops(ev, /*steps=*/2, 0, 1000);
+  EXPECT_NE(s.find("2 step(s) in 0.001 ms of wall clock"), std::string::npos) << s;
+  EXPECT_NE(s.find("device busy 40.0%"), std::string::npos) << s;  // (400-100) + (700-600) of 1000
+  EXPECT_NE(s.find("1 kernels and 1 launches per step"), std::string::npos) << s;
+  EXPECT_NE(s.find("1 operators per step"), std::string::npos) << s;
+  EXPECT_NE(s.find("cudaStreamSynchronize"), std::string::npos) << s;
+  EXPECT_NE(s.find("gemm_kernel"), std::string::npos) << s;
+  // Without device events: no device line, no sync verdict.
+  const std::string cpu = summarize_ops({{"aten::mm", K::kOperator, 0, 10}}, 1, 0, 10);
+  EXPECT_EQ(cpu.find("device busy"), std::string::npos) << cpu;
+  EXPECT_EQ(cpu.find("host syncs"), std::string::npos) << cpu;
+}
+
+// --trace.ops on the CPU: LibTorch's profiler runs over exactly the traced steps and writes
+// its Chrome trace (with the steps' operators) and the summary.
+TEST(OpProfile, ProfilesTheTracedStepsOnTheCpu) {
+  const std::string dir = lockstep::testing::fresh_dir("ops");
+  {
+    StepTimer timer(torch::kCPU);
+    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("2-3"), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
+    torch::Tensor a = torch::ones({8, 8});
+    for (int step = 1; step <= 4; ++step) {
+      timer.begin_step();
+      a = torch::mm(a, a) / 8.0;
+      timer.mark(Phase::kData);
+      timer.mark(Phase::kForward);
+      timer.mark(Phase::kBackward);
+      timer.mark(Phase::kComm);
+      timer.mark(Phase::kOptimizer);
+    }
+  }
+  const std::string summary = io::read_text_file(dir + "/ops-rank-0.txt");
+  EXPECT_NE(summary.find("operator profile of steps 2-3, rank 0"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("aten::mm"), std::string::npos) << summary;
+  const io::Json t = io::parse_json(io::read_text_file(dir + "/ops-rank-0.json"), "ops trace");
+  int mm = 0;
+  for (const auto& e : t["traceEvents"])
+    if (e.contains("name") && e["name"] == "aten::mm") ++mm;
+  EXPECT_EQ(mm, 2);  // steps 2 and 3, not 1 or 4
 }

@@ -1,0 +1,169 @@
+// static_step: see static_step.hpp.
+#include "core/train/static_step.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "core/base/error.hpp"
+#include "core/base/log.hpp"
+#include "core/dist/grad_reducer.hpp"
+#include "core/optim/amp.hpp"
+#include "core/optim/fused_step.hpp"
+#include "core/optim/loss_scaler.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/train/step_timer.hpp"
+
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace lockstep {
+
+std::string static_step_obstacle(const StaticStepCase& c) {
+  if (!c.cuda) return "it needs a CUDA GPU";
+  if (c.world > 1) return "it needs one rank (the gradient all-reduce is not captured yet)";
+  if (!c.class_labels) return "CTC sequence targets change shape every batch";
+  if (c.ragged) return "ragged series change shape every batch";
+  if (c.grad_accum > 1) return "--train.grad-accum runs several micro-batches per step";
+  if (c.optimizer != OptimizerKind::kSgd)
+    return std::string("--train.optimizer ") + to_string(c.optimizer) + " keeps its step count on the host";
+  if (!c.fused_optimizer) return "--train.fused-optimizer false steps parameter by parameter on the host";
+  if (c.sync_bn) return "--model.sync-bn communicates inside the forward pass";
+  if (c.checkpoint_activations) return "--model.checkpoint-activations saves and restores RNG state on the host";
+  return "";
+}
+
+#ifdef LOCKSTEP_HAVE_CUDA
+struct StaticStep::Graph {
+  at::cuda::CUDAGraph graph;
+};
+#else
+struct StaticStep::Graph {};
+#endif
+
+StaticStep::StaticStep(StaticStepParts parts, bool capture) : p_(parts), capture_(capture && parts.device.is_cuda()) {
+  const auto on = torch::TensorOptions().device(p_.device);
+  // Fused SGD reads a device lr as float32 on CUDA; on the CPU it reads the value as a
+  // double, which float64 keeps exact (the eager step's double lr).
+  lr_ = torch::zeros({}, on.dtype(p_.device.is_cuda() ? torch::kFloat : torch::kDouble));
+  clipped_ = torch::zeros({}, on.dtype(torch::kLong));
+}
+
+StaticStep::~StaticStep() = default;
+
+bool StaticStep::replaying() const { return graph_ != nullptr; }
+
+int64_t StaticStep::clipped_steps() const { return clipped_.item<int64_t>(); }
+
+void StaticStep::body(StepTimer* timer) {
+  // Gradients set to none, as the eager step does: backward then hands each parameter a fresh
+  // gradient (no zeroing, no accumulation kernels). While capturing, those tensors come from
+  // the graph's memory pool, and every replay writes the same ones again.
+  p_.opt.zero_grad();
+  Scored scored;
+  {
+    AutocastGuard autocast(p_.amp, p_.device);
+    scored = p_.objective.classes(p_.model, x_, y_);
+  }
+  if (timer) timer->mark(Phase::kForward);
+  p_.reducer.prepare(/*sync=*/true);
+  p_.scaler.scale(scored.loss).backward();
+  if (timer) timer->mark(Phase::kBackward);
+  p_.reducer.finish([timer] {
+    if (timer) timer->mark(Phase::kComm);
+  });
+  const torch::Tensor found_inf = p_.scaler.unscale_and_update_async(p_.trainable);
+  torch::NoGradGuard no_grad;
+  if (p_.clip_norm > 0) {
+    torch::Tensor over = (clip_grad_norm(p_.trainable, p_.clip_norm) > p_.clip_norm).to(torch::kLong);
+    if (found_inf.defined()) over = over * found_inf.eq(0).to(torch::kLong);  // a skipped step is not clipped
+    clipped_.add_(over);
+  }
+  fused_step(p_.opt, OptimizerKind::kSgd, found_inf.defined() ? &found_inf : nullptr, &lr_);
+  if (!loss_.defined()) {
+    loss_ = scored.loss.detach().clone();
+    correct_ = scored.correct.clone();
+  } else {
+    loss_.copy_(scored.loss.detach());
+    correct_.copy_(scored.correct);
+  }
+  if (timer) timer->mark(Phase::kOptimizer);
+}
+
+bool StaticStep::capture() {
+#ifdef LOCKSTEP_HAVE_CUDA
+  auto g = std::make_unique<Graph>();
+  // Autocast's cache of casted weights would hold tensors of the capture's memory pool past
+  // it (PyTorch's graph recipe turns it off for capture).
+  const bool cache = at::autocast::is_autocast_cache_enabled();
+  at::autocast::set_autocast_cache_enabled(false);
+  try {
+    // Thread-local: a background thread's CUDA call (the watchdog's event polls) must not
+    // invalidate the capture; the training thread's own unsafe calls still fail it.
+    g->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+    try {
+      body(nullptr);
+    } catch (...) {
+      try {
+        g->graph.capture_end();  // ends the stream's capture; its own error is the same one
+      } catch (...) {
+      }
+      throw;
+    }
+    g->graph.capture_end();
+  } catch (const std::exception& e) {
+    at::autocast::set_autocast_cache_enabled(cache);
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    log::warn0(fmt::format("--train.cuda-graph: the step could not be captured as a CUDA graph ({}); it runs "
+                           "eagerly instead",
+                           why));
+    capture_ = false;
+    return false;
+  }
+  at::autocast::set_autocast_cache_enabled(cache);
+  graph_ = std::move(g);
+  log::info0(fmt::format("whole-step CUDA graph captured after {} eager steps: each step is now one replay "
+                         "(forward, backward and optimizer are timed together as 'forward')",
+                         kWarmupSteps));
+  return true;
+#else
+  return false;
+#endif
+}
+
+StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer) {
+  {
+    torch::NoGradGuard no_grad;
+    if (!x_.defined()) {
+      x_ = torch::empty_like(x);
+      y_ = torch::empty_like(y);
+      fixed_ = {x_, y_, lr_};
+    }
+    LOCKSTEP_REQUIRE(x.sizes() == x_.sizes() && y.sizes() == y_.sizes(),
+                     "static step: every batch must have the first batch's shape");
+    x_.copy_(x);
+    y_.copy_(y);
+    lr_.fill_(lr);
+  }
+  ++steps_;
+  if (capture_ && !graph_ && steps_ > kWarmupSteps) capture();
+  if (graph_) {
+#ifdef LOCKSTEP_HAVE_CUDA
+    graph_->graph.replay();
+#endif
+    if (timer) {
+      timer->mark(Phase::kForward);
+      timer->mark(Phase::kBackward);
+      timer->mark(Phase::kComm);
+      timer->mark(Phase::kOptimizer);
+    }
+  } else {
+    body(timer);
+  }
+  return StepOutput{loss_.clone(), correct_.clone()};
+}
+
+}  // namespace lockstep

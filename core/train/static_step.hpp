@@ -1,0 +1,111 @@
+// static_step: the device step over fixed buffers — and on a GPU captured once as a CUDA
+// graph and replayed (--train.cuda-graph), so a step costs one launch instead of hundreds.
+//
+// A replay runs the same kernels on the same addresses, so everything the step reads or
+// writes stays where it is from one step to the next:
+//   - the batch is copied into one input and one label buffer (its preparation — upload,
+//     conversion, normalisation, augmentation — stays outside, eager: StepRunner);
+//   - gradients are set to none before the step, as the eager step does: backward creates
+//     them; in the captured step it creates them in the graph's memory pool, so every
+//     replay writes the same tensors (PyTorch's whole-network capture recipe);
+//   - the learning rate is a device tensor written before each step; fused SGD reads it
+//     there (fused_step.hpp);
+//   - the loss and correct count are written into output tensors; clipped steps are
+//     counted in place; momentum buffers and the fp16 loss scale are updated in place.
+// Protocol (CUDA, capture on):
+//   1. the first kWarmupSteps steps run the body eagerly (cuDNN's algorithm search, the
+//      momentum buffers, the allocator's first blocks);
+//   2. the next step is captured (nothing runs while capturing) and then replayed: that
+//      replay is the step; a capture that fails is one warning naming why, and the body
+//      runs eagerly from then on;
+//   3. every later step: the batch copied in, the lr written, one replay.
+// The run must be on a side stream (RunStream): CUDA captures no legacy default stream.
+// Where it applies: static_step_obstacle(). On the CPU (tests) the body runs without
+// capture, and equals StepRunner's eager step bit for bit.
+// Not thread-safe; the training thread alone calls it.
+#pragma once
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/train/objective.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace lockstep {
+
+class GradReducer;
+class LossScaler;
+class StepTimer;
+
+// What the step works on; owned by the Session.
+struct StaticStepParts {
+  Net& model;
+  torch::optim::Optimizer& opt;
+  GradReducer& reducer;
+  LossScaler& scaler;
+  const Objective& objective;
+  const std::vector<torch::Tensor>& trainable;
+  Amp amp = Amp::kNone;
+  double clip_norm = 0;  // > 0: clip the gradients' global norm
+  torch::Device device = torch::kCPU;
+};
+
+// The facts static_step_obstacle() judges, gathered by the caller.
+struct StaticStepCase {
+  bool cuda = false;
+  int world = 1;
+  bool class_labels = true;  // not CTC sequence targets
+  bool ragged = false;
+  int64_t grad_accum = 1;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  bool fused_optimizer = true;
+  bool sync_bn = false;
+  bool checkpoint_activations = false;
+};
+// Why the whole step cannot be one CUDA graph here ("" when it can), e.g. "it needs one
+// rank (the gradient all-reduce is not captured)".
+std::string static_step_obstacle(const StaticStepCase& c);
+
+struct StepOutput {
+  torch::Tensor loss;     // the step's mean loss over its micro-batches, on the device
+  torch::Tensor correct;  // correct predictions summed over them, on the device
+};
+
+class StaticStep {
+ public:
+  static constexpr int kWarmupSteps = 3;
+  // CAPTURE: capture and replay after the warm-up (CUDA only).
+  StaticStep(StaticStepParts parts, bool capture);
+  ~StaticStep();
+  StaticStep(const StaticStep&) = delete;
+  StaticStep& operator=(const StaticStep&) = delete;
+
+  // One optimizer step on the prepared batch X (inputs) and Y (labels, int64), both on the
+  // device, at LR. TIMER (may be null) gets the phase marks: per phase when eager, the
+  // whole replay as the forward phase when replayed.
+  StepOutput run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer);
+  bool replaying() const;                          // a graph is captured and in use
+  int64_t clipped_steps() const;                   // reads the device counter (log rows)
+  const std::vector<torch::Tensor>& buffers() const { return fixed_; }  // for tests: addresses must not move
+
+ private:
+  void body(StepTimer* timer);  // the step on x_, y_, lr_: eager, or recorded while capturing
+  bool capture();               // CUDA: records body(); false (and a warning) when it cannot
+
+  StaticStepParts p_;
+  bool capture_;
+  int64_t steps_ = 0;
+  torch::Tensor x_, y_, lr_, loss_, correct_, clipped_;
+  std::vector<torch::Tensor> fixed_;
+  struct Graph;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace lockstep

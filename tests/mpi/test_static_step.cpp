@@ -1,0 +1,127 @@
+// The step over fixed buffers (static_step.hpp), on the CPU at every world size: equal bit for
+// bit to the eager step StepRunner takes (the lr as a double there, a tensor here) over many
+// steps — dropout, weight decay, clipping and momentum included — while its input, label, lr
+// and momentum tensors keep their addresses from the first step on (what a CUDA graph's
+// replay needs; the gradients' addresses are the graph's own, a GPU test).
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/dist/grad_reducer.hpp"
+#include "core/dist/mpi_communicator.hpp"
+#include "core/dist/mpi_runtime.hpp"
+#include "core/model/registry.hpp"
+#include "core/optim/amp.hpp"
+#include "core/optim/fused_step.hpp"
+#include "core/optim/loss.hpp"
+#include "core/optim/loss_scaler.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/train/objective.hpp"
+#include "core/train/static_step.hpp"
+#include "mpi_test_env.hpp"
+
+using namespace lockstep;
+using lockstep::testing::mpi;
+
+namespace {
+
+io::DatasetSpec images() {
+  io::DatasetSpec s;
+  s.name = "static";
+  s.sample_shape = {1, 12, 12};
+  s.dtype = io::DType::kUInt8;
+  s.num_classes = 5;
+  s.mean = {0.0};
+  s.std = {1.0};
+  return s;
+}
+
+constexpr double kClip = 0.3;
+
+struct StepParts {
+  std::shared_ptr<Net> model;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  MpiCommunicator comm{mpi()};
+  std::unique_ptr<GradReducer> reducer;
+  LossScaler scaler{false};
+  Loss loss{{}, 0.1, torch::kCPU};
+  Objective objective{images(), loss};
+  explicit StepParts(Amp amp) : scaler(amp == Amp::kFp16) {
+    torch::manual_seed(5);
+    model = make_model(ModelOptions{"cnn", 0.25}, images());
+    params = model->parameters();
+    opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, 0.1, 0.9, false, 1e-3});
+    reducer = std::make_unique<GradReducer>(params, comm, 0.01, true, WireType::kF32, /*alone_pass_through=*/true);
+  }
+  StaticStepParts parts(Amp amp) { return {*model, *opt, *reducer, scaler, objective, params, amp, kClip, torch::kCPU}; }
+};
+
+// StepRunner's eager step, one micro-batch (step_runner.cpp): the reference.
+StepOutput eager_step(StepParts& r, Amp amp, const torch::Tensor& x, const torch::Tensor& y, double lr, int64_t* clipped) {
+  set_lr(*r.opt, lr);
+  r.opt->zero_grad();
+  Scored s;
+  {
+    AutocastGuard autocast(amp, torch::kCPU);
+    s = r.objective.classes(*r.model, x, y);
+  }
+  r.reducer->prepare(true);
+  r.scaler.scale(s.loss).backward();
+  r.reducer->finish();
+  const torch::Tensor found_inf = r.scaler.unscale_and_update_async(r.params);
+  *clipped += clip_grad_norm(r.params, kClip).item<double>() > kClip ? 1 : 0;
+  fused_step(*r.opt, OptimizerKind::kSgd, found_inf.defined() ? &found_inf : nullptr);
+  return {s.loss.detach(), s.correct};
+}
+
+}  // namespace
+
+TEST(StaticStep, EqualsTheEagerStepBitForBitWithFixedAddresses) {
+  for (Amp amp : {Amp::kNone, Amp::kBf16}) {
+    StepParts eager(amp), fixed(amp);
+    StaticStep step(fixed.parts(amp), /*capture=*/false);
+    std::vector<const void*> addresses;
+    int64_t clipped = 0;
+    for (int i = 0; i < 25; ++i) {
+      torch::manual_seed(100 + i + 1000 * mpi().rank());  // the batch (rank's own)
+      const torch::Tensor x = torch::randn({16, 1, 12, 12}), y = torch::randint(0, 5, {16});
+      const double lr = 0.1 * (1.0 - 0.03 * i);
+      torch::manual_seed(7 + i);  // dropout draws alike in both
+      const StepOutput a = eager_step(eager, amp, x, y, lr, &clipped);
+      torch::manual_seed(7 + i);
+      set_lr(*fixed.opt, lr);
+      const StepOutput b = step.run(x, y, lr, nullptr);
+      ASSERT_TRUE(torch::equal(a.loss, b.loss)) << "step " << i << " " << to_string(amp);
+      ASSERT_TRUE(torch::equal(a.correct, b.correct)) << "step " << i;
+      for (size_t k = 0; k < eager.params.size(); ++k)
+        ASSERT_TRUE(torch::equal(eager.params[k], fixed.params[k])) << "parameter " << k << " at step " << i;
+      std::vector<const void*> now;
+      for (const auto& t : step.buffers()) now.push_back(t.data_ptr());
+      for (const auto& [key, state] : fixed.opt->state())
+        now.push_back(static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer().data_ptr());
+      if (i == 1) addresses = now;  // after the first step every buffer exists
+      if (i > 1) ASSERT_EQ(now, addresses) << "a buffer moved at step " << i;
+    }
+    EXPECT_GT(clipped, 0);
+    EXPECT_EQ(step.clipped_steps(), clipped) << "the clip count is kept in place";
+  }
+}
+
+TEST(StaticStep, SaysWhereAGraphCannotHoldTheStep) {
+  StaticStepCase c;
+  EXPECT_EQ(static_step_obstacle(c), "it needs a CUDA GPU");
+  c.cuda = true;
+  EXPECT_EQ(static_step_obstacle(c), "");
+  c.world = 2;
+  EXPECT_NE(static_step_obstacle(c).find("one rank"), std::string::npos);
+  c.world = 1;
+  c.optimizer = OptimizerKind::kAdam;
+  EXPECT_NE(static_step_obstacle(c).find("adam"), std::string::npos);
+  c.optimizer = OptimizerKind::kSgd;
+  c.ragged = true;
+  EXPECT_NE(static_step_obstacle(c).find("ragged"), std::string::npos);
+  c.ragged = false;
+  c.grad_accum = 2;
+  EXPECT_NE(static_step_obstacle(c).find("grad-accum"), std::string::npos);
+}
