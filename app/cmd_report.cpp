@@ -1,16 +1,44 @@
-// cmd_report: `lockstep report SWEEP_DIR` — writes SWEEP_DIR/report.md and
-// SWEEP_DIR/scaling.svg (core/tools/scaling_report) and prints the report;
-// `lockstep report --trace RUN_DIR` merges a run's per-rank traces (core/tools/trace_merge).
+// cmd_report: `lockstep report` —
+//   RUN_DIR... | SWEEP_ROOT [--out DIR] [--metric NAME]...   runs compared: the table
+//       printed, and DIR/report.md, curves.svg, report.html (core/tools/run_report); DIR
+//       defaults to the one directory given when it is a sweep's root, else ./report
+//   SWEEP_DIR (a scaling sweep: it holds sweep.txt)   SWEEP_DIR/report.md and scaling.svg
+//       (core/tools/scaling_report)
+//   --trace RUN_DIR   the ranks' traces merged (core/tools/trace_merge).
 #include <iostream>
 
 #include "app/commands.hpp"
 #include "core/base/error.hpp"
+#include "core/tools/run_report.hpp"
 #include "core/tools/scaling_report.hpp"
 #include "core/tools/trace_merge.hpp"
 #include "io/records/sweep_data.hpp"
 #include "io/util/file_util.hpp"
 
 namespace lockstep::app {
+namespace {
+
+const char* kUsage =
+    "usage: lockstep report RUN_DIR... | SWEEP_ROOT [--out DIR] [--metric NAME]...\n"
+    "  runs compared: a table (overrides, best validation and its step, test, time to best, samples/s,\n"
+    "  how it ended) and curves of each --metric (default: train_loss and the best metric) as\n"
+    "  DIR/curves.svg and DIR/report.html (DIR: the sweep root, else ./report)\n"
+    "       lockstep report SWEEP_DIR\n"
+    "  the table and plot (SWEEP_DIR/scaling.svg, report.md) of a sweep made by slurm/scaling_sweep.sh\n"
+    "       lockstep report --trace RUN_DIR\n"
+    "  the ranks' traces of --trace.steps merged into RUN_DIR/trace/merged.json, with a per-rank table\n";
+
+int scaling(const std::string& dir) {
+  const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
+  io::write_file_atomic(dir + "/scaling.svg", report.svg);
+  io::write_file_atomic(dir + "/report.md", report.markdown);
+  if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);
+  std::cout << report.markdown << "\nwrote " << dir << "/report.md, " << dir << "/scaling.svg"
+            << (report.model_json.empty() ? "" : " and " + dir + "/model.json") << "\n";
+  return kExitOk;
+}
+
+}  // namespace
 
 int cmd_report(const Args& args) {
   if (args.size() == 2 && args[0] == "--trace") {
@@ -20,19 +48,35 @@ int cmd_report(const Args& args) {
               << " into " << t.merged_path << " (open in chrome://tracing or ui.perfetto.dev)\n";
     return kExitOk;
   }
-  if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: lockstep report SWEEP_DIR\n  the table and plot (SWEEP_DIR/scaling.svg, report.md) of a sweep made "
-                 "by slurm/scaling_sweep.sh\n       lockstep report --trace RUN_DIR\n  the ranks' traces of --trace.steps "
-                 "merged into RUN_DIR/trace/merged.json, with a per-rank table\n";
-    return args.size() == 1 ? kExitOk : kExitUsage;
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? kExitUsage : kExitOk;
   }
-  const std::string& dir = args[0];
-  const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
-  io::write_file_atomic(dir + "/scaling.svg", report.svg);
-  io::write_file_atomic(dir + "/report.md", report.markdown);
-  if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);
-  std::cout << report.markdown << "\nwrote " << dir << "/report.md, " << dir << "/scaling.svg" <<
-      (report.model_json.empty() ? "" : " and " + dir + "/model.json") << "\n";
+  if (args.size() == 1 && io::path_exists(args[0] + "/sweep.txt")) return scaling(args[0]);
+  std::vector<std::string> dirs, metrics;
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--out" || args[i] == "--metric") {
+      if (i + 1 == args.size()) throw UsageError("lockstep report: " + args[i] + " needs a value");
+      (args[i] == "--out" ? out : metrics.emplace_back()) = args[i + 1];
+      ++i;
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError("lockstep report: unknown option " + args[i] + " (see lockstep report --help)");
+    } else {
+      dirs.push_back(args[i]);
+    }
+  }
+  if (dirs.empty()) throw UsageError("lockstep report: no run directories given");
+  if (out.empty()) out = dirs.size() == 1 && !io::path_exists(dirs[0] + "/metrics.jsonl") ? dirs[0] : "report";
+  const RunsReport r = compare_runs(find_runs(dirs), metrics);
+  io::make_dirs(out);
+  io::write_file_atomic(out + "/report.md", r.table);
+  io::write_file_atomic(out + "/curves.svg", r.svg);
+  io::write_file_atomic(out + "/report.html", r.html);
+  std::cout << r.table << "\nwrote " << out << "/report.md, " << out << "/curves.svg and " << out
+            << "/report.html (curves of";
+  for (const auto& m : r.metrics) std::cout << " " << m;
+  std::cout << ")\n";
   return kExitOk;
 }
 

@@ -17,5 +17,6 @@ int cmd_doctor(int* argc, char*** argv, const Args& args);
 int cmd_report(const Args& args);   // serial: no MPI
 int cmd_predict(int* argc, char*** argv, const Args& args);
 int cmd_export(const Args& args);   // serial: no MPI
+int cmd_sweep(const Args& args);    // serial: no MPI
 
 }  // namespace lockstep::app

@@ -29,7 +29,9 @@ const char* kUsage =
     "  export    weights as safetensors for PyTorch  lockstep export --checkpoint PATH --out model.safetensors\n"
     "  doctor    check ranks, MPI, NCCL, data, all-reduce speed before a long job\n"
     "                                               srun lockstep doctor --config jobs/X.ini\n"
-    "  report    table and plot of a scaling sweep   lockstep report SWEEP_DIR\n"
+    "  report    compare runs: table, curves (SVG, HTML)   lockstep report RUN_DIR... | SWEEP_ROOT\n"
+    "            (a scaling sweep's table and plot: lockstep report SWEEP_DIR; traces: --trace RUN_DIR)\n"
+    "  sweep     the runs of a hyper-parameter sweep file   lockstep sweep FILE (slurm/sweep.sh submits them)\n"
     "  inspect   print a shard's, dataset's or checkpoint's metadata   lockstep inspect PATH [--verify]\n"
     "\n"
     "`lockstep --version` names lockstep, LibTorch, CUDA/NCCL, MPI and HDF5.\n"
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
     if (command == "report") return app::cmd_report(args);
     if (command == "predict") return app::cmd_predict(&argc, &argv, args);
     if (command == "export") return app::cmd_export(args);
+    if (command == "sweep") return app::cmd_sweep(args);
     std::cerr << "lockstep: unknown command '" << command
               << "' (shard, train, evaluate, predict, export, doctor, report, inspect; --help)\n";
     return kExitUsage;

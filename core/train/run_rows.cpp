@@ -29,6 +29,7 @@ io::MetricsRow row_at(io::RowKind kind, int64_t epoch, int64_t step) {
   row.kind = kind;
   row.epoch = epoch + 1;
   row.step = step;
+  row.unix_time = unix_seconds();  // when the row was made: time-to-best in `lockstep report`
   return row;
 }
 

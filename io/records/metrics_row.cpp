@@ -3,8 +3,10 @@
 #include "io/records/metrics_row.hpp"
 
 #include <cmath>
+#include <fstream>
 
 #include "core/base/error.hpp"
+#include "io/util/file_util.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -159,6 +161,25 @@ std::vector<std::pair<std::string, double>> MetricsRow::scalars() const {
     if (s.shown(kind) && v && std::isfinite(*v)) out.emplace_back(s.tag, *v);
   }
   return out;
+}
+
+std::vector<MetricsRow> read_metrics_rows(const std::string& path) {
+  require_regular_file(path);
+  std::ifstream in(path);
+  LOCKSTEP_REQUIRE(in.good(), path + ": cannot be read");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::vector<MetricsRow> rows;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      rows.push_back(MetricsRow::from_json(parse_json(lines[i], path), path));
+    } catch (const Error& e) {
+      if (i + 1 == lines.size()) break;  // being written, or cut by a kill
+      throw Error(path + ": line " + std::to_string(i + 1) + ": " + e.what());
+    }
+  }
+  return rows;
 }
 
 }  // namespace lockstep::io

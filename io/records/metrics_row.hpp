@@ -69,4 +69,9 @@ struct MetricsRow {
   std::vector<std::pair<std::string, double>> scalars() const;
 };
 
+// The rows of the metrics.jsonl at PATH, in order. A last line cut short (a run writing it
+// right now, or killed mid-write: metrics_log drops it on resume too) is skipped; any other
+// unreadable line throws naming PATH and the line.
+std::vector<MetricsRow> read_metrics_rows(const std::string& path);
+
 }  // namespace lockstep::io

@@ -16,15 +16,11 @@ SweepRun read_run(const std::string& dir, int ranks) {
   SweepRun run;
   run.ranks = ranks;
   const std::string path = dir + "/metrics.jsonl";
-  require_regular_file(path);
-  std::ifstream in(path);
-  LOCKSTEP_REQUIRE(in.good(), path + ": missing (did the run start?)");
+  LOCKSTEP_REQUIRE(path_exists(path), path + ": missing (did the run start?)");
   std::vector<double> sps;
   double seconds = 0, exposed = 0;
   bool first = true, ended = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    const MetricsRow row = MetricsRow::from_json(parse_json(line, path), path);
+  for (const MetricsRow& row : read_metrics_rows(path)) {
     if (row.kind == RowKind::kEnd) {
       ended = true;
       run.global_batch = row.global_batch.value_or(0);

@@ -6,6 +6,9 @@
 #   preempt    scancel -b --signal=USR1 mid-run (the templates' B:USR1@120), srun and mpirun:
 #              checkpoint, exit 3, requeue, resume, full step count
 #   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
+#   params     slurm/sweep.sh: a hyper-parameter sweep as one job array (a grid and a list
+#              line), `lockstep report` comparing its runs; submitted again, every run says
+#              "nothing to do"
 #   installed  `cmake --install` to a prefix, `module load lockstep`, and the installed
 #              single_node.sbatch submitted from a directory that is not the checkout
 # Usage: templates.sh MODE LOCKSTEP MPIEXEC WORKDIR REPO_ROOT. Jobs are awaited by polling
@@ -35,6 +38,20 @@ wait_job() {
   scancel "$id"; fail "job $id still $st after ${limit}s"
 }
 submit() { (cd "$ROOT" && sbatch --parsable "$@"); }
+# wait_array JOBID [SECONDS]: polls until every element of a job array has ended; fails
+# unless each COMPLETED with exit 0.
+wait_array() {
+  local id=$1 limit=${2:-240}
+  for _ in $(seq 1 $((limit * 4))); do
+    [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break
+    sleep 0.25
+  done
+  [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] || { scancel "$id"; fail "job array $id still running after ${limit}s"; }
+  scontrol show job -o "$id" | grep -v 'JobState=COMPLETED .*ExitCode=0:0' | grep -q . &&
+    { scontrol show job -o "$id" | grep -o 'ArrayTaskId=[0-9]* JobState=[A-Z]*\|ExitCode=[0-9:]*'; cat "$WORK"/*.out | tail -30;
+      fail "an element of job array $id did not complete"; }
+  return 0
+}
 
 make_slice data 2048 2
 DATA=(--data.path "$WORK/data")
@@ -123,6 +140,32 @@ sweep)
   [ -f sweep/ranks-2/doctor.json ] || fail "the sweep's runs lack the doctor's all-reduce timing"
   pass "sweep 1 -> 2 ranks and its report (${SECONDS} s)"
   sed -n '3,6p' out.txt
+  ;;
+params)
+  SECONDS=0
+  printf '# a grid of one key, then a line of its own\nlr=0.02,0.05\nmodel=mlp lr=0.05\n' >grid.txt
+  sweep() {
+    (cd "$ROOT" && slurm/sweep.sh --sbatch "-o $WORK/params-%a.out --ntasks-per-node=1" "$WORK/grid.txt" \
+      "$WORK/params" -- "${DATA[@]}" --train.max-steps 16 --train.log-every 4) 2>sweep.err | tail -1
+  }
+  id=$(sweep)
+  [ -n "$id" ] || { cat sweep.err; fail "slurm/sweep.sh submitted nothing"; }
+  wait_array "$id"
+  for run in lr=0.02 lr=0.05 model=mlp,lr=0.05; do
+    [ "$(json_rows "params/$run/metrics.jsonl" end step)" = 16 ] || fail "run $run: no end row at step 16"
+  done
+  [ -f params/sweep.overrides ] || fail "the sweep file was not kept beside its runs"
+  expect_rc 0 "$LOCKSTEP" report params
+  expect_output '^\| lr=0.02 \| model.name=cnn train.lr=0.02 \| val_f1 [0-9.]+ \(step [0-9]+\) \| acc [0-9.]+ f1 [0-9.]+ \| .* \| completed at step 16 \|$'
+  expect_output '^\| model=mlp,lr=0.05 \| model.name=mlp train.lr=0.05 \|'
+  [ -f params/report.html ] && grep -q '<polyline' params/curves.svg || fail "no report page or curves"
+  sed -n '1,5p' out.txt
+  # The same sweep again (a resubmission after some runs hit the limit): all are done.
+  id=$(sweep)
+  wait_array "$id"
+  [ "$(cat params-*.out | grep -c 'nothing to do: the run is complete at step 16')" = 3 ] ||
+    { cat params-*.out | tail -20; fail "the resubmitted sweep did not find its runs complete"; }
+  pass "slurm/sweep.sh: 3 runs as one job array, compared by lockstep report; resubmitted, nothing to do (${SECONDS} s)"
   ;;
 *) fail "unknown mode $MODE" ;;
 esac

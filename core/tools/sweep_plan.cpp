@@ -1,0 +1,90 @@
+// sweep_plan: see sweep_plan.hpp.
+#include "core/tools/sweep_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/base/error.hpp"
+
+namespace lockstep {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) return out;
+    at = next + 1;
+  }
+}
+
+std::string safe(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '=' || c == '-')) c = '_';
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SweepTask::args() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : overrides) {
+    out.push_back("--" + k);
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<SweepTask> plan_sweep(const std::string& text, const std::string& file) {
+  std::vector<SweepTask> tasks;
+  std::map<std::string, int> names;  // run name -> line
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string where = fmt::format("{}:{}", file, n);
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::vector<std::pair<std::string, std::vector<std::string>>> keys;
+    std::set<std::string> seen;
+    for (std::string token; words >> token;) {
+      const auto eq = token.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == token.size())
+        throw UsageError(where + ": '" + token + "' is not KEY=VALUE[,VALUE...] (e.g. lr=0.05,0.1)");
+      std::string key = token.substr(0, eq);
+      if (key.rfind("--", 0) == 0) key = key.substr(2);
+      if (!seen.insert(key).second) throw UsageError(where + ": " + key + " is given twice on one line");
+      std::vector<std::string> values = split(token.substr(eq + 1), ',');
+      for (const auto& v : values)
+        if (v.empty()) throw UsageError(where + ": " + key + " has an empty value in '" + token + "'");
+      keys.emplace_back(std::move(key), std::move(values));
+    }
+    if (keys.empty()) continue;
+    // Every combination, the first key slowest: an odometer over the value lists.
+    std::vector<size_t> at(keys.size(), 0);
+    for (;;) {
+      SweepTask t;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        t.overrides.emplace_back(keys[k].first, keys[k].second[at[k]]);
+        t.name += (k ? "," : "") + safe(keys[k].first + "=" + keys[k].second[at[k]]);
+      }
+      if (const auto [it, fresh] = names.emplace(t.name, n); !fresh)
+        throw UsageError(fmt::format("{}: the run {} is also on line {}: each run needs its own directory", where,
+                                     t.name, it->second));
+      tasks.push_back(std::move(t));
+      size_t k = keys.size();
+      while (k > 0 && ++at[k - 1] == keys[k - 1].second.size()) at[--k] = 0;
+      if (k == 0) break;
+    }
+  }
+  if (tasks.empty()) throw UsageError(file + ": no runs (lines of KEY=VALUE[,VALUE...], e.g. lr=0.05,0.1 batch-size=64)");
+  return tasks;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# End to end: a hyper-parameter sweep's runs as slurm/sweep.sbatch makes them (`lockstep
+# sweep FILE --task I` for the options and the run's name), then `lockstep report` comparing
+# them: the table (overrides, best validation and its step, test, time to best, samples/s,
+# how each run ended: completed, resumable, killed), curves.svg, and report.html looked at
+# in a headless browser (Chromium): every run's curve is drawn, and a run hidden through the
+# page's "#hide=" is not. Bad sweep files and report arguments: one line, exit 2.
+source "$(dirname "$0")/common.sh" "$@"
+command -v chromium >/dev/null || fail "chromium is not installed (.ci/setup installs it)"
+
+make_slice data 1024 2
+cat > grid.txt <<'TXT'
+# two learning rates (a grid of one key), then one more run on its own line
+lr=0.02,0.1 batch-size=32
+model=mlp lr=0.05   # the mlp
+TXT
+expect_rc 0 "$LOCKSTEP" sweep grid.txt
+expect_output '^   0  lr=0.02,batch-size=32  --lr 0.02 --batch-size 32$'
+expect_output '^   2  model=mlp,lr=0.05  --model mlp --lr 0.05$'
+[ "$("$LOCKSTEP" sweep grid.txt --count)" = 3 ] || fail "count"
+for i in 0 1 2; do
+  mapfile -t task < <("$LOCKSTEP" sweep grid.txt --task "$i")
+  expect_rc 0 "$LOCKSTEP" train --data data --max-steps 24 --log-every 4 --train.eval-every 8 --run-dir "sweep/${task[0]}" \
+    "${task[@]:1}"
+done
+# A run stopped by a signal (resumable) and one killed mid-run (no end row), beside them.
+cp -r "sweep/lr=0.1,batch-size=32" "sweep/stopped" && touch sweep/stopped/resumable
+"$PYTHON" - "sweep/lr=0.1,batch-size=32/metrics.jsonl" >sweep/stopped/metrics.jsonl <<'PY'
+import json, sys  # its rows up to the stop checkpoint at step 12
+for line in open(sys.argv[1]):
+    if json.loads(line)["step"] <= 12 and '"kind":"end"' not in line and '"kind":"test"' not in line:
+        print(line, end="")
+PY
+mkdir sweep/killed && head -3 "sweep/lr=0.02,batch-size=32/metrics.jsonl" >sweep/killed/metrics.jsonl &&
+  printf '{"kind":"train","ep' >>sweep/killed/metrics.jsonl  # a row cut by the kill
+
+expect_rc 0 "$LOCKSTEP" report sweep
+expect_output '^\| run \| overrides \| best validation \| test \| time to best \| samples/s \| ended \|$'
+expect_output '^\| lr=0.02,batch-size=32 \| model.name=cnn train.batch-size=32 train.lr=0.02 \| val_f1 [0-9.]+ \(step (8|16|24)\) \| acc [0-9.]+ f1 [0-9.]+ \| [0-9.]+ (s|min) \| [0-9]+ \| completed at step 24 \|$'
+expect_output '^\| model=mlp,lr=0.05 \| model.name=mlp train.batch-size=64 train.lr=0.05 \|'
+expect_output '^\| stopped \| .* \| resumable at step 12 \(stopped by a signal\) \|$'
+expect_output '^\| killed \| .* \| no end row: running, or killed, at step [0-9]+ \|$'
+expect_output 'wrote sweep/report.md, sweep/curves.svg and sweep/report.html \(curves of train_loss val_f1\)'
+[ "$(grep -c '<polyline' sweep/curves.svg)" -ge 8 ] || fail "curves.svg: fewer curves than runs x metrics"
+grep -q 'lr=0.02,batch-size=32' sweep/curves.svg || fail "curves.svg lacks the run names"
+
+# The page in a headless browser: each run's colour is on screen; "#hide=" takes one away.
+shot() {  # shot PNG [HASH]
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,900 \
+    --screenshot="$WORK/$1" "file://$WORK/sweep/report.html${2:-}" >/dev/null 2>&1 || fail "chromium could not render the page"
+}
+shot all.png
+shot hidden.png '#hide=lr%3D0.1%2Cbatch-size%3D32'
+"$PYTHON" - all.png hidden.png <<'PY' || fail "the page's curves are not what the runs hold"
+import sys
+from PIL import Image
+# Runs in name order take the palette's colours: killed, lr=0.02, lr=0.1, mlp, stopped (drawn
+# in that order: killed lies under lr=0.02, stopped over the first steps of lr=0.1).
+colors = {"lr=0.02": (214, 39, 40), "lr=0.1": (44, 160, 44), "mlp": (255, 127, 14)}
+def count(path):
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    px = img.load()
+    # below the table and the run checkboxes (ending near 36% of the page here): the charts only
+    return {k: sum(1 for y in range(h * 2 // 5, h) for x in range(w) if px[x, y] == c) for k, c in colors.items()}
+a, b = count(sys.argv[1]), count(sys.argv[2])
+print("pixels of each run's colour, all shown:", a, "; lr=0.1 hidden:", b)
+assert all(v > 300 for v in a.values()), a
+assert b["lr=0.1"] < 0.1 * a["lr=0.1"] and b["lr=0.02"] > 300 and b["mlp"] > 300, (a, b)
+PY
+pass "sweep tasks train; report: table, curves.svg, report.html drawn by a headless browser, runs toggled"
+
+# Errors: one line, exit 2.
+echo "lr=0.05 lr=0.1" >twice.txt
+expect_rc 2 "$LOCKSTEP" sweep twice.txt
+expect_output 'twice.txt:1: lr is given twice on one line'
+echo "lr=oops" >badvalue.txt
+expect_rc 2 "$LOCKSTEP" sweep badvalue.txt
+expect_output "badvalue.txt: run 0 \(lr=oops\): the argument \('oops'\) for option '--train.lr' is invalid"
+expect_rc 2 "$LOCKSTEP" sweep grid.txt --task 3
+expect_output 'lockstep sweep --task 3: grid.txt has runs 0-2'
+mkdir empty
+expect_rc 2 "$LOCKSTEP" report empty
+expect_output 'empty: neither a run directory \(no metrics.jsonl\) nor a directory of run directories'
+expect_rc 2 "$LOCKSTEP" report sweep --colour red
+expect_output 'lockstep report: unknown option --colour'
+pass "bad sweep files and report arguments: one line, exit 2"
+echo "e2e runs_report: all passed"
