@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
+#include "core/config/ini_text.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "io/records/checkpoint_store.hpp"
 #include "io/util/file_util.hpp"
@@ -33,6 +36,30 @@ class NullRecorder final : public Recorder {
   bool progress_due() const override { return false; }
   void progress(const Progress&) override {}
 };
+
+// The resolved config as TensorBoard hyper-parameters (numbers, flags, texts), without the
+// operational keys (debug.*, trace.*) that are no hyper-parameters.
+std::vector<io::TbWriter::HParam> hparams(const std::string& resolved_ini) {
+  std::vector<io::TbWriter::HParam> out;
+  for (const IniEntry& e : parse_ini(resolved_ini, "the resolved config")) {
+    if (e.key.rfind("debug.", 0) == 0 || e.key.rfind("trace.", 0) == 0) continue;
+    io::TbWriter::HParam h;
+    h.name = e.key;
+    char* end = nullptr;
+    const double v = e.value.empty() ? 0.0 : std::strtod(e.value.c_str(), &end);
+    if (!e.value.empty() && end && *end == '\0' && std::isfinite(v)) {
+      h.kind = io::TbWriter::HParam::Kind::kNumber;
+      h.number = v;
+    } else if (e.value == "true" || e.value == "false") {
+      h.kind = io::TbWriter::HParam::Kind::kBool;
+      h.flag = e.value == "true";
+    } else {
+      h.text = e.value;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
 
 class Rank0Recorder final : public Recorder {
  public:
@@ -62,6 +89,7 @@ class Rank0Recorder final : public Recorder {
     if (cfg_.tensorboard) {
       tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());
       if (start_step > 0) tb_->session_start(start_step + 1);
+      tb_->hparams_start(hparams(cfg_.resolved_ini));
     }
     writer_ = std::make_unique<CheckpointWriter>();
   }
@@ -74,6 +102,7 @@ class Rank0Recorder final : public Recorder {
     if (!tb_) return;
     const auto s = row.scalars();
     if (!s.empty()) tb_->scalars(row.step, s);
+    if (row.kind == io::RowKind::kEnd) tb_->hparams_end(/*success=*/true);
   }
 
   void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) override {

@@ -84,7 +84,9 @@ constexpr Scalar kScalars[] = {
     {&Row::optimizer_s, "time/optimizer_s", epoch_kind},   {&Row::val_loss, "val/loss", not_end},
     {&Row::val_acc, "val/acc", not_end},                   {&Row::val_f1, "val/macro_f1", not_end},
     {&Row::test_loss, "test/loss", not_end},               {&Row::test_acc, "test/acc", not_end},
-    {&Row::test_f1, "test/macro_f1", not_end}};
+    {&Row::test_f1, "test/macro_f1", not_end},             {&Row::val_cer, "val/cer", not_end},
+    {&Row::val_wer, "val/wer", not_end},                   {&Row::test_cer, "test/cer", not_end},
+    {&Row::test_wer, "test/wer", not_end},                 {&Row::loss_scale, "train/loss_scale", train_kind}};
 
 Json number_json(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
@@ -160,6 +162,16 @@ std::vector<std::pair<std::string, double>> MetricsRow::scalars() const {
     const Number& v = this->*s.field;
     if (s.shown(kind) && v && std::isfinite(*v)) out.emplace_back(s.tag, *v);
   }
+  if (kind != RowKind::kTrain) return out;
+  // Counters so far, and the per-rank spread of the window's phases (more than one rank).
+  if (skipped_steps) out.emplace_back("train/skipped_steps", static_cast<double>(*skipped_steps));
+  if (clipped_steps) out.emplace_back("train/clipped_steps", static_cast<double>(*clipped_steps));
+  for (int p = 0; p < kRankPhaseCount; ++p)
+    for (int st = 0; st < 3; ++st) {
+      const Number& v = rank_ms[static_cast<size_t>(p)][static_cast<size_t>(st)];
+      if (v && std::isfinite(*v)) out.emplace_back("ranks/" + spread_key(p, st), *v);
+    }
+  if (slowest_rank) out.emplace_back("ranks/slowest_rank", static_cast<double>(*slowest_rank));
   return out;
 }
 

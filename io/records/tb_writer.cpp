@@ -108,6 +108,77 @@ void TbWriter::session_start(int64_t step) {
   write_event(e);
 }
 
+namespace {
+
+void double_field(std::string& out, int field, double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, 8);
+  varint(out, static_cast<uint64_t>(field) << 3 | 1);
+  fixed(out, bits, 8);
+}
+
+// A Summary of one value TAG carrying the hparams plugin's CONTENT (an HParamsPluginData).
+std::string plugin_summary(const std::string& tag, const std::string& content) {
+  std::string plugin;
+  bytes_field(plugin, 1, "hparams");  // PluginData.plugin_name
+  bytes_field(plugin, 2, content);    // PluginData.content
+  std::string metadata;
+  bytes_field(metadata, 1, plugin);  // SummaryMetadata.plugin_data
+  std::string tensor;
+  varint(tensor, 1 << 3 | 0);  // TensorProto.dtype
+  varint(tensor, 1);           // DT_FLOAT (an empty tensor: the data is the metadata)
+  std::string value;
+  bytes_field(value, 1, tag);       // Summary.Value.tag
+  bytes_field(value, 8, tensor);    // Summary.Value.tensor
+  bytes_field(value, 9, metadata);  // Summary.Value.metadata
+  std::string summary;
+  bytes_field(summary, 1, value);
+  return summary;
+}
+
+}  // namespace
+
+void TbWriter::hparams_start(const std::vector<HParam>& hparams) {
+  std::string start;
+  for (const HParam& h : hparams) {
+    std::string v;  // google.protobuf.Value
+    if (h.kind == HParam::Kind::kNumber) {
+      double_field(v, 2, h.number);
+    } else if (h.kind == HParam::Kind::kBool) {
+      varint(v, 4 << 3 | 0);
+      varint(v, h.flag ? 1 : 0);
+    } else {
+      bytes_field(v, 3, h.text);
+    }
+    std::string entry;  // map<string, Value> entry
+    bytes_field(entry, 1, h.name);
+    bytes_field(entry, 2, v);
+    bytes_field(start, 1, entry);  // SessionStartInfo.hparams
+  }
+  double_field(start, 5, now_seconds());  // SessionStartInfo.start_time_secs
+  std::string data;
+  varint(data, 1 << 3 | 0);  // HParamsPluginData.version
+  varint(data, 0);
+  bytes_field(data, 3, start);  // HParamsPluginData.session_start_info
+  std::string e = event_header(now_seconds(), 0);
+  bytes_field(e, 5, plugin_summary("_hparams_/session_start_info", data));
+  write_event(e);
+}
+
+void TbWriter::hparams_end(bool success) {
+  std::string end;
+  varint(end, 1 << 3 | 0);  // SessionEndInfo.status
+  varint(end, success ? 1 : 2);  // STATUS_SUCCESS, STATUS_FAILURE
+  double_field(end, 2, now_seconds());  // SessionEndInfo.end_time_secs
+  std::string data;
+  varint(data, 1 << 3 | 0);
+  varint(data, 0);
+  bytes_field(data, 4, end);  // HParamsPluginData.session_end_info
+  std::string e = event_header(now_seconds(), 0);
+  bytes_field(e, 5, plugin_summary("_hparams_/session_end_info", data));
+  write_event(e);
+}
+
 void TbWriter::write_event(const std::string& event) {
   std::string rec;
   fixed(rec, event.size(), 8);

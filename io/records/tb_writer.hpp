@@ -8,6 +8,12 @@
 // protobuf: the first carries file_version "brain.Event:2", the others wall_time, step and
 // a Summary of (tag, simple_value) pairs. Flushed per event, so a killed job keeps what it
 // logged. Rank 0 only (the trainer's rule); a resumed run appends a new file to the dir.
+// The run's hyper-parameters go to TensorBoard's HParams plugin (its dashboard compares the
+// runs of a sweep): a summary tagged "_hparams_/session_start_info" whose metadata carries
+// plugin "hparams" and an HParamsPluginData { version 0, session_start_info { hparams
+// map<string, google.protobuf.Value>, start_time_secs } }, and at the end
+// "_hparams_/session_end_info" { status, end_time_secs } (tensorboard/plugins/hparams/
+// plugin_data.proto, api.proto).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,16 @@ class TbWriter {
   // with a step >= STEP — what a run that crashed and resumed at STEP - 1 wrote past its
   // checkpoint, and now writes again.
   void session_start(int64_t step);
+  // A hyper-parameter: a number, a flag or a text (google.protobuf.Value's kinds).
+  struct HParam {
+    std::string name;
+    enum class Kind { kNumber, kBool, kText } kind = Kind::kText;
+    double number = 0;
+    bool flag = false;
+    std::string text;
+  };
+  void hparams_start(const std::vector<HParam>& hparams);
+  void hparams_end(bool success);
   const std::string& path() const { return path_; }
 
  private:

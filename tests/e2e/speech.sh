@@ -108,8 +108,13 @@ assert epochs[-1]["train_loss"] < epochs[0]["train_loss"], "CTC loss did not fal
 test = [r for r in rows if r["kind"] == "test"][0]
 assert 0 <= test["test_cer"] < 0.9 and test["selected_by"] == "val_wer", test  # it learned something
 print("test CER", test["test_cer"], "WER", test["test_wer"])
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1].replace("metrics.jsonl", "tb")); acc.Reload()
+tags = set(acc.Tags()["scalars"])
+assert {"val/cer", "val/wer", "test/cer", "test/wer"} <= tags, tags  # TensorBoard carries them too
+assert len(acc.Scalars("val/cer")) == 8, acc.Scalars("val/cer")
 PY
-pass "gru + CTC trains on 2 ranks, CER/WER in every row, best.ckpt by val_wer"
+pass "gru + CTC trains on 2 ranks, CER/WER in every row and in TensorBoard, best.ckpt by val_wer"
 
 # The LMU acoustic model (jobs/speech_digits_lmu.ini's) trains on the same path.
 expect_rc 0 run_mpi 2 train --data digits --model lmu --model.width 32 --epochs 1 --batch-size 8 --optimizer adam \

@@ -104,6 +104,12 @@ expect_output 'amp bf16'
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir fp16 --max-steps 8 --amp fp16
 expect_output 'loss-scale [0-9]+ skipped [0-9]+'
 [ -n "$(json_rows fp16/metrics.jsonl end loss_scale)" ] || fail "fp16 metrics lack the loss scale"
+"$PYTHON" - fp16/tb <<'PY' || fail "TensorBoard lacks the fp16 loss scale"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+assert {"train/loss_scale", "train/skipped_steps"} <= set(acc.Tags()["scalars"]), acc.Tags()["scalars"]
+PY
 pass "AMP bf16 and fp16 (loss scale $(json_rows fp16/metrics.jsonl end loss_scale)) run through CPU autocast"
 
 # --train.cuda-graph: on a GPU the step is captured over fixed buffers; on the CPU "on" runs
@@ -139,15 +145,26 @@ import sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 acc = EventAccumulator(sys.argv[1]); acc.Reload()
 tags = acc.Tags()["scalars"]
-for tag in ("train/loss", "train/lr", "val/acc", "val/macro_f1", "time/backward_s"):
+for tag in ("train/loss", "train/lr", "val/acc", "val/macro_f1", "time/backward_s", "ranks/busy_ms_max",
+            "ranks/exposed_comm_ms_median", "ranks/slowest_rank"):
     assert tag in tags, (tag, tags)
+# The run's hyper-parameters, for TensorBoard's HParams dashboard, read by its own protos.
+from tensorboard.plugins.hparams import plugin_data_pb2
+content = acc.PluginTagToContent("hparams")
+start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
+hp = start.hparams
+assert hp["train.lr"].number_value == 0.05 and hp["train.batch-size"].number_value == 32, hp
+assert hp["model.name"].string_value == "cnn" and hp["data.hflip"].bool_value is False, hp
+assert "debug.fault" not in hp and start.start_time_secs > 1.7e9, hp
+end = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_end_info"]).session_end_info
+assert end.status == 1, end  # STATUS_SUCCESS
 loss = acc.Scalars("train/loss")
 assert len(loss) == int(sys.argv[2]), (len(loss), sys.argv[2])
 assert [e.step for e in loss] == sorted(e.step for e in loss)
 assert len(acc.Scalars("val/acc")) == 4, acc.Scalars("val/acc")  # 3 mid-epoch + epoch end
-print("tensorboard read", len(tags), "scalar tags,", len(loss), "train/loss points")
+print("tensorboard read", len(tags), "scalar tags,", len(loss), "train/loss points,", len(hp), "hparams")
 PY
-pass "evaluation every 4 steps; TensorBoard reads our event files"
+pass "evaluation every 4 steps; TensorBoard reads our event files: scalars, the per-rank spread, HParams"
 
 grep -q 'ETA' out.txt && fail "progress bar printed without a terminal"
 expect_output 'epoch 1/1 step 4/14 loss'
