@@ -3,8 +3,16 @@
 #
 # 1. the run dir is named after the job (runs/NAME-JOBID), so a requeued job (same id)
 #    finds its checkpoints and --run.resume auto continues where it stopped;
-# 2. --cpus-per-task becomes --train.threads; on GPU nodes each rank takes the GPU of its
-#    node-local rank (lockstep does this itself);
+# 2. --cpus-per-task becomes --train.threads. Placement (README "GPU placement"): under srun
+#    each rank is bound to its --cpus-per-task cores (--cpu-bind=cores) and, when the job
+#    has GPUs, given one GPU of its own, one closest to those cores (--gpus-per-task=1
+#    --gpu-bind=single:1: CUDA_VISIBLE_DEVICES names it; plain "closest" hands each task
+#    every GPU that is equally close); under mpirun ranks are mapped
+#    --map-by ppr:R:node:PE=C --bind-to core (R ranks per node, C cores each) and take the
+#    GPU of their node-local rank. LOCKSTEP_GPU_BIND=none leaves GPUs to the site's
+#    defaults; a job with more ranks per node than GPUs stops before the launch, saying so.
+#    lockstep prints each rank's host, GPU (bus id, NUMA node) and CPUs at start, and
+#    `lockstep doctor` flags a rank whose CPUs are on another NUMA node than its GPU;
 # 3. ranks start with srun --mpi=pmix (LAUNCHER=srun, the default) or with Open MPI's
 #    mpirun inside the allocation (LAUNCHER=mpirun, for sites that prefer it);
 # 4. lockstep exits 3 when a signal (#SBATCH --signal=B:USR1@120 before the time limit,
@@ -40,13 +48,36 @@ fi
 # by hand), and Slurm gives it to the batch shell only. srun and mpirun both forward it to
 # every rank. (Without B:, Slurm signals job steps only: ranks under srun got it, ranks
 # that mpirun started on the batch node never did.)
+# gpus_per_node: the GPUs this job has on each node (0 without), from what Slurm exports.
+gpus_per_node() {
+  local g=${SLURM_GPUS_ON_NODE:-}
+  if [ -z "$g" ] && [ -n "${SLURM_JOB_GPUS:-}" ]; then g=$(tr ',' '\n' <<<"$SLURM_JOB_GPUS" | grep -c .); fi
+  echo "${g:-0}"
+}
+
+# srun_placement: srun's binding options (one GPU per rank, the closest to its cores).
+srun_placement() {
+  local gpus ranks=${SLURM_NTASKS_PER_NODE:-${SLURM_TASKS_PER_NODE%%[(,]*}}
+  echo "--cpu-bind=cores"
+  gpus=$(gpus_per_node)
+  [ "$gpus" -gt 0 ] && [ "${LOCKSTEP_GPU_BIND:-single:1}" != none ] || return 0
+  if [ "${ranks:-1}" -gt "$gpus" ]; then
+    echo "job_common.sh: ${ranks} ranks per node but ${gpus} GPU(s) per node: NCCL needs one GPU per rank (set" \
+         "--ntasks-per-node=${gpus}, or LOCKSTEP_GPU_BIND=none with --dist.backend mpi)" >&2
+    return 2
+  fi
+  echo "--gpus-per-task=1 --gpu-bind=${LOCKSTEP_GPU_BIND:-single:1}"
+}
+
 launch_ranks() {
-  local pid rc
+  local pid rc placement
   case "$LAUNCHER" in
     srun)
+      placement=$(srun_placement) || return 2
       # --kill-on-bad-exit: a rank that dies ends the step at once instead of leaving
       # the others to lockstep's collective watchdog (--dist.comm-timeout).
-      srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" "$@" & ;;
+      # shellcheck disable=SC2086
+      srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" $placement "$@" & ;;
     mpirun)
       # On SIGTERM (the time limit, scancel) mpirun tears its ranks down in steps of
       # odls_base_sigkill_timeout T (1 s by default): SIGCONT, T, SIGTERM, T, SIGKILL.
@@ -58,8 +89,16 @@ launch_ranks() {
       # 2T longer (tests/slurm preempt, stop to finish: 22 s under srun, 39 s under
       # mpirun at T = 10, 67 s at T = 25).
       # shellcheck disable=SC2086
+      # Each rank on its own --cpus-per-task cores, unless MPIRUN_ARGS binds otherwise, and
+      # with GPUs, on its own GPU (slurm/bind_gpu.sh).
+      placement="--map-by ppr:${SLURM_NTASKS_PER_NODE:-1}:node:PE=${SLURM_CPUS_PER_TASK:-1} --bind-to core"
+      case " ${MPIRUN_ARGS:-} " in *" --bind-to "*|*" --map-by "*) placement="--map-by ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ;; esac
+      local bind=()
+      if [ "$(gpus_per_node)" -gt 0 ] && [ "${LOCKSTEP_GPU_BIND:-single:1}" != none ]; then
+        bind=("${LOCKSTEP_SHARE:-.}/slurm/bind_gpu.sh")
+      fi
       OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10} \
-      mpirun -np "$SLURM_NTASKS" --map-by "ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ${MPIRUN_ARGS:-} "$@" & ;;
+      mpirun -np "$SLURM_NTASKS" $placement ${MPIRUN_ARGS:-} "${bind[@]}" "$@" & ;;
     *) echo "LAUNCHER must be srun or mpirun, not '$LAUNCHER'" >&2; return 2 ;;
   esac
   pid=$!

@@ -21,6 +21,7 @@
 #include "core/dist/nccl_bootstrap.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/dist/nccl_communicator.hpp"
+#include "core/dist/rank_placement.hpp"
 #include "core/tools/network_report.hpp"
 #include "core/base/clock.hpp"
 #include "io/util/file_util.hpp"
@@ -65,6 +66,16 @@ struct Doctor {
     std::string table = " rank  host                 local  gpus  visible    cores threads";
     for (const auto& l : lines) table += "\n" + l;
     log::info0("doctor: " + std::to_string(mpi.size()) + " rank(s)\n" + table);
+    // Each rank's GPU (bus id, NUMA node) and CPUs (NUMA nodes): rank_placement.hpp.
+    const RankPlacement mine = probe_placement(mpi.rank(), mpi.host(), gpus > 0 ? mpi.local_rank() % gpus : -1);
+    const std::vector<RankPlacement> all = gather_placements(mpi, mine);
+    std::string where;
+    for (const auto& l : placement_lines(all)) where += "\n  " + l;
+    log::info0("doctor: placement" + where);
+    if (const std::string m = numa_mismatch(mine); !m.empty()) problem(m);
+    if (const std::string s = shared_gpu(all); !s.empty())
+      log::warn0("doctor: " + s + ": NCCL allows one rank per GPU (request one GPU per rank: --gpus-per-task=1, or as "
+                 "many ranks per node as GPUs)");
     if (cores > 0 && cores < cfg.threads)
       problem("rank " + std::to_string(mpi.rank()) + " has " + std::to_string(cores) + " core(s) for " +
               std::to_string(cfg.threads) + " threads (--cpus-per-task smaller than --train.threads?)");

@@ -161,6 +161,15 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                         {"lockstep version", lockstep_version()},
                         {"LibTorch version", torch_version()}});
   place = place_run(cfg, mpi);
+  // Where every rank sits (shown at start); a rank whose CPUs are on another NUMA node than
+  // its GPU is named once by rank 0 (lockstep doctor lists every rank).
+  placements = gather_placements(mpi, probe_placement(mpi.rank(), mpi.host(),
+                                                      place.device.is_cuda() ? place.device.index() : -1));
+  int misplaced = 0;
+  for (const auto& p : placements)
+    if (const std::string m = numa_mismatch(p); !m.empty() && misplaced++ == 0) log::warn0(m);
+  if (misplaced > 1) log::warn0(fmt::format("{} more rank(s) have their CPUs on another NUMA node than their GPU "
+                                            "(lockstep doctor lists them)", misplaced - 1));
   // cuDNN's per-shape algorithm search pays off when shapes repeat; ragged sequences would
   // search again at every new length.
   cudnn_benchmark = place.device.is_cuda() && cfg.cudnn_benchmark && !manifest.spec.ragged;
@@ -244,7 +253,7 @@ std::string Session::describe() const {
       "data {} ({}): {} train samples in {} shard(s), reader {}; validation on {}, test on {}; model {} ({} parameters{}, "
       "{})\n"
       "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
-      "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}",
+      "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}{}",
       lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(),
       cudnn_benchmark ? " (cudnn benchmark)" : "", cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
@@ -264,7 +273,16 @@ std::string Session::describe() const {
                         static_cast<double>(reducer->wire_bytes_per_step()) / 1e6),  //
       cfg.batch_size, mpi.size(), cfg.grad_accum, global_batch, steps_per_epoch, to_string(cfg.remainder),  //
       to_string(cfg.optimizer), cfg.nesterov ? " (nesterov)" : "", cfg.lr, to_string(cfg.lr_scaling), mpi.size(),
-      schedule.base, sched, extras);
+      schedule.base, sched, extras, placement_text());
+}
+
+std::string Session::placement_text() const {
+  constexpr size_t kShown = 64;  // a big job's start stays readable; lockstep doctor lists all
+  const std::vector<std::string> lines = placement_lines(placements);
+  std::string out = lines.empty() ? "" : "\nplacement:";
+  for (size_t i = 0; i < lines.size() && i < kShown; ++i) out += "\n  " + lines[i];
+  if (lines.size() > kShown) out += fmt::format("\n  ... and {} more rank(s) (lockstep doctor lists every rank)", lines.size() - kShown);
+  return out;
 }
 
 void sync_buffers(Net& model, Communicator& comm, bool average) {

@@ -25,6 +25,7 @@
 #include "core/optim/lr_schedule.hpp"
 #include "core/model/registry.hpp"
 #include "core/dist/placement.hpp"
+#include "core/dist/rank_placement.hpp"
 #include "io/loader/rank_reader.hpp"
 #include "io/dataset/shard_format.hpp"
 
@@ -63,9 +64,11 @@ struct Session {
   LossScaler scaler{false};
   LrSchedule schedule;
   int sync_bn_layers = 0;
+  std::vector<RankPlacement> placements;  // every rank's host, GPU and CPUs (rank 0 only)
 
   int64_t parameter_count() const;
   std::string describe() const;  // the start lines rank 0 logs
+  std::string placement_text() const;  // describe()'s placement lines
 };
 
 // Collective: before an evaluation or a checkpoint every rank takes rank 0's BatchNorm

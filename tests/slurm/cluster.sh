@@ -3,6 +3,11 @@
 # slurmd nodes, n1 and n2, each in its own UTS namespace (its own hostname), both on
 # 127.0.0.1 with their own ports and TmpFS. Facts behind each setting:
 # ../shared/SLURM-NOTES.md. Idempotent; about a second once installed.
+# Each node declares two GPUs as a generic resource (GresTypes=gpu, Gres=gpu:2) over dummy
+# device files ($DIR/dev/NODE/nvidia0-1, character devices with NVIDIA's major number when
+# mknod works here, else empty files): no GPU is needed for Slurm to hand each task its own
+# (CUDA_VISIBLE_DEVICES), which is what the placement tests look at. TaskPlugin=task/affinity
+# binds each task to its cores (sched_setaffinity; no cgroups needed).
 #
 #   tests/slurm/cluster.sh start    # munge + slurmctld + slurmd n1, n2; fresh state
 #   tests/slurm/cluster.sh stop
@@ -36,7 +41,8 @@ SlurmUser=root
 AuthType=auth/munge
 MpiDefault=pmix
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
+GresTypes=gpu
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
@@ -52,8 +58,11 @@ SlurmctldLogFile=$DIR/slurmctld.log
 SlurmdLogFile=$DIR/slurmd-%n.log
 TmpFS=$DIR/tmp/%n
 CONF
+  : > "$DIR/gres.conf"
   for n in "${NODES[@]}"; do
-    echo "NodeName=$n NodeAddr=127.0.0.1 Port=$port $res State=UNKNOWN" >> "$CONF"
+    echo "NodeName=$n NodeAddr=127.0.0.1 Port=$port $res Gres=gpu:2 State=UNKNOWN" >> "$CONF"
+    # GPU g is next to core g (Cores=): the topology a site's gres.conf declares (or NVML finds).
+    for g in 0 1; do echo "NodeName=$n Name=gpu File=$DIR/dev/$n/nvidia$g Cores=$g" >> "$DIR/gres.conf"; done
     port=$((port + 1))
   done
   echo "PartitionName=debug Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP" >> "$CONF"
@@ -66,7 +75,8 @@ start() {
   rm -rf "$DIR"
   mkdir -p "$DIR/state"
   for n in "${NODES[@]}"; do
-    mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n"
+    mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n" "$DIR/dev/$n"
+    for g in 0 1; do mknod "$DIR/dev/$n/nvidia$g" c 195 "$g" 2>/dev/null || : > "$DIR/dev/$n/nvidia$g"; done
     grep -Eq "^127\.0\.0\.1[[:space:]].*\b$n\b" /etc/hosts || echo "127.0.0.1 $n" >> /etc/hosts
   done
   write_conf

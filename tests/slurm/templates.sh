@@ -6,6 +6,10 @@
 #   preempt    scancel -b --signal=USR1 mid-run (the templates' B:USR1@120), srun and mpirun:
 #              checkpoint, exit 3, requeue, resume, full step count
 #   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
+#   gpus       GPUs as generic resources over dummy device files (cluster.sh): with srun and
+#              with mpirun, each rank of single_node.sbatch gets its own GPU
+#              (CUDA_VISIBLE_DEVICES) and its own core, as lockstep's start-up placement
+#              lines show; more ranks per node than GPUs stops before the launch
 #   params     slurm/sweep.sh: a hyper-parameter sweep as one job array (a grid and a list
 #              line), `lockstep report` comparing its runs; submitted again, every run says
 #              "nothing to do"
@@ -140,6 +144,28 @@ sweep)
   [ -f sweep/ranks-2/doctor.json ] || fail "the sweep's runs lack the doctor's all-reduce timing"
   pass "sweep 1 -> 2 ranks and its report (${SECONDS} s)"
   sed -n '3,6p' out.txt
+  ;;
+gpus)
+  for launcher in srun mpirun; do
+    SECONDS=0
+    out=$WORK/gpu-$launcher.out
+    id=$(LAUNCHER=$launcher RUN_DIR=$WORK/gpu-$launcher submit -o "$out" --gpus-per-node=2 slurm/single_node.sbatch \
+         "${DATA[@]}" --train.max-steps 4 --dist.backend mpi)
+    wait_job "$id"
+    for r in 0 1; do
+      grep -Eq "rank $r on n[12]: CPU \(CUDA_VISIBLE_DEVICES=$r\), CPUs $r( |$)" "$out" ||
+        { grep -A3 'placement:' "$out"; fail "$launcher: rank $r is not alone on GPU $r and core $r"; }
+    done
+    pass "$launcher: each rank its own GPU and core ($(grep -o 'rank 1 on n[12]: .*' "$out" | head -1); ${SECONDS} s)"
+  done
+  # More ranks per node than GPUs: one line before anything is launched, the job fails.
+  id=$(RUN_DIR=$WORK/gpu-short submit -o "$WORK/gpu-short.out" --gpus-per-node=1 slurm/single_node.sbatch "${DATA[@]}" \
+       --train.max-steps 4)
+  for _ in $(seq 1 240); do case "$(state "$id")" in COMPLETED|FAILED) break ;; esac; sleep 0.25; done
+  [ "$(state "$id")" = FAILED ] || { cat gpu-short.out; fail "2 ranks on 1 GPU did not fail"; }
+  grep -q 'job_common.sh: 2 ranks per node but 1 GPU(s) per node: NCCL needs one GPU per rank' gpu-short.out ||
+    { cat gpu-short.out; fail "no line saying why"; }
+  pass "2 ranks per node on 1 GPU: stopped before the launch, saying why"
   ;;
 params)
   SECONDS=0
