@@ -8,7 +8,9 @@
 namespace lockstep {
 
 void check_failed(const char* library, const char* call, const std::string& error, const char* file, int line) {
-  throw_at(std::string(library) + " call " + call + " failed: " + error, file, line);
+  throw_at(std::string(library) + " call " + call + " failed: " + error +
+               (std::string(library) == "NCCL" ? kNcclNext : ""),
+           file, line);
 }
 
 std::string mpi_error_text(int rc) {

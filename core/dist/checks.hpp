@@ -11,6 +11,11 @@
 
 namespace lockstep {
 
+// What a user does next after an NCCL error (appended to its message).
+inline constexpr const char* kNcclNext =
+    " — next: lockstep doctor under the same launcher (the interface and transport NCCL uses, one rank per GPU), "
+    "NCCL_DEBUG=INFO, docs/troubleshooting.md \"NCCL errors\"";
+
 [[noreturn]] void check_failed(const char* library, const char* call, const std::string& error, const char* file,
                                int line);
 // MPI's text for an error code (MPI_Error_string).

@@ -1,6 +1,8 @@
 // watchdog: see watchdog.hpp.
 #include "core/dist/watchdog.hpp"
 
+#include "core/dist/checks.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -78,7 +80,8 @@ void Watchdog::run() {
           continue;
         }
         if (p.state == Poll::kFailed) {
-          const std::string cause = it->second.what + " failed: " + p.error + "; ending the job";
+          const std::string cause = it->second.what + " failed: " + p.error + "; ending the job" +
+                                    (p.error.find("NCCL") != std::string::npos ? std::string(kNcclNext) : "");
           if (it->second.seq) flight_.end(it->second.seq, true);
           open_.erase(it);
           fire(lock, cause);
@@ -90,7 +93,8 @@ void Watchdog::run() {
         char buf[512];
         std::snprintf(buf, sizeof buf,
                       "%s has not completed after %.1f s (--dist.comm-timeout %.1f s): another rank is stalled, "
-                      "dead or took a different path; ending the job",
+                      "dead or took a different path; ending the job (the flight records below say where each rank "
+                      "was; docs/troubleshooting.md \"The job hangs\")",
                       it->second.what.c_str(), waited, timeout_s_);
         fire(lock, buf);
         break;

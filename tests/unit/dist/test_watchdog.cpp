@@ -32,6 +32,7 @@ TEST(Watchdog, OverdueOperationFiresOnceNamingIt) {
   EXPECT_EQ(fired.load(), 1);
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_NE(cause.find("MPI_Allreduce of gradient bucket 3/5 has not completed after"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("the flight records below say where each rank was"), std::string::npos) << cause;
   EXPECT_NE(cause.find("--dist.comm-timeout 0.2 s"), std::string::npos) << cause;
   w.end(id);
 }
@@ -67,6 +68,8 @@ TEST(Watchdog, AFailedPollEndsTheJobAtOnceNamingWhy) {
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_NE(cause.find("ncclAllReduce of gradient bucket 1/3 failed: NCCL asynchronous error: remote process exited"),
             std::string::npos) << cause;
+  // ... and what to do next (docs/troubleshooting.md "NCCL errors").
+  EXPECT_NE(cause.find("ending the job — next: lockstep doctor under the same launcher"), std::string::npos) << cause;
 }
 
 TEST(Watchdog, ForgottenWatchesAreNeverPolledAgain) {
