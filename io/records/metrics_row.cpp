@@ -78,7 +78,8 @@ bool not_end(RowKind k) { return k != RowKind::kEnd; }  // the end row repeats t
 constexpr Scalar kScalars[] = {
     {&Row::train_loss, "train/loss", train_kind},          {&Row::train_acc, "train/acc", train_kind},
     {&Row::lr, "train/lr", train_kind},                    {&Row::samples_per_s, "train/samples_per_s", train_kind},
-    {&Row::train_loss, "epoch/train_loss", epoch_kind},    {&Row::samples_per_s, "epoch/samples_per_s", epoch_kind},
+    {&Row::train_loss, "epoch/train_loss", epoch_kind},    {&Row::train_acc, "epoch/train_acc", epoch_kind},
+    {&Row::samples_per_s, "epoch/samples_per_s", epoch_kind},
     {&Row::data_wait_s, "time/data_wait_s", epoch_kind},   {&Row::forward_s, "time/forward_s", epoch_kind},
     {&Row::backward_s, "time/backward_s", epoch_kind},     {&Row::exposed_comm_s, "time/exposed_comm_s", epoch_kind},
     {&Row::optimizer_s, "time/optimizer_s", epoch_kind},   {&Row::val_loss, "val/loss", not_end},

@@ -127,7 +127,7 @@ TEST(MetricsRow, TensorBoardTagsByKind) {
   epoch.kind = RowKind::kEpoch;
   std::vector<std::string> tags;
   for (const auto& [tag, v] : epoch.scalars()) tags.push_back(tag);
-  EXPECT_EQ(tags, (std::vector<std::string>{"epoch/train_loss", "epoch/samples_per_s", "time/data_wait_s",
+  EXPECT_EQ(tags, (std::vector<std::string>{"epoch/train_loss", "epoch/train_acc", "epoch/samples_per_s", "time/data_wait_s",
                                             "time/forward_s", "time/backward_s", "time/exposed_comm_s",
                                             "time/optimizer_s", "val/loss", "val/acc", "val/macro_f1", "test/loss",
                                             "test/acc", "test/macro_f1"}));
