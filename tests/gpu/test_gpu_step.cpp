@@ -29,6 +29,7 @@
 #include "core/train/objective.hpp"
 #include "core/train/run_stream.hpp"
 #include "core/train/static_step.hpp"
+#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -131,16 +132,7 @@ TEST(GpuStep, NcclReducerEqualsMpiReducer) {
 
 namespace {
 
-io::DatasetSpec small_images() {
-  io::DatasetSpec s;
-  s.name = "gpu-static";
-  s.sample_shape = {1, 28, 28};
-  s.dtype = io::DType::kUInt8;
-  s.num_classes = 10;
-  s.mean = {0.0};
-  s.std = {1.0};
-  return s;
-}
+io::DatasetSpec small_images() { return lockstep::testing::image_spec("gpu-static", 28, 10); }
 
 // One model, optimizer, reducer and scaler on the GPU, stepped by a StaticStep.
 struct StaticRun {

@@ -17,6 +17,7 @@
 #include "core/train/recorder.hpp"
 #include "core/train/train_state.hpp"
 #include "io/records/checkpoint_store.hpp"
+#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
@@ -24,16 +25,7 @@ using lockstep::testing::mpi;
 
 namespace {
 
-io::DatasetSpec tiny() {
-  io::DatasetSpec s;
-  s.name = "tiny";
-  s.sample_shape = {1, 4, 4};
-  s.dtype = io::DType::kUInt8;
-  s.num_classes = 3;
-  s.mean = {10.0};
-  s.std = {2.0};
-  return s;
-}
+io::DatasetSpec tiny() { return lockstep::testing::image_spec("tiny", 4, 3, 10.0, 2.0); }
 
 struct Parts {
   std::shared_ptr<Net> model;

@@ -18,6 +18,7 @@
 #include "core/optim/optimizer.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
+#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
@@ -25,16 +26,7 @@ using lockstep::testing::mpi;
 
 namespace {
 
-io::DatasetSpec images() {
-  io::DatasetSpec s;
-  s.name = "static";
-  s.sample_shape = {1, 12, 12};
-  s.dtype = io::DType::kUInt8;
-  s.num_classes = 5;
-  s.mean = {0.0};
-  s.std = {1.0};
-  return s;
-}
+io::DatasetSpec images() { return lockstep::testing::image_spec("static", 12, 5); }
 
 constexpr double kClip = 0.3;
 
