@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/base/error.hpp"
+
 namespace lockstep {
 
 class MpiRuntime;
@@ -25,5 +27,14 @@ struct OomContext {
   bool amp = false, checkpointing = false, model_checkpoints = false;  // the model can recompute activations
 };
 std::string out_of_memory_message(const std::string& torch_message, torch::Device device, const OomContext& c);
+// STEP(), with the allocator's out-of-memory error turned into that one line (an Error).
+template <typename F>
+auto out_of_memory_named(F&& step, torch::Device device, const OomContext& c) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const c10::OutOfMemoryError& e) {
+    throw Error(out_of_memory_message(e.what_without_backtrace(), device, c));
+  }
+}
 
 }  // namespace lockstep

@@ -54,21 +54,10 @@ class Trainer {
       log::warn0(note);
   }
 
-  // STEP, with an out-of-memory error (the GPU allocator's) turned into its one line.
-  template <typename F>
-  StepOutput out_of_memory_named(F&& step) {
-    try {
-      return step();
-    } catch (const c10::OutOfMemoryError& e) {
-      OomContext c;
-      c.step = st_.pos().step + 1;
-      c.batch = cfg_.batch_size;
-      c.grad_accum = cfg_.grad_accum;
-      c.amp = cfg_.amp != Amp::kNone;
-      c.checkpointing = cfg_.checkpoint_activations;
-      c.model_checkpoints = s_.model->checkpoints_activations();
-      throw Error(out_of_memory_message(e.what_without_backtrace(), s_.place.device, c));
-    }
+  // What an out-of-memory error in the next step says (device_memory.hpp).
+  OomContext oom_context() const {
+    return OomContext{st_.pos().step + 1, cfg_.batch_size, cfg_.grad_accum, cfg_.amp != Amp::kNone,
+                      cfg_.checkpoint_activations, s_.model->checkpoints_activations()};
   }
 
   int run() {
@@ -88,11 +77,13 @@ class Trainer {
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
-        const StepOutput out = out_of_memory_named([&] {
-          inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
-          st_.set_lr(s_.schedule.at(st_.pos().step));
-          return runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
-        });
+        const StepOutput out = out_of_memory_named(
+            [&] {
+              inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
+              st_.set_lr(s_.schedule.at(st_.pos().step));
+              return runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
+            },
+            s_.place.device, oom_context());
         window_.add_step(out.loss, out.correct);
         window_.add_times(Times{seconds_since(t0)});
         if (first_step_unix_ == 0) first_step_unix_ = unix_seconds();
@@ -295,7 +286,6 @@ class Trainer {
     last_epoch_ = epoch;
   }
 
-
   // The test split, once, with the weights validation chose; then the end row.
   // VAL: the final weights' validation (count 0 when there is none).
   void finish_run(const EvalResult& val) {
@@ -316,7 +306,7 @@ class Trainer {
       MetricsRow row = base_row(RowKind::kTest, last_epoch_);
       row.split = cfg_.test_split;
       row.weights_step = weights_step;
-      row.selected_by = best_selected() ? to_string(cfg_.best_metric) : "last";
+      row.selected_by = ck_.best_step() >= 0 ? to_string(cfg_.best_metric) : "last";
       row.eval_hflip = cfg_.eval_hflip;
       add_scores(&row, ScoreSet::kTest, test);
       rec_.row(row);
@@ -348,8 +338,6 @@ class Trainer {
     row.first_step_unix_ms = static_cast<int64_t>(first_step_unix_ * 1000);
     rec_.row(row);
   }
-
-  bool best_selected() const { return ck_.best_step() >= 0; }
 
   Session& s_;
   const Config& cfg_;
@@ -385,12 +373,8 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
   recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.
-  MetricsRow start_row;
-  start_row.kind = RowKind::kStart;
-  start_row.step = state.pos().step;
-  start_row.epoch = state.pos().epoch + 1;
+  MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);
   start_row.world_size = mpi.size();
-  start_row.unix_time = unix_seconds();
   start_row.versions = version_items();
   recorder->row(start_row);
   const std::string start = session.describe();
