@@ -108,7 +108,7 @@ po::options_description common_options(Config* c) {
       ("dist.bucket-mb", po::value(&c->bucket_mb)->default_value(c->bucket_mb), "gradient bucket size in MiB; 0: one bucket per tensor")
       ("dist.comm-timeout", po::value(&c->comm_timeout)->default_value(c->comm_timeout), "seconds a collective may take before the job is ended")
       ("trace.steps", po::value(&c->trace_steps)->default_value(c->trace_steps), "A-B: write a Chrome/Perfetto trace per rank of global steps A..B to RUN_DIR/trace/ (lockstep report --trace RUN_DIR merges them)")
-      ("trace.ops", po::value(&c->trace_ops)->default_value(c->trace_ops)->implicit_value(true), "with --trace.steps: also profile those steps operator by operator through LibTorch's profiler (GPU kernels included) to RUN_DIR/trace/ops-rank-R.json and a summary .txt")
+      ("trace.ops", po::value(&c->trace_ops)->default_value(c->trace_ops)->implicit_value(true), "with --trace.steps: also profile those steps (the first 100 of them) operator by operator through LibTorch's profiler (GPU kernels included) to RUN_DIR/trace/ops-rank-R.json and a summary .txt")
       ("dist.straggler-windows", po::value(&c->straggler_windows)->default_value(c->straggler_windows), "warn when one rank is the slowest (busy time) in this many log windows in a row; 0: off")
       ("dist.straggler-percent", po::value(&c->straggler_percent)->default_value(c->straggler_percent), "... each time more than this many percent slower than the median rank");
   return d;

@@ -91,6 +91,7 @@ void StepTrace::begin_step(Clock::time_point t) {
     first_traced_ = step_;
     if (ops_) ops_->start();
   }
+  if (ops_ && step_ - first_traced_ >= kMaxOpSteps) stop_ops(step_ - 1);  // the rest: phases only
 #ifdef LOCKSTEP_HAVE_CUDA
   nvtxRangePushA(fmt::format("step {}", step_).c_str());
   nvtxRangePushA("data");
@@ -117,16 +118,20 @@ void StepTrace::span(const std::string& name, Clock::time_point begin, Clock::ti
   events_.push_back(event(name, "io", rank_, 2, us(begin), us(end) - us(begin), {{"step", step_}}));
 }
 
+void StepTrace::stop_ops(int64_t last) {
+  if (!ops_) return;
+  const std::string summary = ops_->stop(first_traced_, last);
+  ops_.reset();
+  if (!summary.empty())
+    log::info0(fmt::format("operator profile of steps {}-{} written to {}/ops-rank-*.json and .txt: {}", first_traced_,
+                           last, dir_, summary));
+}
+
 void StepTrace::finish() {
   if (!on() || written_ || window_begin_ == 0) return;
   written_ = true;
   const int64_t last = std::min(range_.last, step_);
-  if (ops_) {
-    const std::string summary = ops_->stop(first_traced_, last);
-    if (!summary.empty())
-      log::info0(fmt::format("operator profile of steps {}-{} written to {}/ops-rank-*.json and .txt: {}", first_traced_,
-                             last, dir_, summary));
-  }
+  stop_ops(last);
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});

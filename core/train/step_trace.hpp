@@ -8,7 +8,8 @@
 // on a GPU a phase's span is when the host issued it, the device time is in the log rows).
 // Times are unix microseconds, so ranks on different hosts line up to their clocks' sync.
 // With --trace.ops (OPS) the same steps are also profiled operator by operator, kernels
-// included on GPUs (op_profile.hpp): RUN_DIR/trace/ops-rank-R.{json,txt}.
+// included on GPUs (op_profile.hpp): RUN_DIR/trace/ops-rank-R.{json,txt}; at most the first
+// kMaxOpSteps of them (a profile holds every operator: a 10000-step one would not fit memory).
 #pragma once
 
 #include <cstdint>
@@ -47,8 +48,11 @@ class StepTrace {
   // Writes the file once the range is over (or at the end of training with what it has).
   void finish();
 
+  static constexpr int64_t kMaxOpSteps = 100;
+
  private:
   double us(Clock::time_point t) const;
+  void stop_ops(int64_t last);  // writes the operator profile of steps first_traced_..LAST
   bool active() const { return on() && step_ >= range_.first && step_ <= range_.last; }
 
   TraceRange range_;

@@ -127,3 +127,36 @@ TEST(OpProfile, ProfilesTheTracedStepsOnTheCpu) {
     if (e.contains("name") && e["name"] == "aten::mm") ++mm;
   EXPECT_EQ(mm, 2);  // steps 2 and 3, not 1 or 4
 }
+
+// A long traced range keeps its phases, but the operator profile holds only its first
+// kMaxOpSteps steps (every operator of 10000 steps would not fit in memory).
+TEST(OpProfile, HoldsAtMostTheFirstStepsOfALongRange) {
+  const std::string dir = lockstep::testing::fresh_dir("ops-long");
+  {
+    StepTimer timer(torch::kCPU);
+    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("2-150"), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
+    torch::Tensor a = torch::ones({4, 4});
+    for (int step = 1; step <= 150; ++step) {
+      timer.begin_step();
+      a = torch::mm(a, a) / 4.0;
+      timer.mark(Phase::kData);
+      timer.mark(Phase::kForward);
+      timer.mark(Phase::kBackward);
+      timer.mark(Phase::kComm);
+      timer.mark(Phase::kOptimizer);
+    }
+  }
+  const int64_t last = 1 + StepTrace::kMaxOpSteps;
+  EXPECT_NE(io::read_text_file(dir + "/ops-rank-0.txt").find("operator profile of steps 2-" + std::to_string(last)),
+            std::string::npos);
+  const io::Json ops = io::parse_json(io::read_text_file(dir + "/ops-rank-0.json"), "ops trace");
+  int mm = 0;
+  for (const auto& e : ops["traceEvents"])
+    if (e.contains("name") && e["name"] == "aten::mm") ++mm;
+  EXPECT_EQ(mm, StepTrace::kMaxOpSteps);
+  const io::Json t = io::parse_json(io::read_text_file(dir + "/rank-0.json"), "trace");
+  int phases = 0;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "step") ++phases;
+  EXPECT_EQ(phases, 5 * 149);  // the phases of every traced step
+}
