@@ -100,24 +100,23 @@ TEST(OpProfile, SummarizesBusyTimeLaunchesAndSyncs) {
   EXPECT_EQ(cpu.find("host syncs"), std::string::npos) << cpu;
 }
 
+// STEPS steps of one matrix product each, traced over RANGE with --trace.ops into DIR.
+void profiled_mm_steps(const std::string& dir, const std::string& range, int steps) {
+  StepTimer timer(torch::kCPU);
+  timer.set_trace(std::make_unique<StepTrace>(parse_trace_range(range), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
+  torch::Tensor a = torch::ones({8, 8});
+  for (int step = 1; step <= steps; ++step) {
+    timer.begin_step();
+    a = torch::mm(a, a) / 8.0;
+    for (Phase p : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kComm, Phase::kOptimizer}) timer.mark(p);
+  }
+}
+
 // --trace.ops on the CPU: LibTorch's profiler runs over exactly the traced steps and writes
 // its Chrome trace (with the steps' operators) and the summary.
 TEST(OpProfile, ProfilesTheTracedStepsOnTheCpu) {
   const std::string dir = lockstep::testing::fresh_dir("ops");
-  {
-    StepTimer timer(torch::kCPU);
-    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("2-3"), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
-    torch::Tensor a = torch::ones({8, 8});
-    for (int step = 1; step <= 4; ++step) {
-      timer.begin_step();
-      a = torch::mm(a, a) / 8.0;
-      timer.mark(Phase::kData);
-      timer.mark(Phase::kForward);
-      timer.mark(Phase::kBackward);
-      timer.mark(Phase::kComm);
-      timer.mark(Phase::kOptimizer);
-    }
-  }
+  profiled_mm_steps(dir, "2-3", 4);
   const std::string summary = io::read_text_file(dir + "/ops-rank-0.txt");
   EXPECT_NE(summary.find("operator profile of steps 2-3, rank 0"), std::string::npos) << summary;
   EXPECT_NE(summary.find("aten::mm"), std::string::npos) << summary;
@@ -132,20 +131,7 @@ TEST(OpProfile, ProfilesTheTracedStepsOnTheCpu) {
 // kMaxOpSteps steps (every operator of 10000 steps would not fit in memory).
 TEST(OpProfile, HoldsAtMostTheFirstStepsOfALongRange) {
   const std::string dir = lockstep::testing::fresh_dir("ops-long");
-  {
-    StepTimer timer(torch::kCPU);
-    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("2-150"), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
-    torch::Tensor a = torch::ones({4, 4});
-    for (int step = 1; step <= 150; ++step) {
-      timer.begin_step();
-      a = torch::mm(a, a) / 4.0;
-      timer.mark(Phase::kData);
-      timer.mark(Phase::kForward);
-      timer.mark(Phase::kBackward);
-      timer.mark(Phase::kComm);
-      timer.mark(Phase::kOptimizer);
-    }
-  }
+  profiled_mm_steps(dir, "2-150", 150);
   const int64_t last = 1 + StepTrace::kMaxOpSteps;
   EXPECT_NE(io::read_text_file(dir + "/ops-rank-0.txt").find("operator profile of steps 2-" + std::to_string(last)),
             std::string::npos);
