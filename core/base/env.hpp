@@ -11,6 +11,9 @@ inline constexpr const char* kPmixSize = "PMIX_SIZE";
 inline constexpr const char* kSlurmStepTasks = "SLURM_STEP_NUM_TASKS";
 inline constexpr const char* kSlurmJobId = "SLURM_JOB_ID";  // named in the run-dir lock
 inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";  // doctor's placement table
+// LibTorch's profiler (Kineto) log level: --trace.ops on a CPU-only node sets it to 5 (quiet)
+// unless the user set it, or Kineto prints an "ERROR ... gpuGetDeviceCount failed" line.
+inline constexpr const char* kKinetoLogLevel = "KINETO_LOG_LEVEL";
 // glibc malloc tuning: a user who sets either keeps theirs (host_allocator).
 inline constexpr const char* kMallocMmapThreshold = "MALLOC_MMAP_THRESHOLD_";
 inline constexpr const char* kMallocTrimThreshold = "MALLOC_TRIM_THRESHOLD_";

@@ -6,9 +6,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
+#include "core/base/env.hpp"
 #include "core/base/log.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/temp_files.hpp"
@@ -131,6 +133,9 @@ OpProfile::~OpProfile() {
 void OpProfile::start() {
   if (running_) return;
   try {
+    // A CPU-only node: Kineto looks for GPUs when it starts and logs the failure as an ERROR
+    // line that means nothing here (the user's own setting stands).
+    if (!cuda_) ::setenv(env::kKinetoLogLevel, "5", /*overwrite=*/0);
     const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
     std::set<ActivityType> activities{ActivityType::CPU};
     if (cuda_) activities.insert(ActivityType::CUDA);
