@@ -41,32 +41,52 @@ std::vector<Taps> triangle_taps(int in, int out) {
 
 uint8_t to_byte(float v) { return static_cast<uint8_t>(std::clamp(std::floor(v + 0.5f), 0.0f, 255.0f)); }
 
-Image resize(const Image& in, int oh, int ow) {
+// The window [TOP, TOP+HEIGHT) x [LEFT, LEFT+WIDTH) of IN resized to OH x OW, computed only
+// there (a centre crop throws away what a whole resize computes beyond it), horizontal pass
+// first. Each output value sums the same taps in the same order as a whole resize would, so
+// the window is that resize's crop bit for bit; the loops run along contiguous pixels and
+// each input row is converted to float once.
+Image resize_window(const Image& in, int oh, int ow, int top, int left, int height, int width) {
   const int c = in.channels;
   const std::vector<Taps> tx = triangle_taps(in.width, ow), ty = triangle_taps(in.height, oh);
-  std::vector<float> mid(static_cast<size_t>(in.height) * ow * c);  // horizontal pass first
-  for (int y = 0; y < in.height; ++y)
-    for (int x = 0; x < ow; ++x)
-      for (int k = 0; k < c; ++k) {
-        const Taps& t = tx[static_cast<size_t>(x)];
-        float acc = 0;
-        for (size_t j = 0; j < t.w.size(); ++j)
-          acc += t.w[j] * in.pixels[(static_cast<size_t>(y) * in.width + t.first + j) * c + k];
-        mid[(static_cast<size_t>(y) * ow + x) * c + k] = acc;
-      }
-  Image out;
-  out.height = oh;
-  out.width = ow;
-  out.channels = c;
-  out.pixels.resize(static_cast<size_t>(oh) * ow * c);
-  for (int y = 0; y < oh; ++y) {
+  int r0 = in.height, r1 = 0;  // the input rows the window's vertical taps read
+  for (int y = top; y < top + height; ++y) {
     const Taps& t = ty[static_cast<size_t>(y)];
-    for (int x = 0; x < ow; ++x)
-      for (int k = 0; k < c; ++k) {
-        float acc = 0;
-        for (size_t j = 0; j < t.w.size(); ++j) acc += t.w[j] * mid[((t.first + j) * ow + x) * c + k];
-        out.pixels[(static_cast<size_t>(y) * ow + x) * c + k] = to_byte(acc);
+    r0 = std::min(r0, t.first);
+    r1 = std::max(r1, t.first + static_cast<int>(t.w.size()));
+  }
+  const size_t mrow = static_cast<size_t>(width) * c;
+  std::vector<float> mid(static_cast<size_t>(std::max(r1 - r0, 0)) * mrow), src(static_cast<size_t>(in.width) * c);
+  for (int y = r0; y < r1; ++y) {
+    const uint8_t* p = &in.pixels[static_cast<size_t>(y) * in.width * c];
+    for (size_t i = 0; i < src.size(); ++i) src[i] = p[i];
+    float* m = &mid[static_cast<size_t>(y - r0) * mrow];
+    for (int x = 0; x < width; ++x) {
+      const Taps& t = tx[static_cast<size_t>(left + x)];
+      float* acc = m + static_cast<size_t>(x) * c;
+      for (size_t j = 0; j < t.w.size(); ++j) {
+        const float w = t.w[j];
+        const float* px = &src[(static_cast<size_t>(t.first) + j) * c];
+        for (int k = 0; k < c; ++k) acc[k] += w * px[k];
       }
+    }
+  }
+  Image out;
+  out.height = height;
+  out.width = width;
+  out.channels = c;
+  out.pixels.resize(static_cast<size_t>(height) * mrow);
+  std::vector<float> acc(mrow);
+  for (int y = 0; y < height; ++y) {
+    const Taps& t = ty[static_cast<size_t>(top + y)];
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (size_t j = 0; j < t.w.size(); ++j) {
+      const float w = t.w[j];
+      const float* m = &mid[(static_cast<size_t>(t.first - r0) + j) * mrow];
+      for (size_t i = 0; i < mrow; ++i) acc[i] += w * m[i];
+    }
+    uint8_t* o = &out.pixels[static_cast<size_t>(y) * mrow];
+    for (size_t i = 0; i < mrow; ++i) o[i] = to_byte(acc[i]);
   }
   return out;
 }
@@ -84,8 +104,9 @@ Image fit_image(const Image& in, int height, int width) {
   } else {
     oh = std::max(height, static_cast<int>(static_cast<int64_t>(width) * in.height / in.width));
   }
-  const Image scaled = oh == in.height && ow == in.width ? in : resize(in, oh, ow);
   const int top = half_even((oh - height) / 2.0), left = half_even((ow - width) / 2.0);
+  if (oh != in.height || ow != in.width) return resize_window(in, oh, ow, top, left, height, width);
+  const Image& scaled = in;  // no resize: the crop alone
   Image out;
   out.height = height;
   out.width = width;
