@@ -55,12 +55,16 @@ gpus_per_node() {
   echo "${g:-0}"
 }
 
+# binds_gpus: whether the launch gives each rank a GPU of its own (the job has GPUs and
+# LOCKSTEP_GPU_BIND is not none).
+binds_gpus() { [ "$(gpus_per_node)" -gt 0 ] && [ "${LOCKSTEP_GPU_BIND:-single:1}" != none ]; }
+
 # srun_placement: srun's binding options (one GPU per rank, the closest to its cores).
 srun_placement() {
   local gpus ranks=${SLURM_NTASKS_PER_NODE:-${SLURM_TASKS_PER_NODE%%[(,]*}}
   echo "--cpu-bind=cores"
+  binds_gpus || return 0
   gpus=$(gpus_per_node)
-  [ "$gpus" -gt 0 ] && [ "${LOCKSTEP_GPU_BIND:-single:1}" != none ] || return 0
   if [ "${ranks:-1}" -gt "$gpus" ]; then
     echo "job_common.sh: ${ranks} ranks per node but ${gpus} GPU(s) per node: NCCL needs one GPU per rank (set" \
          "--ntasks-per-node=${gpus}, or LOCKSTEP_GPU_BIND=none with --dist.backend mpi)" >&2
@@ -94,9 +98,7 @@ launch_ranks() {
       placement="--map-by ppr:${SLURM_NTASKS_PER_NODE:-1}:node:PE=${SLURM_CPUS_PER_TASK:-1} --bind-to core"
       case " ${MPIRUN_ARGS:-} " in *" --bind-to "*|*" --map-by "*) placement="--map-by ppr:${SLURM_NTASKS_PER_NODE:-1}:node" ;; esac
       local bind=()
-      if [ "$(gpus_per_node)" -gt 0 ] && [ "${LOCKSTEP_GPU_BIND:-single:1}" != none ]; then
-        bind=("${LOCKSTEP_SHARE:-.}/slurm/bind_gpu.sh")
-      fi
+      if binds_gpus; then bind=("${LOCKSTEP_SHARE:-.}/slurm/bind_gpu.sh"); fi
       OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10} \
       mpirun -np "$SLURM_NTASKS" $placement ${MPIRUN_ARGS:-} "${bind[@]}" "$@" & ;;
     *) echo "LAUNCHER must be srun or mpirun, not '$LAUNCHER'" >&2; return 2 ;;

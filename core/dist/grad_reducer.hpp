@@ -67,7 +67,7 @@ class GradReducer {
   Communicator& comm_;
   const bool overlap_;
   const WireType wire_;
-  bool pass_through_ = false;
+  const bool pass_through_;  // world size 1 with ALONE_PASS_THROUGH: no buckets, hooks or collectives
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> buffers_;  // float32, per bucket
   std::vector<at::Tensor> wire_buffers_;  // 16-bit wire: per bucket; empty for float32

@@ -5,13 +5,14 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "core/base/env.hpp"
 #include "core/base/error.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -20,10 +21,6 @@
 
 namespace lockstep {
 namespace {
-
-// One rank's record as JSON padded to this size (MPI_Gather takes equal parts): a CPU list
-// of thousands of cores fits (it is sent as numbers).
-constexpr size_t kRecordBytes = 16384;
 
 std::string read_line(const std::string& path) {
   std::ifstream in(path);
@@ -37,19 +34,18 @@ std::string lower(std::string s) {
   return s;
 }
 
-// cpu -> NUMA node, from sysfs (empty where there is none: one node, or no /sys).
+// cpu -> NUMA node, from sysfs: every nodeN directory there (node numbers may have gaps);
+// empty where there is none.
 std::map<int, int> cpu_nodes() {
   std::map<int, int> out;
-  for (int node = 0; node < 1024; ++node) {
-    const std::string list = read_line(fmt::format("/sys/devices/system/node/node{}/cpulist", node));
-    if (list.empty()) {
-      if (node > 0 && out.empty()) break;
-      if (!out.empty()) break;
+  const std::string root = "/sys/devices/system/node";
+  if (!io::is_directory(root)) return out;
+  for (const std::string& name : io::list_dir(root)) {
+    if (name.size() < 5 || name.compare(0, 4, "node") != 0 || name.find_first_not_of("0123456789", 4) != std::string::npos)
       continue;
-    }
     try {
-      for (int c : parse_cpu_list(list)) out[c] = node;
-    } catch (const Error&) {
+      for (int c : parse_cpu_list(read_line(root + "/" + name + "/cpulist"))) out[c] = std::stoi(name.substr(4));
+    } catch (const Error&) {  // an unreadable list: that node's CPUs stay unknown
     }
   }
   return out;
@@ -97,7 +93,7 @@ RankPlacement probe_placement(int rank, const std::string& host, int gpu) {
   p.rank = rank;
   p.host = host;
   p.gpu = gpu;
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) p.visible = v;
+  if (const char* v = env::get(env::kCudaVisibleDevices)) p.visible = v;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -124,15 +120,19 @@ std::vector<RankPlacement> gather_placements(const MpiRuntime& mpi, const RankPl
                       {"visible", mine.visible}, {"gpu_bus", mine.gpu_bus}, {"gpu_numa", mine.gpu_numa},
                       {"cpus", mine.cpus},       {"cpu_numa", mine.cpu_numa}};
   std::string text = io::dump_json(j);
-  LOCKSTEP_REQUIRE(text.size() <= kRecordBytes, "rank placement record too long");
-  text.resize(kRecordBytes, ' ');  // fixed width per rank: MPI_Gather takes equal parts
+  // MPI_Gather takes equal parts: every record padded to the longest (a few hundred bytes
+  // on most nodes; a long CPU list makes it longer, for every rank alike).
+  double width = static_cast<double>(text.size());
+  mpi.allreduce_max(&width, 1);
+  const size_t w = static_cast<size_t>(width);
+  text.resize(w, ' ');
   const std::vector<uint8_t> all = mpi.gather_bytes(std::vector<uint8_t>(text.begin(), text.end()), 0);
   std::vector<RankPlacement> out;
   if (mpi.rank() != 0) return out;
-  for (size_t at = 0; at + kRecordBytes <= all.size(); at += kRecordBytes) {
+  for (size_t at = 0; at + w <= all.size(); at += w) {
     const std::string what = "rank placement record";
     const io::Json r = io::parse_json(std::string(all.begin() + static_cast<long>(at),
-                                                  all.begin() + static_cast<long>(at + kRecordBytes)), what);
+                                                  all.begin() + static_cast<long>(at + w)), what);
     RankPlacement p;
     p.rank = io::json_get<int>(r, "rank", what);
     p.host = io::json_get<std::string>(r, "host", what);
@@ -175,7 +175,7 @@ std::string numa_mismatch(const RankPlacement& p) {
   std::string nodes;
   for (int n : p.cpu_numa) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
   return fmt::format("rank {} on {}: GPU {} ({}) is on NUMA node {}, but its CPUs {} are on node(s) {}: bind each rank "
-                     "to the cores of its GPU's node (srun --gpu-bind=closest --cpu-bind=cores, or mpirun --map-by "
+                     "to the cores of its GPU's node (srun --gpu-bind=single:1 --cpu-bind=cores, or mpirun --map-by "
                      "ppr:G:node:PE=C --bind-to core; README \"GPU placement\")",
                      p.rank, p.host, p.gpu, p.gpu_bus, p.gpu_numa, cpu_list_text(p.cpus), nodes);
 }

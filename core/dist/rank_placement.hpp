@@ -8,8 +8,9 @@
 //    the CUDA runtime (cudaDeviceGetPCIBusId; GPU builds) and sysfs
 //    (/sys/bus/pci/devices/BUS/numa_node, /sys/devices/system/node/nodeN/cpulist); a fact
 //    that cannot be read is left unknown (-1, ""), never guessed;
-// 2. gather_placements(): collective, every rank's record to rank 0 (JSON over
-//    MpiRuntime::gather_bytes); the other ranks get an empty list;
+// 2. gather_placements(): collective (an all-reduce of the record length, then a gather),
+//    every rank's record to rank 0 (JSON over MpiRuntime::gather_bytes); the other ranks
+//    get an empty list;
 // 3. placement_lines() / numa_mismatch(): pure, tested with made-up records.
 #pragma once
 

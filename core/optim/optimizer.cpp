@@ -55,4 +55,11 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   return total;
 }
 
+torch::Tensor clip_grad_norm_counted(const std::vector<torch::Tensor>& params, double max_norm,
+                                     const torch::Tensor& found_inf) {
+  torch::Tensor over = (clip_grad_norm(params, max_norm) > max_norm).to(torch::kLong);
+  if (found_inf.defined()) over = over * found_inf.eq(0).to(torch::kLong);  // a skipped step is not clipped
+  return over;
+}
+
 }  // namespace lockstep

@@ -36,5 +36,10 @@ double scaled_lr(double lr, LrScaling rule, int world);
 // Scales gradients so their global L2 norm is at most MAX_NORM (> 0). Returns the norm
 // before clipping, as a device tensor (no host sync).
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+// clip_grad_norm, and whether this step counts as clipped: 1 (int64, on the device) when the
+// norm was over MAX_NORM, 0 when it was not or when FOUND_INF (the fp16 loss scaler's; may
+// be undefined) marks the step as skipped. For the clipped-step counters of the steps.
+torch::Tensor clip_grad_norm_counted(const std::vector<torch::Tensor>& params, double max_norm,
+                                     const torch::Tensor& found_inf);
 
 }  // namespace lockstep

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include "core/base/env.hpp"
 
-#include <sched.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -55,10 +54,11 @@ struct Doctor {
   }
 
   void placement() {
-    cpu_set_t set;
-    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     const int gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
-    const char* visible = env::get(env::kCudaVisibleDevices);
+    // Each rank's GPU (bus id, NUMA node) and CPUs (NUMA nodes): rank_placement.hpp.
+    const RankPlacement mine = probe_placement(mpi.rank(), mpi.host(), gpus > 0 ? mpi.local_rank() % gpus : -1);
+    const int cores = static_cast<int>(mine.cpus.size());  // the CPUs sched_getaffinity gives this rank
+    const char* visible = env::get(env::kCudaVisibleDevices);  // "-" unset, as set (even empty) otherwise
     char line[200];
     std::snprintf(line, sizeof line, "%5d  %-20s %5d  %4d  %-10s %5d %7d", mpi.rank(), mpi.host().c_str(),
                   mpi.local_rank(), gpus, visible ? visible : "-", cores, cfg.threads);
@@ -66,8 +66,6 @@ struct Doctor {
     std::string table = " rank  host                 local  gpus  visible    cores threads";
     for (const auto& l : lines) table += "\n" + l;
     log::info0("doctor: " + std::to_string(mpi.size()) + " rank(s)\n" + table);
-    // Each rank's GPU (bus id, NUMA node) and CPUs (NUMA nodes): rank_placement.hpp.
-    const RankPlacement mine = probe_placement(mpi.rank(), mpi.host(), gpus > 0 ? mpi.local_rank() % gpus : -1);
     const std::vector<RankPlacement> all = gather_placements(mpi, mine);
     std::string where;
     for (const auto& l : placement_lines(all)) where += "\n  " + l;

@@ -73,9 +73,12 @@ std::vector<size_t> validation_rows(const Run& r) {
   return out;
 }
 
+using Curve = std::vector<std::pair<double, double>>;  // (step, value)
+using Curves = std::vector<std::map<std::string, Curve>>;  // per run, per metric
+
 // METRIC's curve: from the train rows when they carry it, else from the validations.
-std::vector<std::pair<double, double>> curve(const Run& r, const std::string& metric) {
-  std::vector<std::pair<double, double>> pts;
+Curve curve(const Run& r, const std::string& metric) {
+  Curve pts;
   for (size_t i = 0; i < r.rows.size(); ++i)
     if (r.rows[i].kind == RowKind::kTrain)
       if (const auto v = field(r.json[i], metric)) pts.emplace_back(static_cast<double>(r.rows[i].step), *v);
@@ -208,13 +211,14 @@ std::string html_table(const Table& t) {
   return out;
 }
 
-std::string html_page(const std::vector<Run>& runs, const std::vector<std::string>& metrics, const Table& table) {
+std::string html_page(const std::vector<Run>& runs, const std::vector<std::string>& metrics, const Curves& curves,
+                      const Table& table) {
   io::Json data = {{"metrics", metrics}, {"runs", io::Json::array()}};
   for (size_t i = 0; i < runs.size(); ++i) {
     io::Json series = io::Json::object();
     for (const auto& m : metrics) {
       io::Json pts = io::Json::array();
-      for (const auto& [x, y] : curve(runs[i], m)) pts.push_back({x, y});
+      for (const auto& [x, y] : curves[i].at(m)) pts.push_back({x, y});
       series[m] = pts;
     }
     data["runs"].push_back({{"name", runs[i].name}, {"color", kColors[i % 10]}, {"series", series}});
@@ -320,6 +324,9 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
     table.push_back({r.name, over.empty() ? "-" : over, s.best, s.test, s.to_best, s.speed, s.ended});
   }
   rep.table = markdown(table);
+  Curves curves(runs.size());  // once, for the SVG and the page
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const auto& m : rep.metrics) curves[i][m] = curve(runs[i], m);
   std::vector<io::Chart> charts;
   for (const auto& m : rep.metrics) {
     io::Chart c;
@@ -333,7 +340,7 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
       io::PlotSeries s;
       s.name = runs[i].name;
       s.color = kColors[i % 10];
-      for (const auto& [x, y] : curve(runs[i], m)) {
+      for (const auto& [x, y] : curves[i].at(m)) {
         s.x.push_back(x), s.y.push_back(y);
         lo = any ? std::min(lo, y) : y;
         any = true;
@@ -345,7 +352,7 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
     charts.push_back(std::move(c));
   }
   rep.svg = io::svg_charts(charts, 460, 320);
-  rep.html = html_page(runs, rep.metrics, table);
+  rep.html = html_page(runs, rep.metrics, curves, table);
   return rep;
 }
 

@@ -9,20 +9,10 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "io/import/text_fields.hpp"
 
 namespace lockstep {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (;;) {
-    const size_t next = s.find(sep, at);
-    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    if (next == std::string::npos) return out;
-    at = next + 1;
-  }
-}
 
 std::string safe(const std::string& s) {
   std::string out = s;
@@ -60,7 +50,7 @@ std::vector<SweepTask> plan_sweep(const std::string& text, const std::string& fi
       std::string key = token.substr(0, eq);
       if (key.rfind("--", 0) == 0) key = key.substr(2);
       if (!seen.insert(key).second) throw UsageError(where + ": " + key + " is given twice on one line");
-      std::vector<std::string> values = split(token.substr(eq + 1), ',');
+      std::vector<std::string> values = io::split_fields(token.substr(eq + 1), ',');  // empty fields kept
       for (const auto& v : values)
         if (v.empty()) throw UsageError(where + ": " + key + " has an empty value in '" + token + "'");
       keys.emplace_back(std::move(key), std::move(values));

@@ -76,11 +76,7 @@ void StaticStep::body(StepTimer* timer) {
   });
   const torch::Tensor found_inf = p_.scaler.unscale_and_update_async(p_.trainable);
   torch::NoGradGuard no_grad;
-  if (p_.clip_norm > 0) {
-    torch::Tensor over = (clip_grad_norm(p_.trainable, p_.clip_norm) > p_.clip_norm).to(torch::kLong);
-    if (found_inf.defined()) over = over * found_inf.eq(0).to(torch::kLong);  // a skipped step is not clipped
-    clipped_.add_(over);
-  }
+  if (p_.clip_norm > 0) clipped_.add_(clip_grad_norm_counted(p_.trainable, p_.clip_norm, found_inf));
   fused_step(p_.opt, OptimizerKind::kSgd, found_inf.defined() ? &found_inf : nullptr, &lr_);
   if (!loss_.defined()) {
     loss_ = scored.loss.detach().clone();
@@ -140,7 +136,6 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
     if (!x_.defined()) {
       x_ = torch::empty_like(x);
       y_ = torch::empty_like(y);
-      fixed_ = {x_, y_, lr_};
     }
     LOCKSTEP_REQUIRE(x.sizes() == x_.sizes() && y.sizes() == y_.sizes(),
                      "static step: every batch must have the first batch's shape");

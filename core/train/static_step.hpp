@@ -93,7 +93,7 @@ class StaticStep {
   StepOutput run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer);
   bool replaying() const;                          // a graph is captured and in use
   int64_t clipped_steps() const;                   // reads the device counter (log rows)
-  const std::vector<torch::Tensor>& buffers() const { return fixed_; }  // for tests: addresses must not move
+  std::vector<torch::Tensor> buffers() const { return {x_, y_, lr_}; }  // for tests: addresses must not move
 
  private:
   void body(StepTimer* timer);  // the step on x_, y_, lr_: eager, or recorded while capturing
@@ -103,7 +103,6 @@ class StaticStep {
   bool capture_;
   int64_t steps_ = 0;
   torch::Tensor x_, y_, lr_, loss_, correct_, clipped_;
-  std::vector<torch::Tensor> fixed_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
 };

@@ -140,8 +140,7 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
     step_now = s_.scaler.unscale_and_update(s_.trainable);
   if (step_now) {
     if (cfg.clip_norm > 0) {
-      torch::Tensor over = (clip_grad_norm(s_.trainable, cfg.clip_norm) > cfg.clip_norm).to(torch::kLong);
-      if (found_inf.defined()) over = over * found_inf.eq(0).to(torch::kLong);  // a skipped step is not clipped
+      const torch::Tensor over = clip_grad_norm_counted(s_.trainable, cfg.clip_norm, found_inf);
       clipped_ = clipped_.defined() ? clipped_ + over : over;
     }
     if (cfg.fused_optimizer)

@@ -1,6 +1,7 @@
 // svg_plot: a minimal line/point chart as SVG text (for `lockstep report`): a log2 x axis
-// (rank counts) or a linear one (steps), a linear y axis, a legend. No dependencies; any browser shows it. Written by hand: two
-// charts of a few dozen points need no plotting library on a cluster's login node.
+// (rank counts) or a linear one (steps), a linear y axis, a legend. No dependencies; any
+// browser shows it. Written by hand: charts of a few hundred points need no plotting library
+// on a cluster's login node.
 #pragma once
 
 #include <string>

@@ -31,12 +31,16 @@ void bytes_field(std::string& out, int field, const std::string& payload) {
   out += payload;
 }
 
+void double_field(std::string& out, int field, double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, 8);
+  varint(out, static_cast<uint64_t>(field) << 3 | 1);
+  fixed(out, bits, 8);
+}
+
 std::string event_header(double wall_time, int64_t step) {
   std::string e;
-  uint64_t bits = 0;
-  std::memcpy(&bits, &wall_time, 8);
-  varint(e, 1 << 3 | 1);  // wall_time: double
-  fixed(e, bits, 8);
+  double_field(e, 1, wall_time);  // wall_time
   varint(e, 2 << 3 | 0);  // step: int64
   varint(e, static_cast<uint64_t>(step));
   return e;
@@ -110,15 +114,13 @@ void TbWriter::session_start(int64_t step) {
 
 namespace {
 
-void double_field(std::string& out, int field, double v) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, 8);
-  varint(out, static_cast<uint64_t>(field) << 3 | 1);
-  fixed(out, bits, 8);
-}
-
-// A Summary of one value TAG carrying the hparams plugin's CONTENT (an HParamsPluginData).
-std::string plugin_summary(const std::string& tag, const std::string& content) {
+// An event whose Summary holds one value TAG carrying the hparams plugin's data: an
+// HParamsPluginData { version 0, field FIELD = PAYLOAD } (3: session start, 4: session end).
+std::string hparams_event(const std::string& tag, int field, const std::string& payload) {
+  std::string content;
+  varint(content, 1 << 3 | 0);  // HParamsPluginData.version
+  varint(content, 0);
+  bytes_field(content, field, payload);
   std::string plugin;
   bytes_field(plugin, 1, "hparams");  // PluginData.plugin_name
   bytes_field(plugin, 2, content);    // PluginData.content
@@ -133,7 +135,9 @@ std::string plugin_summary(const std::string& tag, const std::string& content) {
   bytes_field(value, 9, metadata);  // Summary.Value.metadata
   std::string summary;
   bytes_field(summary, 1, value);
-  return summary;
+  std::string e = event_header(now_seconds(), 0);
+  bytes_field(e, 5, summary);  // Event.summary
+  return e;
 }
 
 }  // namespace
@@ -156,13 +160,7 @@ void TbWriter::hparams_start(const std::vector<HParam>& hparams) {
     bytes_field(start, 1, entry);  // SessionStartInfo.hparams
   }
   double_field(start, 5, now_seconds());  // SessionStartInfo.start_time_secs
-  std::string data;
-  varint(data, 1 << 3 | 0);  // HParamsPluginData.version
-  varint(data, 0);
-  bytes_field(data, 3, start);  // HParamsPluginData.session_start_info
-  std::string e = event_header(now_seconds(), 0);
-  bytes_field(e, 5, plugin_summary("_hparams_/session_start_info", data));
-  write_event(e);
+  write_event(hparams_event("_hparams_/session_start_info", 3, start));
 }
 
 void TbWriter::hparams_end(bool success) {
@@ -170,13 +168,7 @@ void TbWriter::hparams_end(bool success) {
   varint(end, 1 << 3 | 0);  // SessionEndInfo.status
   varint(end, success ? 1 : 2);  // STATUS_SUCCESS, STATUS_FAILURE
   double_field(end, 2, now_seconds());  // SessionEndInfo.end_time_secs
-  std::string data;
-  varint(data, 1 << 3 | 0);
-  varint(data, 0);
-  bytes_field(data, 4, end);  // HParamsPluginData.session_end_info
-  std::string e = event_header(now_seconds(), 0);
-  bytes_field(e, 5, plugin_summary("_hparams_/session_end_info", data));
-  write_event(e);
+  write_event(hparams_event("_hparams_/session_end_info", 4, end));
 }
 
 void TbWriter::write_event(const std::string& event) {

@@ -29,8 +29,8 @@
 #include "core/train/objective.hpp"
 #include "core/train/run_stream.hpp"
 #include "core/train/static_step.hpp"
-#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
+#include "step_parts.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -132,30 +132,24 @@ TEST(GpuStep, NcclReducerEqualsMpiReducer) {
 
 namespace {
 
-io::DatasetSpec small_images() { return lockstep::testing::image_spec("gpu-static", 28, 10); }
-
-// One model, optimizer, reducer and scaler on the GPU, stepped by a StaticStep.
-struct StaticRun {
-  std::shared_ptr<Net> model;
-  std::vector<torch::Tensor> params;
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  MpiCommunicator comm{mpi()};
-  std::unique_ptr<GradReducer> reducer;
-  LossScaler scaler;
-  Loss loss{{}, 0.0, torch::kCUDA};
-  Objective objective;
+// One model, optimizer, reducer and scaler on the GPU (tests/mpi/step_parts.hpp), stepped by
+// a StaticStep, captured or not.
+struct StaticRun : lockstep::testing::StepParts {
   std::unique_ptr<StaticStep> step;
-  StaticRun(const io::DatasetSpec& spec, Amp amp, bool capture)
-      : scaler(amp == Amp::kFp16, torch::kCUDA), objective(spec, loss) {
-    torch::manual_seed(11);
-    model = make_model(ModelOptions{"cnn", 0.0}, spec);
-    model->to(torch::kCUDA);
-    params = model->parameters();
-    opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, 0.05, 0.9, false, 5e-4});
-    reducer = std::make_unique<GradReducer>(params, comm, 25.0, true, WireType::kF32, /*alone_pass_through=*/true);
-    step = std::make_unique<StaticStep>(StaticStepParts{*model, *opt, *reducer, scaler, objective, params, amp, 1.0,
-                                                        torch::kCUDA},
-                                        capture);
+  StaticRun(Amp amp, bool capture) : StepParts(gpu_options(amp)) {
+    step = std::make_unique<StaticStep>(parts(), capture);
+  }
+  static lockstep::testing::StepOptions gpu_options(Amp amp) {
+    lockstep::testing::StepOptions o;
+    o.device = torch::kCUDA;
+    o.amp = amp;
+    o.side = 28;
+    o.classes = 10;
+    o.lr = 0.05;
+    o.weight_decay = 5e-4;
+    o.clip_norm = 1.0;
+    o.seed = 11;
+    return o;
   }
 };
 
@@ -166,7 +160,7 @@ TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
   if (mpi().size() > 1) GTEST_SKIP() << "one rank: the graph holds no all-reduce";
   const RunStream stream(torch::Device(torch::kCUDA, 0));  // capture needs a side stream
   for (Amp amp : {Amp::kNone, Amp::kFp16}) {
-    StaticRun eager(small_images(), amp, false), graphed(small_images(), amp, true);
+    StaticRun eager(amp, false), graphed(amp, true);
     std::vector<const void*> grads_at_capture;
     for (int i = 0; i < 12; ++i) {
       torch::manual_seed(900 + i);

@@ -18,36 +18,29 @@
 #include "core/optim/optimizer.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
-#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
+#include "step_parts.hpp"
 
 using namespace lockstep;
 using lockstep::testing::mpi;
 
 namespace {
 
-io::DatasetSpec images() { return lockstep::testing::image_spec("static", 12, 5); }
-
 constexpr double kClip = 0.3;
 
-struct StepParts {
-  std::shared_ptr<Net> model;
-  std::vector<torch::Tensor> params;
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  MpiCommunicator comm{mpi()};
-  std::unique_ptr<GradReducer> reducer;
-  LossScaler scaler{false};
-  Loss loss{{}, 0.1, torch::kCPU};
-  Objective objective{images(), loss};
-  explicit StepParts(Amp amp) : scaler(amp == Amp::kFp16) {
-    torch::manual_seed(5);
-    model = make_model(ModelOptions{"cnn", 0.25}, images());
-    params = model->parameters();
-    opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, 0.1, 0.9, false, 1e-3});
-    reducer = std::make_unique<GradReducer>(params, comm, 0.01, true, WireType::kF32, /*alone_pass_through=*/true);
-  }
-  StaticStepParts parts(Amp amp) { return {*model, *opt, *reducer, scaler, objective, params, amp, kClip, torch::kCPU}; }
-};
+using lockstep::testing::StepParts;
+
+lockstep::testing::StepOptions options(Amp amp) {
+  lockstep::testing::StepOptions o;
+  o.amp = amp;
+  o.dropout = 0.25;
+  o.label_smoothing = 0.1;
+  o.lr = 0.1;
+  o.weight_decay = 1e-3;
+  o.bucket_mb = 0.01;
+  o.clip_norm = kClip;
+  return o;
+}
 
 // StepRunner's eager step, one micro-batch (step_runner.cpp): the reference.
 StepOutput eager_step(StepParts& r, Amp amp, const torch::Tensor& x, const torch::Tensor& y, double lr, int64_t* clipped) {
@@ -71,8 +64,8 @@ StepOutput eager_step(StepParts& r, Amp amp, const torch::Tensor& x, const torch
 
 TEST(StaticStep, EqualsTheEagerStepBitForBitWithFixedAddresses) {
   for (Amp amp : {Amp::kNone, Amp::kBf16}) {
-    StepParts eager(amp), fixed(amp);
-    StaticStep step(fixed.parts(amp), /*capture=*/false);
+    StepParts eager(options(amp)), fixed(options(amp));
+    StaticStep step(fixed.parts(), /*capture=*/false);
     std::vector<const void*> addresses;
     int64_t clipped = 0;
     for (int i = 0; i < 25; ++i) {
