@@ -16,9 +16,12 @@ RANDOM=$SEED
 echo "chaos: $FAULTS faults, CHAOS_SEED=$SEED"
 TIMEOUT=4  # --dist.comm-timeout: a stopped rank is noticed by the others after this
 make_slice data 1024 2
-# 14 steps an epoch; 8 epochs a fault, so the job outlasts every fault (a round trains at
-# most ~2 s, ~70 steps, before its fault). Dropout: the RNG state must resume exactly.
-EPOCHS=$(( FAULTS * 8 > 30 ? FAULTS * 8 : 30 ))
+# 14 steps an epoch; 12 epochs a fault, so the job outlasts every fault: a round trains
+# for 0-1 s before its fault plus up to ~1 s of start-up racing it (on the 2-core CI VM,
+# 2026-11-27, ~100 steps a round with the old 0-2 s wait: a 10-fault job of 8 epochs a
+# fault (1120 steps) once finished in round 11 with 9 faults injected). Dropout: the RNG
+# state must resume exactly.
+EPOCHS=$(( FAULTS * 12 > 30 ? FAULTS * 12 : 30 ))
 ARGS=(--data data --batch-size 32 --lr 0.05 --log-every 3 --epochs $EPOCHS --ckpt-every 3 --keep-last 2
       --model.dropout 0.3 --dist.comm-timeout $TIMEOUT)
 
@@ -54,7 +57,7 @@ round() {
   "$MPIEXEC" -n 2 "$LOCKSTEP" train "${ARGS[@]}" --run-dir "$RUN" >"$log" 2>&1 &
   local launcher=$!
   for _ in $(seq 1 100); do grep -q 'versions:' "$log" 2>/dev/null && break; sleep 0.1; done  # training now
-  sleep "$((RANDOM % 2)).$((RANDOM % 10))"
+  sleep "0.$((RANDOM % 10))"
   local target
   target=$(ranks | shuf -n 1 --random-source=<(yes "$RANDOM"))
   # A signal counts as injected only when it reached a live process (the job can end on
@@ -111,7 +114,8 @@ for i in $(seq 1 $((2 * FAULTS))); do  # until FAULTS faults reached a running j
   round "${befores[$((RANDOM % ${#befores[@]}))]}" "${faults[$((RANDOM % ${#faults[@]}))]}" "$i"
 done
 # Every fault must have hit a running job: a job that finished early would make the count a lie.
-[ "$injected" -ge "$FAULTS" ] || fail "only $injected of $FAULTS faults reached a running job (CHAOS_SEED=$SEED)"
+[ "$injected" -ge "$FAULTS" ] || fail "only $injected of $FAULTS faults reached a running job (CHAOS_SEED=$SEED)$(
+  finished && echo ": the job reached its last step first; lengthen it (EPOCHS)")"
 for i in $(seq 1 10); do  # to the end, undisturbed
   finished && break
   expect_rc 0 run_mpi 2 train "${ARGS[@]}" --run-dir "$RUN"
