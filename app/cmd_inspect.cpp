@@ -56,6 +56,15 @@ void inspect_dataset(const std::string& dir, bool verify) {
   const io::Manifest m = io::read_manifest(dir);
   print_spec(m.spec);
   std::cout << "source       " << m.source << "\n";
+  if (m.spec.frame_table) {
+    int64_t frames = 0, clips = 0;
+    for (const auto& [name, split] : m.splits) {
+      clips += split.count();
+      for (const auto& s : split.shards) frames += s.frames;
+    }
+    std::cout << "frames       " << frames << " stored once for " << clips << " clips (" << clips * m.spec.clip_length()
+              << " clip frames; shard format v3 frame tables)\n";
+  }
   for (const auto& [name, split] : m.splits) {
     const std::vector<int64_t> hist = split.histogram(m.spec.labeled ? m.spec.num_classes : 0);
     std::cout << "split " << name << ": " << split.count() << " samples in " << split.shards.size() << " shard(s)";
@@ -72,7 +81,8 @@ void inspect_shard(const std::string& path) {
   const io::ShardHeader h = io::read_shard_header(path);
   print_spec(h.spec);
   std::cout << "split        " << h.split << " (shard " << h.index << " of " << h.count_of << ")\n"
-            << "count        " << h.samples << "\n"
+            << "count        " << h.samples << (h.spec.frame_table ? " clips of " + std::to_string(h.frames) + " frames stored once" : "")
+            << "\n"
             << "chunks       " << (h.chunk.empty() ? "contiguous" : list(h.chunk)) << ", filters " << h.filters << "\n";
 }
 

@@ -37,7 +37,7 @@ int cmd_shard(const Args& args) {
   io::ImportSpec spec;
   io::ImportOptions& opt = spec.options;
   io::CsvOptions& csv = spec.csv;
-  std::string delimiter, frame_size, color, clip_edges, image_size;
+  std::string delimiter, frame_size, color, clip_edges, image_size, video_storage;
   io::VideoOptions& video = spec.video;
   po::options_description d(
       "usage: lockstep shard --input KIND:PATH --output DIR [options]\n"
@@ -49,7 +49,8 @@ int cmd_shard(const Args& args) {
       "               16 kHz mono -> log-mel [40, T] ragged samples, character targets for CTC; speakers as groups)\n"
       "             librispeech:DIR (SPEAKER/CHAPTER/*.trans.txt + FLAC, read as audio: is)\n"
       "             video:FILE (a CSV of video,frame,label[,trial] rows: per-frame labels on mp4/mkv/avi\n"
-      "               files -> uint8 clips [C, T, H, W] around each labelled frame; trials as groups)\n"
+      "               files -> uint8 clips [C, T, H, W] around each labelled frame; trials as groups;\n"
+      "               --no-labels: video[,frame] rows, no frame column = every frame)\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n"
       "             npy:X.npy[,Y.npy] (NumPy arrays: samples [N, ...], labels [N]; no Y: unlabelled)\n"
       "             npz:FILE[:X,Y] (arrays of an np.savez archive; keys default to --samples-dataset,\n"
@@ -93,10 +94,16 @@ int cmd_shard(const Args& args) {
       ("clip-edges", po::value(&clip_edges)->default_value("pad"),
        "video: pad (repeat the first/last frame past a video's edges) | skip (drop those clips)")
       ("frame-size", po::value(&frame_size), "video: resize frames to HxW (default: the videos' own size)")
+      ("video-storage", po::value(&video_storage)->default_value("frames"),
+       "video: frames (each frame stored once per shard, clips as rows of frames: shard format v3) | clips "
+       "(every clip whole: a frame up to --clip-frames times, format v1, for readers of /samples)")
       ("color", po::value(&color)->default_value("auto"),
        "video, images: gray (1 channel) | rgb (3) | auto (video: gray; images: the first image's)")
       ("decode-threads", po::value(&video.threads)->default_value(0), "video, images: decoding threads; 0: every core")
       ("image-size", po::value(&image_size), "images: HxW, each image resized (shorter side) and centre-cropped")
+      ("no-labels", "video, audio, librispeech, csv: data without labels, to run `lockstep predict` on (video: no "
+                    "label column, and without a frame column every frame of each video; audio: PATH lines); stored "
+                    "in source order, no validation split")
       ("skip-bad", "images: skip files that do not decode (each named, counted in the manifest) instead of failing")
       ("sample-shape", po::value(&spec.sample_shape), "every sample seen as this shape, same elements (e.g. 1,28,28 for [N,28,28] images)")
       ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples; npz: array key")
@@ -132,7 +139,12 @@ int cmd_shard(const Args& args) {
   if (clip_edges != "pad" && clip_edges != "skip")
     throw UsageError("--clip-edges must be pad or skip, not '" + clip_edges + "'");
   video.skip_edges = clip_edges == "skip";
+  if (video_storage != "frames" && video_storage != "clips")
+    throw UsageError("--video-storage must be frames or clips, not '" + video_storage + "'");
+  video.frame_table = video_storage == "frames";
   opt.plan.shuffle = !vm.count("no-shuffle");
+  spec.no_labels = vm.count("no-labels") > 0;
+  if (spec.no_labels && vm["val-fraction"].defaulted()) opt.plan.val_fraction = 0.0;
   opt.force = vm.count("force") > 0;
   opt.progress = ::isatty(STDERR_FILENO) != 0;
   io::OpenedImport opened = io::open_import(spec);

@@ -26,7 +26,7 @@ Prints one line per epoch and then one JSON line (rank 0): training samples/s pe
 (validation excluded), validation macro-F1 per epoch and at the end, test macro-F1 and
 accuracy, wall seconds.
 """
-import argparse, copy, json, math, os, time
+import argparse, copy, json, math, os, sys, time
 
 T0 = time.time()
 
@@ -37,6 +37,9 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "python"))
+import lockstep_shards  # noqa: E402
+
 
 def load_split(root, manifest, split):
     if split not in manifest["splits"]:
@@ -44,7 +47,7 @@ def load_split(root, manifest, split):
     xs, ys = [], []
     for shard in manifest["splits"][split]["shards"]:
         with h5py.File(os.path.join(root, shard["file"]), "r") as f:
-            xs.append(f["samples"][...])
+            xs.append(lockstep_shards.shard_samples(f))  # whole clips or a v3 frame table
             ys.append(f["labels"][...])
     return torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys).astype(np.int64))
 

@@ -55,7 +55,7 @@ class Gru final : public Net {
 }  // namespace
 
 std::shared_ptr<Net> make_gru(const ModelOptions& opt, const io::DatasetSpec& spec) {
-  if (!spec.sequence_targets())
+  if (!spec.sequence_outputs())
     throw UsageError("model 'gru' is a CTC sequence model; dataset '" + spec.name + "' has no sequence targets");
   const int64_t channels = require_series("gru", spec).first;
   return std::make_shared<Gru>(channels > 0 ? channels : 1, static_cast<int64_t>(spec.tokens.size()) + 1,

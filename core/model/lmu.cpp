@@ -128,7 +128,7 @@ class Lmu final : public Net {
 
 std::shared_ptr<Net> make_lmu(const ModelOptions& opt, const io::DatasetSpec& spec) {
   const auto [channels, length] = require_series("lmu", spec);
-  const bool sequence = spec.sequence_targets();
+  const bool sequence = spec.sequence_outputs();
   return std::make_shared<Lmu>(channels, length, sequence ? static_cast<int64_t>(spec.tokens.size()) + 1 : spec.num_classes,
                                opt.width > 0 ? opt.width : 128, opt.dropout, sequence);
 }

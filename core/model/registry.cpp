@@ -50,13 +50,13 @@ std::shared_ptr<Net> make_model(const ModelOptions& opt, const io::DatasetSpec& 
   auto net = make_any(opt, spec);
   if (opt.checkpoint_activations && !net->checkpoints_activations())
     throw UsageError("--model.checkpoint-activations is built into resnet, r3d and c3d, not " + opt.name);
-  if (spec.sequence_targets() && !net->sequence_output())
+  if (spec.sequence_outputs() && !net->sequence_output())
     throw UsageError("--model.name " + opt.name + " classifies whole samples, but dataset '" + spec.name +
                      "' has sequence targets (CTC): use a sequence model (gru, lmu)");
-  if (spec.ragged && !spec.sequence_targets() && !net->takes_ragged())
+  if (spec.ragged && !spec.sequence_outputs() && !net->takes_ragged())
     throw UsageError("--model.name " + opt.name + " needs fixed-length samples, but dataset '" + spec.name +
                      "' is ragged (variable-length series): use cnn1d or lmu");
-  if (!spec.sequence_targets() && net->sequence_output())
+  if (!spec.sequence_outputs() && net->sequence_output())
     throw UsageError("--model.name " + opt.name + " is a sequence (CTC) model, but dataset '" + spec.name +
                      "' has class labels, not sequence targets");
   return net;

@@ -83,7 +83,7 @@ ScriptSignature signature_of(const torch::jit::Module& module, const std::string
 // The probe's answer checked against what DATA needs; throws a one-line UsageError.
 void check_outputs(const std::string& what, const io::DatasetSpec& spec, const ScriptSignature& sig,
                    const torch::Tensor& out, const torch::Tensor& out_lengths, const std::vector<int64_t>& probe) {
-  if (spec.sequence_targets()) {
+  if (spec.sequence_outputs()) {
     const int64_t classes = static_cast<int64_t>(spec.tokens.size()) + 1;
     if (!sig.takes_lengths || !sig.returns_tuple)
       throw UsageError(what + ": dataset '" + spec.name + "' has sequence targets (CTC): forward must take (x, lengths) "

@@ -87,12 +87,13 @@ std::vector<Piece> pieces_in_order(const std::vector<int64_t>& counts, int world
 
 // ---- sequence (CTC) models: greedy transcriptions ---------------------------------------
 
-// This rank's rows in its reading order: greedy transcription, reference and (LOG_PROB)
-// per-frame log-probabilities; the sample index is set when rank 0 orders them.
-std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data, const BatchMaker& maker,
-                                          const Config& cfg, bool log_prob) {
-  const io::DatasetSpec& spec = data.spec();
+// This rank's rows in its reading order: greedy transcription, reference (data with
+// sequence targets) and (LOG_PROB) per-frame log-probabilities; the sample index is set when
+// rank 0 orders them. SPEC: the model's view of the data (its vocabulary).
+std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data, const io::DatasetSpec& spec,
+                                          const BatchMaker& maker, const Config& cfg, bool log_prob) {
   const int64_t blank = static_cast<int64_t>(spec.tokens.size()), w = spec.record_width();
+  const bool references = spec.sequence_targets();
   std::vector<io::TranscriptRow> out;
   torch::NoGradGuard no_grad;
   model.eval();
@@ -100,10 +101,10 @@ std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
-    const SequenceTargets t = maker.targets(b->labels.data(), b->size);
+    const torch::Tensor lengths = maker.lengths(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =
-        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), t.lengths, &out_lengths);
+        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), lengths, &out_lengths);
     const std::vector<TokenSeq> hyps = greedy_decode(logits, out_lengths, blank);
     const torch::Tensor frames = out_lengths.to(torch::kCPU, torch::kLong).contiguous();
     torch::Tensor lp;
@@ -112,8 +113,10 @@ std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data
       io::TranscriptRow r;
       r.hypothesis = hyps[static_cast<size_t>(i)];
       const int64_t* rec = b->labels.data() + i * w;
-      const int64_t* tok = io::record_targets(spec, rec);
-      r.reference.assign(tok, tok + io::target_length(spec, rec));
+      if (references) {
+        const int64_t* tok = io::record_targets(spec, rec);
+        r.reference.assign(tok, tok + io::target_length(spec, rec));
+      }
       r.frames = frames.data_ptr<int64_t>()[i];
       if (log_prob) {
         const float* p = lp.data_ptr<float>() + i * lp.size(1) * lp.size(2);
@@ -181,14 +184,14 @@ int predict_sequences(const Config& cfg, const MpiRuntime& mpi, Inference& in) {
     io::TranscriptFormat f;
     f.total = split.count();
     f.classes = static_cast<int64_t>(spec.tokens.size()) + 1;
-    f.references = true;
+    f.references = spec.sequence_targets();
     f.tokens = spec.tokens;
     f.checkpoint = cfg.checkpoint;
     f.split = cfg.eval_split;
     writer = std::make_unique<io::TranscriptWriter>(cfg.predict_out, f);
     LOCKSTEP_REQUIRE(writer->wants_log_prob() == log_prob, "predict: the output kind of " + out + " is ambiguous");
   }
-  const std::vector<io::TranscriptRow> rows = transcribe(*in.model, *in.data, *in.maker, cfg, log_prob);
+  const std::vector<io::TranscriptRow> rows = transcribe(*in.model, *in.data, spec, *in.maker, cfg, log_prob);
   int64_t space = -1;
   for (size_t i = 0; i < spec.tokens.size(); ++i)
     if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
@@ -209,17 +212,19 @@ int predict_sequences(const Config& cfg, const MpiRuntime& mpi, Inference& in) {
       for (int64_t i = 0; i < n; ++i) {
         io::TranscriptRow& r = got[static_cast<size_t>(i)];
         r.index = piece.start + at + i;
-        errors.add(r.hypothesis, r.reference, space);
+        if (spec.sequence_targets()) errors.add(r.hypothesis, r.reference, space);
       }
       writer->append(got);
     }
   }
   if (writer) writer->finish(errors.cer(), errors.wer());
   log::info0(fmt::format("predict {} (step {}) on {} split '{}': {} samples by {} rank(s) in {:.2f} s -> {} "
-                         "(greedy transcriptions{}); CER {:.4f} WER {:.4f} against the references",
+                         "(greedy transcriptions{}); {}",
                          cfg.checkpoint, in.src.step, cfg.data_dir, cfg.eval_split, split.count(), mpi.size(),
                          seconds_since(t0), cfg.predict_out, log_prob ? " and per-frame log-probabilities" : "",
-                         errors.cer(), errors.wer()));
+                         spec.sequence_targets()
+                             ? fmt::format("CER {:.4f} WER {:.4f} against the references", errors.cer(), errors.wer())
+                             : "unlabelled data: no references to score against"));
   in.close();
   return kExitOk;
 }
@@ -232,7 +237,12 @@ int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
       throw UsageError("--predict.top-k is for class outputs; dataset '" + m.spec.name + "' has sequence targets "
                        "(predict writes its greedy transcriptions)");
   });
-  if (in.manifest.spec.sequence_targets()) return predict_sequences(cfg, mpi, in);
+  if (in.spec.sequence_outputs()) {
+    if (cfg.top_k > 0)
+      throw UsageError("--predict.top-k is for class outputs; " + cfg.checkpoint + " is a CTC model (predict writes "
+                       "its greedy transcriptions)");
+    return predict_sequences(cfg, mpi, in);
+  }
   const io::Manifest& manifest = in.manifest;
   const io::SplitEntry& split = manifest.split(cfg.eval_split, cfg.data_dir);
   const WeightSource& src = in.src;

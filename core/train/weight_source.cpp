@@ -144,6 +144,9 @@ io::DatasetSpec spec_for_model(const io::DatasetSpec& data, const WeightSource& 
     spec.num_classes = src.num_classes;
     spec.class_names = src.class_names;
   }
+  // Unlabelled speech (`shard --no-labels`) has no vocabulary of its own: a CTC model's is
+  // what its outputs mean.
+  if (!spec.labeled && !spec.sequence_targets() && spec.tokens.empty()) spec.tokens = src.tokens;
   if (src.mean.size() == data.mean.size() && src.std.size() == data.std.size() && !src.mean.empty() &&
       (src.mean != data.mean || src.std != data.std)) {
     spec.mean = src.mean;

@@ -38,7 +38,8 @@ std::shared_ptr<Net> build_model(const WeightSource& source, const ModelOptions&
 
 // The dataset spec a model from SOURCE sees DATA with: the data's samples, normalised as
 // the model was trained (SOURCE's mean/std when known: inference on new data must not
-// use the new data's statistics), with the model's classes when DATA is unlabelled.
+// use the new data's statistics), with the model's classes (or a CTC model's vocabulary)
+// when DATA is unlabelled.
 // Logs (rank 0) when the normalisation differs from the data's own.
 io::DatasetSpec spec_for_model(const io::DatasetSpec& data, const WeightSource& source);
 

@@ -219,6 +219,9 @@ std::string spec_problem(const DatasetSpec& spec) {
   if (spec.sequence_targets() &&
       (spec.labeled || spec.tokens.empty() || static_cast<int64_t>(spec.tokens.size()) > kMaxClasses))
     return "sequence targets need a token list and no class labels";
+  if (!spec.sequence_targets() && !spec.tokens.empty()) return "a token list without sequence targets";
+  if (spec.frame_table && (spec.sample_shape.size() != 4 || spec.ragged || spec.dtype != DType::kUInt8))
+    return "a frame table for samples that are not fixed-length uint8 clips [C,T,H,W]";
   return "";
 }
 
@@ -226,8 +229,10 @@ std::string manifest_to_json(const Manifest& m) {
   Json splits = Json::object();
   for (const auto& [name, split] : m.splits) {
     Json shards = Json::array();
-    for (const auto& s : split.shards)
+    for (const auto& s : split.shards) {
       shards.push_back({{"file", s.file}, {"count", s.count}, {"histogram", s.histogram}, {"crc32", crc_hex(s.crc32)}});
+      if (m.spec.frame_table) shards.back()["frames"] = s.frames;
+    }
     splits[name] = {{"count", split.count()}, {"shards", shards}};
   }
   Json root = {{"lockstep_format", m.spec.format_version()},
@@ -251,6 +256,7 @@ std::string manifest_to_json(const Manifest& m) {
     root["max_target_length"] = m.spec.max_target_length;
     root["tokens"] = m.spec.tokens;
   }
+  if (m.spec.format_version() >= 3) root["frame_table"] = m.spec.frame_table;
   return dump_json(root) + "\n";
 }
 
@@ -278,6 +284,10 @@ ShardEntry shard_from_json(const Json& sh, const DatasetSpec& spec, const std::s
   LOCKSTEP_REQUIRE(crc.size() == 8 && crc.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos,
                    path + ": shard " + e.file + " has crc32 '" + crc + "', expected 8 hex digits");
   e.crc32 = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
+  if (spec.frame_table) {
+    e.frames = json_get<int64_t>(sh, "frames", path);
+    LOCKSTEP_REQUIRE(e.frames > 0, fmt::format("{}: shard {} has {} frames", path, e.file, e.frames));
+  }
   const int64_t hsum = std::accumulate(e.histogram.begin(), e.histogram.end(), int64_t{0});
   LOCKSTEP_REQUIRE(spec.labeled ? static_cast<int64_t>(e.histogram.size()) == spec.num_classes && hsum == e.count
                                 : e.histogram.empty(),
@@ -319,6 +329,7 @@ Manifest read_manifest(const std::string& dir) {
     m.spec.max_target_length = json_get_or<int64_t>(t, "max_target_length", 0, path);
     m.spec.tokens = json_get_or<std::vector<std::string>>(t, "tokens", {}, path);
   }
+  if (version >= 3) m.spec.frame_table = json_get_or<bool>(t, "frame_table", false, path);
   check_spec(m.spec, path);
   const auto splits = t.find("splits");
   LOCKSTEP_REQUIRE(splits != t.end() && splits->is_object() && !splits->empty(), path + ": no splits");

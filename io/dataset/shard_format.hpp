@@ -1,4 +1,4 @@
-// shard_format: lockstep's on-disk dataset format, versions 1 and 2 (docs/shard-format.md
+// shard_format: lockstep's on-disk dataset format, versions 1 to 3 (docs/shard-format.md
 // is the specification; this header is its code).
 //
 // A dataset directory holds, per split, files NAME-00000-of-000NN.h5 and one
@@ -9,6 +9,10 @@
 // time, stored padded with zeros to sample_shape's length, /lengths (N) the valid steps)
 // and sequence targets (/targets (N x max_target_length) token ids in [0, tokens),
 // padded with -1; no class labels then). A v1 dataset is a v2 one with neither.
+// Version 3 adds frame tables (video clips with each frame stored once): samples [C, T, H, W]
+// are not stored whole; /frames (F x C x H x W) holds a shard's distinct frames and
+// /clip_frames (N x T, int32) each clip's T rows of /frames. A reader assembles the same
+// [C, T, H, W] samples the clips were (frame_table.hpp).
 //
 // In memory a sample's labels travel as one int64 RECORD of record_width() values:
 // [class label (-1 when unlabeled), length (ragged only), targets (max_target_length)].
@@ -20,12 +24,14 @@
 
 namespace lockstep::io {
 
-inline constexpr int kShardFormatVersion = 2;  // the newest this lockstep reads; v1 data is written as v1
+inline constexpr int kShardFormatVersion = 3;  // the newest this lockstep reads; v1 data is written as v1
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kSamplesDataset = "samples";
 inline constexpr const char* kLabelsDataset = "labels";
 inline constexpr const char* kLengthsDataset = "lengths";
 inline constexpr const char* kTargetsDataset = "targets";
+inline constexpr const char* kFramesDataset = "frames";          // v3 frame tables
+inline constexpr const char* kClipFramesDataset = "clip_frames";  // v3 frame tables
 inline constexpr int64_t kMaxClasses = 100000;  // a sanity bound on a manifest's num_classes
 
 enum class DType { kUInt8, kInt16, kFloat16, kFloat32 };
@@ -47,6 +53,7 @@ struct DatasetSpec {
   bool ragged = false;            // v2: last axis is time, padded; per-sample lengths
   int64_t max_target_length = 0;  // v2: > 0 for sequence targets (then labeled is false)
   std::vector<std::string> tokens;  // v2: the target vocabulary, token id -> text
+  bool frame_table = false;         // v3: clips [C, T, H, W] stored as frames + clip rows
 
   int64_t sample_elems() const;
   int64_t record_width() const { return targets_column() + max_target_length; }
@@ -54,8 +61,15 @@ struct DatasetSpec {
   static constexpr int64_t kLengthColumn = 1;
   int64_t targets_column() const { return ragged ? 2 : 1; }
   bool sequence_targets() const { return max_target_length > 0; }
+  // A model of this data emits token sequences (CTC): a dataset with sequence targets has a
+  // vocabulary, and so has unlabelled speech once a CTC model's vocabulary is given to it
+  // (weight_source.hpp's spec_for_model): what `predict` transcribes.
+  bool sequence_outputs() const { return !tokens.empty(); }
   int64_t time_steps() const { return sample_shape.empty() ? 0 : sample_shape.back(); }  // ragged: the padded length
-  int format_version() const { return ragged || sequence_targets() ? 2 : 1; }
+  int format_version() const { return frame_table ? 3 : ragged || sequence_targets() ? 2 : 1; }
+  // Frame tables: a clip's frame count T and one frame's bytes (C x H x W values).
+  int64_t clip_length() const { return sample_shape.size() == 4 ? sample_shape[1] : 0; }
+  size_t frame_bytes() const { return clip_length() > 0 ? sample_bytes() / static_cast<size_t>(clip_length()) : 0; }
   size_t sample_bytes() const { return static_cast<size_t>(sample_elems()) * dtype_size(dtype); }
 };
 
@@ -64,6 +78,7 @@ struct ShardEntry {
   int64_t count = 0;
   std::vector<int64_t> histogram;  // num_classes entries (empty when unlabeled)
   uint32_t crc32 = 0;              // of the whole file's bytes
+  int64_t frames = 0;              // v3 frame tables: the distinct frames the shard stores
 };
 
 struct SplitEntry {
@@ -135,7 +150,8 @@ std::string shard_file_name(const std::string& split, int index, int count);
 // samples into inf/NaN (a NaN loss, NaN predictions), silently.
 // What lockstep's reader refuses in a dataset's description ("" when nothing): 1 to 8
 // sample dimensions, each positive, at most 2^40 values per sample; 1 to kMaxClasses
-// classes, as many class names as classes (or none); target lengths within [0, 100000].
+// classes, as many class names as classes (or none); target lengths within [0, 100000];
+// frame tables only for 4-D uint8 [C, T, H, W] samples of fixed length.
 // read_manifest checks it, and the importer checks it before writing anything, so `shard`
 // never writes a dataset `train` refuses.
 std::string spec_problem(const DatasetSpec& spec);

@@ -7,8 +7,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "io/util/file_util.hpp"
+#include "io/dataset/frame_table.hpp"
 #include "io/dataset/shard_writer.hpp"
+#include "io/util/file_util.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -80,13 +81,34 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
     : path_(path), spec_(spec) {
   const int64_t expected_count = entry ? entry->count : -1;
   file_ = open_shard(path);
-  samples_ = open_dataset(file_.get(), kSamplesDataset, path);
-  const auto sdims = dims_of(samples_.get());
-  std::vector<int64_t> shape(sdims.begin() + (sdims.empty() ? 0 : 1), sdims.end());
-  LOCKSTEP_REQUIRE(!sdims.empty() && shape == spec.sample_shape,
-                   path + ": sample shape " + shape_str(shape) + " differs from the dataset's " +
-                       shape_str(spec.sample_shape));
-  count_ = static_cast<int64_t>(sdims[0]);
+  if (spec.frame_table) {
+    // /frames [F, C, H, W] and /clip_frames [N, T] int32 make the samples [N, C, T, H, W].
+    samples_ = open_dataset(file_.get(), kFramesDataset, path);
+    const auto fdims = dims_of(samples_.get());
+    const std::vector<int64_t> frame(fdims.begin() + (fdims.empty() ? 0 : 1), fdims.end());
+    const std::vector<int64_t>& s = spec.sample_shape;
+    LOCKSTEP_REQUIRE(fdims.size() == 4 && frame == std::vector<int64_t>({s[0], s[2], s[3]}),
+                     path + ": frame shape " + shape_str(frame) + " differs from the dataset's clips " + shape_str(s));
+    frames_ = static_cast<int64_t>(fdims[0]);
+    frame_rows_ = open_dataset(file_.get(), kClipFramesDataset, path);
+    const auto rdims = dims_of(frame_rows_.get());
+    LOCKSTEP_REQUIRE(rdims.size() == 2 && static_cast<int64_t>(rdims[1]) == spec.clip_length(),
+                     path + ": /clip_frames does not hold " + std::to_string(spec.clip_length()) + " frames per clip");
+    LOCKSTEP_REQUIRE(same_type(frame_rows_.get(), H5T_NATIVE_INT32),
+                     path + ": /clip_frames is stored as " + type_text(frame_rows_.get()) + ", expected int32");
+    LOCKSTEP_REQUIRE(!entry || entry->frames == frames_, path + ": holds " + std::to_string(frames_) +
+                                                             " frames, manifest says " +
+                                                             std::to_string(entry ? entry->frames : 0));
+    count_ = static_cast<int64_t>(rdims[0]);
+  } else {
+    samples_ = open_dataset(file_.get(), kSamplesDataset, path);
+    const auto sdims = dims_of(samples_.get());
+    std::vector<int64_t> shape(sdims.begin() + (sdims.empty() ? 0 : 1), sdims.end());
+    LOCKSTEP_REQUIRE(!sdims.empty() && shape == spec.sample_shape,
+                     path + ": sample shape " + shape_str(shape) + " differs from the dataset's " +
+                         shape_str(spec.sample_shape));
+    count_ = static_cast<int64_t>(sdims[0]);
+  }
   if (spec.labeled) {
     labels_ = open_dataset(file_.get(), kLabelsDataset, path);
     const auto ldims = dims_of(labels_.get());
@@ -114,7 +136,8 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
   LOCKSTEP_REQUIRE(dtype == dtype_name(spec.dtype),
                    path + ": sample dtype " + dtype + " differs from the dataset's " + dtype_name(spec.dtype));
   LOCKSTEP_REQUIRE(same_type(samples_.get(), h5_type_of(spec.dtype)),
-                   path + ": /samples is stored as " + type_text(samples_.get()) + ", the manifest says " +
+                   path + (spec.frame_table ? ": /frames" : ": /samples") + " is stored as " +
+                       type_text(samples_.get()) + ", the manifest says " +
                        dtype_name(spec.dtype) + " (refusing to convert: values would be clamped)");
   LOCKSTEP_REQUIRE(!spec.labeled || same_type(labels_.get(), H5T_NATIVE_INT64),
                    path + ": /labels is stored as " + (spec.labeled ? type_text(labels_.get()) : "") +
@@ -126,7 +149,8 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
   }
   chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get())) &&
                      (!spec.ragged || has_fletcher32(lengths_.get())) &&
-                     (!spec.sequence_targets() || has_fletcher32(targets_.get()));
+                     (!spec.sequence_targets() || has_fletcher32(targets_.get())) &&
+                     (!spec.frame_table || has_fletcher32(frame_rows_.get()));
   if (!chunk_checksums_ && entry) {
     const uint32_t crc = crc32_of_file(path);
     char want[16], got[16];
@@ -165,9 +189,13 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   if (n == 0) return;
   h5_quiet();  // may be the loader's thread
   std::lock_guard<std::mutex> lock(h5_mutex());
-  const RowSelection rows = select_rows(samples_.get(), begin, n);
-  if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
-    throw Error(read_error("samples", begin, n));
+  if (spec_.frame_table) {
+    read_clips(begin, n, samples);
+  } else {
+    const RowSelection rows = select_rows(samples_.get(), begin, n);
+    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
+      throw Error(read_error("samples", begin, n));
+  }
   const int64_t w = spec_.record_width();
   // Each integer dataset fills its columns of the records.
   const auto read_columns = [&](const H5Handle& d, const char* name, int64_t first_col, int64_t cols) {
@@ -183,6 +211,46 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   if (spec_.ragged) read_columns(lengths_, "lengths", DatasetSpec::kLengthColumn, 1);
   if (spec_.sequence_targets()) read_columns(targets_, "targets", spec_.targets_column(), spec_.max_target_length);
   validate_samples(spec_, samples, records, n, begin, path_);
+}
+
+void ShardFile::read_clips(int64_t begin, int64_t n, void* samples) const {
+  const int64_t t_len = spec_.clip_length();
+  std::vector<int32_t> rows(static_cast<size_t>(n * t_len));
+  const RowSelection sel = select_rows(frame_rows_.get(), begin, n);
+  if (H5Dread(frame_rows_.get(), H5T_NATIVE_INT32, sel.memory.get(), sel.file.get(), H5P_DEFAULT, rows.data()) < 0)
+    throw Error(read_error("clip_frames", begin, n));
+  std::vector<int64_t> needed(rows.begin(), rows.end());
+  for (size_t i = 0; i < rows.size(); ++i)
+    LOCKSTEP_REQUIRE(rows[i] >= 0 && rows[i] < frames_,
+                     path_ + ": clip " + std::to_string(begin + static_cast<int64_t>(i) / t_len) + " names frame row " +
+                         std::to_string(rows[i]) + ", outside the shard's " + std::to_string(frames_) + " frames");
+  // The frames, read in runs (a gap of up to 4 unneeded frames is read through), then gathered.
+  const size_t fb = spec_.frame_bytes();
+  const std::vector<RowRun> runs = row_runs(std::move(needed), 4);
+  int64_t total = 0;
+  for (const RowRun& r : runs) total += r.end - r.begin;
+  std::vector<unsigned char> buf(static_cast<size_t>(total) * fb);
+  std::vector<size_t> run_at(runs.size());
+  size_t at = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const RowSelection fr = select_rows(samples_.get(), runs[k].begin, runs[k].end - runs[k].begin);
+    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), fr.memory.get(), fr.file.get(), H5P_DEFAULT, buf.data() + at) < 0)
+      throw Error(read_error("frames", runs[k].begin, runs[k].end - runs[k].begin));
+    run_at[k] = at;
+    at += static_cast<size_t>(runs[k].end - runs[k].begin) * fb;
+  }
+  const auto frame_at = [&](int64_t row) {
+    const auto k = static_cast<size_t>(
+        std::upper_bound(runs.begin(), runs.end(), row, [](int64_t v, const RowRun& r) { return v < r.begin; }) -
+        runs.begin() - 1);
+    return buf.data() + run_at[k] + static_cast<size_t>(row - runs[k].begin) * fb;
+  };
+  std::vector<const unsigned char*> frame(static_cast<size_t>(t_len));
+  auto* out = static_cast<unsigned char*>(samples);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t t = 0; t < t_len; ++t) frame[static_cast<size_t>(t)] = frame_at(rows[static_cast<size_t>(i * t_len + t)]);
+    assemble_clip(spec_, frame.data(), out + static_cast<size_t>(i) * spec_.sample_bytes());
+  }
 }
 
 std::vector<int64_t> ShardFile::read_class_labels(int64_t begin, int64_t n) const {
@@ -217,13 +285,21 @@ ShardHeader read_shard_header(const std::string& path) {
   if (h5_has_attr(id, "ragged")) h.spec.ragged = h5_read_attr_i64(id, "ragged").at(0) != 0;
   if (h5_has_attr(id, "max_target_length")) h.spec.max_target_length = h5_read_attr_i64(id, "max_target_length").at(0);
   if (h5_has_attr(id, "tokens")) h.spec.tokens = split_lines(h5_read_attr_str(id, "tokens"));
+  if (h5_has_attr(id, "frame_table")) h.spec.frame_table = h5_read_attr_i64(id, "frame_table").at(0) != 0;
   h.spec.mean = h5_read_attr_f64(id, "mean");
   h.spec.std = h5_read_attr_f64(id, "std");
-  H5Handle d = open_dataset(id, kSamplesDataset, path);
-  h.samples = static_cast<int64_t>(dims_of(d.get()).at(0));
+  // The chunking and filters shown are those of the sample bytes: /samples, or /frames.
+  H5Handle d = open_dataset(id, h.spec.frame_table ? kFramesDataset : kSamplesDataset, path);
+  if (h.spec.frame_table) {
+    H5Handle rows = open_dataset(id, kClipFramesDataset, path);
+    h.samples = static_cast<int64_t>(dims_of(rows.get()).at(0));
+    h.frames = static_cast<int64_t>(dims_of(d.get()).at(0));
+  } else {
+    h.samples = static_cast<int64_t>(dims_of(d.get()).at(0));
+  }
   H5Handle dcpl(H5_CHECK(H5Dget_create_plist(d.get())));
   if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
-    std::vector<hsize_t> chunk(h.spec.sample_shape.size() + 1);
+    std::vector<hsize_t> chunk(static_cast<size_t>(H5Pget_chunk(dcpl.get(), 0, nullptr)));
     H5_CHECK(H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
     h.chunk.assign(chunk.begin(), chunk.end());
   }

@@ -7,6 +7,10 @@
 // the manifest, a shard of another import (dataset_id), labels outside [0, classes),
 // NaN/Inf in float samples.
 //
+// A frame table (v3) reads as the clips it stores: each clip's T rows of /clip_frames
+// (checked against the frame count) select frames of /frames, read once per call in merged
+// runs and assembled into [C, T, H, W] samples (frame_table.hpp).
+//
 // Integrity (bytes changed after `lockstep shard` are never trained on):
 // - shards with per-chunk Fletcher-32 checksums (every shard lockstep writes): HDF5
 //   verifies each chunk it reads; a mismatch is an error naming the file and samples;
@@ -35,6 +39,7 @@ class ShardFile {
   ShardFile& operator=(ShardFile&&) noexcept = default;
 
   int64_t count() const { return count_; }
+  int64_t frames() const { return frames_; }  // frame tables: the distinct frames stored
   const std::string& path() const { return path_; }
   bool chunk_checksums() const { return chunk_checksums_; }
   // Reads samples [BEGIN, BEGIN+N) into SAMPLES (N * sample_bytes) and their label
@@ -49,19 +54,22 @@ class ShardFile {
   std::string read_error(const char* dataset, int64_t begin, int64_t n) const;
   // N x COLS int64 values of integer dataset D from row BEGIN; the caller holds the HDF5 lock.
   std::vector<int64_t> read_ints(const H5Handle& d, const char* name, int64_t begin, int64_t n, int64_t cols) const;
+  // Frame tables: the N clips from BEGIN into SAMPLES; the caller holds the HDF5 lock.
+  void read_clips(int64_t begin, int64_t n, void* samples) const;
 
   std::string path_;
   DatasetSpec spec_;
-  int64_t count_ = 0;
+  int64_t count_ = 0, frames_ = 0;
   bool chunk_checksums_ = false;
-  H5Handle file_, samples_, labels_, lengths_, targets_;
+  H5Handle file_, samples_, labels_, lengths_, targets_;  // samples_: /frames for a frame table
+  H5Handle frame_rows_;                                   // /clip_frames
 };
 
 // The attributes of a shard file, for `lockstep inspect FILE.h5` (no manifest needed).
 struct ShardHeader {
   DatasetSpec spec;
   std::string split;
-  int64_t index = 0, count_of = 0, samples = 0;
+  int64_t index = 0, count_of = 0, samples = 0, frames = 0;  // frames: v3 frame tables
   std::vector<int64_t> chunk;
   std::string filters;
   std::string dataset_id;

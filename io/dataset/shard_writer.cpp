@@ -47,6 +47,7 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   h5_write_attr_i64(f, "num_classes", {spec.num_classes});
   h5_write_attr_i64(f, "labeled", {spec.labeled ? 1 : 0});
   h5_write_attr_str(f, "class_names", join_lines(spec.class_names));
+  if (spec.format_version() >= 3) h5_write_attr_i64(f, "frame_table", {spec.frame_table ? 1 : 0});
   if (spec.format_version() >= 2) {
     h5_write_attr_i64(f, "ragged", {spec.ragged ? 1 : 0});
     h5_write_attr_i64(f, "max_target_length", {spec.max_target_length});
@@ -68,13 +69,31 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
     H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.compression)));
   }
   if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(dcpl.get()));
-  H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
-  samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
-                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
+  if (spec.frame_table) {
+    // /frames [F, C, H, W], growing as frames are appended; chunks of ~256 KiB, so a clip's
+    // read (a run of about T rows) touches few bytes it does not need.
+    std::vector<hsize_t> fdims{0, dims[1], dims[3], dims[4]}, fmax = fdims, fchunk = fdims;
+    fmax[0] = H5S_UNLIMITED;
+    fchunk[0] = static_cast<hsize_t>(std::clamp<size_t>((size_t{256} << 10) / spec.frame_bytes(), 1, 4096));
+    H5Handle fcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+    H5_CHECK(H5Pset_chunk(fcpl.get(), 4, fchunk.data()));
+    if (opt.compression > 0) {
+      H5_CHECK(H5Pset_shuffle(fcpl.get()));
+      H5_CHECK(H5Pset_deflate(fcpl.get(), static_cast<unsigned>(opt.compression)));
+    }
+    if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(fcpl.get()));
+    H5Handle fspace(H5_CHECK(H5Screate_simple(4, fdims.data(), fmax.data())));
+    samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kFramesDataset, h5_type_of(spec.dtype), fspace.get(), H5P_DEFAULT,
+                                            fcpl.get(), H5P_DEFAULT)));
+  } else {
+    H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+    samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
+                                            H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
+  }
 
   // The per-sample integer datasets: /labels [N], /lengths [N], /targets [N, L], chunked
   // like /samples and checksummed the same way.
-  const auto int_dataset = [&](const char* name, hsize_t width) {
+  const auto int_dataset = [&](const char* name, hsize_t width, hid_t type = H5T_STD_I64LE) {
     std::vector<hsize_t> d{dims[0]}, c{chunk_dims[0]};
     if (width > 0) {
       d.push_back(width);
@@ -85,8 +104,9 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
     if (opt.compression > 0 && width > 0) H5_CHECK(H5Pset_deflate(cpl.get(), static_cast<unsigned>(opt.compression)));
     if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(cpl.get()));
     H5Handle sp(H5_CHECK(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr)));
-    return H5Handle(H5_CHECK(H5Dcreate2(f, name, H5T_STD_I64LE, sp.get(), H5P_DEFAULT, cpl.get(), H5P_DEFAULT)));
+    return H5Handle(H5_CHECK(H5Dcreate2(f, name, type, sp.get(), H5P_DEFAULT, cpl.get(), H5P_DEFAULT)));
   };
+  if (spec.frame_table) frame_rows_ = int_dataset(kClipFramesDataset, static_cast<hsize_t>(spec.clip_length()), H5T_STD_I32LE);
   if (spec.labeled) labels_ = int_dataset(kLabelsDataset, 0);
   if (spec.ragged) lengths_ = int_dataset(kLengthsDataset, 0);
   if (spec.sequence_targets()) targets_ = int_dataset(kTargetsDataset, static_cast<hsize_t>(spec.max_target_length));
@@ -98,18 +118,54 @@ ShardWriter::~ShardWriter() {
   labels_.reset();
   lengths_.reset();
   targets_.reset();
+  frame_rows_.reset();
   file_.reset();
   remove_file(tmp_path_);
 }
 
 void ShardWriter::append(const void* samples, const int64_t* records, int64_t n) {
+  LOCKSTEP_REQUIRE(!spec_.frame_table, final_path_ + ": a frame table takes frames and clip rows, not samples");
   LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
   validate_samples(spec_, samples, records, n, written_, final_path_);
-  const int64_t w = spec_.record_width();
-  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(records[i * w])];
-
   const RowSelection rows = select_rows(samples_.get(), written_, n);
   H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples));
+  append_records(records, n);
+}
+
+int64_t ShardWriter::append_frames(const void* frames, int64_t n) {
+  LOCKSTEP_REQUIRE(spec_.frame_table, final_path_ + ": frames are for frame tables");
+  LOCKSTEP_REQUIRE(frames_ + n <= int64_t{INT32_MAX},
+                   final_path_ + ": over 2^31 distinct frames in one shard: import into more --shards");
+  const int64_t first = frames_;
+  if (n == 0) return first;
+  H5Handle space(H5_CHECK(H5Dget_space(samples_.get())));
+  std::vector<hsize_t> dims(4);
+  H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  dims[0] = static_cast<hsize_t>(frames_ + n);
+  H5_CHECK(H5Dset_extent(samples_.get(), dims.data()));
+  const RowSelection rows = select_rows(samples_.get(), frames_, n);
+  H5_CHECK(H5Dwrite(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, frames));
+  frames_ += n;
+  return first;
+}
+
+void ShardWriter::append_clips(const int32_t* frame_rows, const int64_t* records, int64_t n) {
+  LOCKSTEP_REQUIRE(spec_.frame_table, final_path_ + ": clip rows are for frame tables");
+  LOCKSTEP_REQUIRE(written_ + n <= total_, final_path_ + ": more samples appended than declared");
+  const int64_t t_len = spec_.clip_length();
+  for (int64_t i = 0; i < n * t_len; ++i)
+    LOCKSTEP_REQUIRE(frame_rows[i] >= 0 && frame_rows[i] < frames_,
+                     final_path_ + ": clip " + std::to_string(written_ + i / t_len) + " names frame row " +
+                         std::to_string(frame_rows[i]) + " of " + std::to_string(frames_) + " written");
+  validate_samples(spec_, nullptr, records, n, written_, final_path_);  // integer samples: the records only
+  const RowSelection rows = select_rows(frame_rows_.get(), written_, n);
+  H5_CHECK(H5Dwrite(frame_rows_.get(), H5T_NATIVE_INT32, rows.memory.get(), rows.file.get(), H5P_DEFAULT, frame_rows));
+  append_records(records, n);
+}
+
+void ShardWriter::append_records(const int64_t* records, int64_t n) {
+  const int64_t w = spec_.record_width();
+  for (int64_t i = 0; spec_.labeled && i < n; ++i) ++histogram_[static_cast<size_t>(records[i * w])];
   // Each integer dataset takes its columns of the records.
   const auto write_columns = [&](const H5Handle& d, int64_t first_col, int64_t cols) {
     std::vector<int64_t> buf(static_cast<size_t>(n * cols));
@@ -132,12 +188,14 @@ void ShardWriter::set_stats(const std::vector<double>& mean, const std::vector<d
 ShardEntry ShardWriter::finish() {
   LOCKSTEP_REQUIRE(written_ == total_, final_path_ + ": " + std::to_string(written_) + " of " +
                                            std::to_string(total_) + " samples written");
+  LOCKSTEP_REQUIRE(!spec_.frame_table || frames_ > 0, final_path_ + ": a frame table without frames");
   h5_write_attr_f64(file_.get(), "mean", spec_.mean);
   h5_write_attr_f64(file_.get(), "std", spec_.std);
   samples_.reset();
   labels_.reset();
   lengths_.reset();
   targets_.reset();
+  frame_rows_.reset();
   H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
   file_.reset();
   ShardEntry e;
@@ -145,6 +203,7 @@ ShardEntry ShardWriter::finish() {
   e.count = total_;
   e.histogram = histogram_;
   e.crc32 = crc32_of_file(tmp_path_);
+  e.frames = spec_.frame_table ? frames_ : 0;
   fsync_path(tmp_path_);
   finished_ = true;
   return e;

@@ -10,6 +10,9 @@
 //    manifest's whole-file check, `lockstep inspect --verify`), fsync;
 // 4. commit(): rename to NAME.h5. The importer commits a whole import only once every
 //    shard of it is finished, so a failed import leaves the previous dataset intact.
+// A frame table (v3, spec.frame_table) is written with append_frames() (the distinct
+// frames, in any order; /frames grows as they come) and append_clips() (each clip's T frame
+// rows) instead of append(); io/import/clip_shard does it for the importer.
 // A writer destroyed before commit() deletes its temp file.
 #pragma once
 
@@ -39,6 +42,11 @@ class ShardWriter {
   // Appends N samples (sample_bytes() each) and their label records (record_width() each;
   // the class label is ignored when unlabeled).
   void append(const void* samples, const int64_t* records, int64_t n);
+  // Frame tables: appends N frames (spec.frame_bytes() each); returns the first one's row.
+  int64_t append_frames(const void* frames, int64_t n);
+  // Frame tables: N clips as T rows each of the frames appended so far (checked), and their
+  // label records.
+  void append_clips(const int32_t* frame_rows, const int64_t* records, int64_t n);
   // Per-channel statistics, known only after a whole pass: stored at finish().
   void set_stats(const std::vector<double>& mean, const std::vector<double>& std);
   ShardEntry finish();
@@ -48,9 +56,11 @@ class ShardWriter {
  private:
   DatasetSpec spec_;
   std::string final_path_, tmp_path_, file_name_;
-  int64_t total_ = 0, written_ = 0;
+  void append_records(const int64_t* records, int64_t n);  // histogram, labels, lengths, targets
+
+  int64_t total_ = 0, written_ = 0, frames_ = 0;
   std::vector<int64_t> histogram_;
-  H5Handle file_, samples_, labels_, lengths_, targets_;
+  H5Handle file_, samples_, labels_, lengths_, targets_, frame_rows_;
   bool finished_ = false, committed_ = false;
 };
 

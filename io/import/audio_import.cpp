@@ -152,7 +152,7 @@ std::vector<std::string> utf8_chars(const std::string& text, const std::string& 
   return out;
 }
 
-std::vector<Utterance> read_audio_manifest(const std::string& path) {
+std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled) {
   require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the audio manifest");
@@ -164,14 +164,18 @@ std::vector<Utterance> read_audio_manifest(const std::string& path) {
     if (trim(line).empty() || trim(line)[0] == '#') continue;
     const std::string where = path + ":" + std::to_string(no);
     const std::vector<std::string> f = split_fields(line, '\t');
-    LOCKSTEP_REQUIRE(f.size() == 2 || f.size() == 3,
-                     where + ": expected PATH<TAB>TRANSCRIPT[<TAB>SPEAKER], got " + std::to_string(f.size()) + " field(s)");
+    LOCKSTEP_REQUIRE(f.size() == 2 || f.size() == 3 || (!labeled && f.size() == 1),
+                     where + (labeled ? ": expected PATH<TAB>TRANSCRIPT[<TAB>SPEAKER], got "
+                                      : ": expected PATH[<TAB>TRANSCRIPT[<TAB>SPEAKER]], got ") +
+                         std::to_string(f.size()) + " field(s)");
     Utterance u;
     const std::string p = trim(f[0]);
     LOCKSTEP_REQUIRE(!p.empty(), where + ": empty audio path");
     u.path = p[0] == '/' ? p : dir + "/" + p;
-    u.transcript = trim(f[1]);
-    LOCKSTEP_REQUIRE(!u.transcript.empty(), where + ": empty transcript");
+    if (labeled) {
+      u.transcript = trim(f[1]);
+      LOCKSTEP_REQUIRE(!u.transcript.empty(), where + ": empty transcript");
+    }
     if (f.size() == 3) {
       u.speaker = trim(f[2]);
       LOCKSTEP_REQUIRE(!u.speaker.empty(), where + ": empty speaker");
@@ -187,11 +191,14 @@ std::vector<Utterance> read_audio_manifest(const std::string& path) {
 }
 
 std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
-                                   bool librispeech, std::vector<std::string>* files) {
+                                   bool librispeech, bool labeled, std::vector<std::string>* files) {
   const LogMel mel;
   std::vector<std::vector<Utterance>> manifests;
-  for (const auto& [split, file] : split_files)
-    manifests.push_back(librispeech ? read_librispeech(file) : read_audio_manifest(file));
+  for (const auto& [split, file] : split_files) {
+    manifests.push_back(librispeech ? read_librispeech(file) : read_audio_manifest(file, labeled));
+    if (!labeled)
+      for (Utterance& u : manifests.back()) u.transcript.clear();  // not read: no targets, no vocabulary
+  }
   // The vocabulary: the training transcripts' characters, sorted.
   std::set<std::string> chars;
   for (const Utterance& u : manifests[0])

@@ -8,6 +8,9 @@
 // id: the validation split then takes whole speakers (import_plan.hpp). Blank lines and
 // lines starting with '#' are skipped.
 //
+// `--no-labels` (speech to transcribe with a trained model): lines of PATH[<TAB>...], only
+// the path read.
+//
 // Each utterance becomes a ragged float32 sample [40, T] of log-mel features (log_mel.hpp;
 // T = its frame count, padded to the longest utterance of all the manifests) and a
 // sequence target: its characters as token ids. The vocabulary is the set of characters
@@ -37,8 +40,9 @@ struct Utterance {
   std::string source;      // the manifest (or LibriSpeech .trans.txt) it comes from
 };
 
-// Parses a manifest (PATH names it in messages).
-std::vector<Utterance> read_audio_manifest(const std::string& path);
+// Parses a manifest (PATH names it in messages). Unlabelled (!LABELED, `--no-labels`): a
+// line may be PATH alone; a transcript, if any, is not read.
+std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled = true);
 
 // UTF-8 code points of TEXT, each as a string; throws naming WHERE on invalid UTF-8.
 std::vector<std::string> utf8_chars(const std::string& text, const std::string& where);
@@ -51,8 +55,9 @@ std::vector<Utterance> read_librispeech(const std::string& dir);
 // SPLIT_FILES: (split, manifest — or, LIBRISPEECH, a directory) pairs, the first one
 // (train) gets --val-fraction and defines the vocabulary. Every audio file read is
 // appended to FILES. Audio at another rate is resampled (libsamplerate), several channels
-// averaged to one, with one note line saying how many.
+// averaged to one, with one note line saying how many. !LABELED (`--no-labels`): samples
+// without targets or a vocabulary (a CTC checkpoint's vocabulary is used by `predict`).
 std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std::string>>& split_files,
-                                   bool librispeech, std::vector<std::string>* files);
+                                   bool librispeech, bool labeled, std::vector<std::string>* files);
 
 }  // namespace lockstep::io

@@ -21,14 +21,22 @@ int64_t SplitAssignment::count() const {
 
 namespace {
 
-SplitAssignment deal(const std::string& split, const std::vector<int64_t>& order, int shards) {
+SplitAssignment deal(const std::string& split, std::vector<int64_t> order, const PlanOptions& options) {
   LOCKSTEP_REQUIRE(!order.empty(), "split '" + split + "' would be empty");
   SplitAssignment a;
   a.split = split;
+  if (options.source_runs) std::sort(order.begin(), order.end());
   const int64_t n = static_cast<int64_t>(order.size());
-  const int64_t s = std::min<int64_t>(shards, n);
+  const int64_t s = std::min<int64_t>(options.shards, n);
   for (int64_t k = 0; k < s; ++k) {
     a.shards.emplace_back(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
+    if (!options.source_runs || !options.shuffle) continue;
+    std::vector<int64_t>& run = a.shards.back();
+    const std::vector<int64_t> perm = epoch_permutation(static_cast<int64_t>(run.size()), options.seed, /*epoch=*/-3,
+                                                        static_cast<int>((fnv1a64(split) + static_cast<uint64_t>(k)) & 0x7fffffff));
+    std::vector<int64_t> stored(run.size());
+    for (size_t p = 0; p < perm.size(); ++p) stored[p] = run[static_cast<size_t>(perm[p])];
+    run = std::move(stored);
   }
   return a;
 }
@@ -61,7 +69,7 @@ std::vector<SplitAssignment> plan_by_group(const std::vector<int64_t>& order,
   std::vector<int64_t> train, val;
   for (const int64_t i : order)
     (val_groups.count(groups[static_cast<size_t>(i)]) ? val : train).push_back(i);
-  return {deal(split, train, options.shards), deal("val", val, options.shards)};
+  return {deal(split, train, options), deal("val", val, options)};
 }
 
 }  // namespace
@@ -85,7 +93,7 @@ std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int
   }
   if (options.limit > 0 && options.limit < n) order.resize(static_cast<size_t>(options.limit));
 
-  if (options.val_fraction <= 0.0) return {deal(split, order, options.shards)};
+  if (options.val_fraction <= 0.0) return {deal(split, order, options)};
   if (!groups.empty()) return plan_by_group(order, groups, split, options, source);
 
   std::vector<int64_t> per_class(static_cast<size_t>(num_classes), 0);
@@ -103,7 +111,7 @@ std::vector<SplitAssignment> plan_import(const std::vector<int64_t>& labels, int
       train.push_back(i);
     }
   }
-  return {deal(split, train, options.shards), deal("val", val, options.shards)};
+  return {deal(split, train, options), deal("val", val, options)};
 }
 
 }  // namespace lockstep::io

@@ -14,6 +14,11 @@
 //    shuffling, a seeded random order, so that any contiguous range of a shard (what a
 //    rank reads when there are fewer shards than ranks) is an unbiased sample of the split
 //    even when the source is sorted by class or subject; without shuffling, source order.
+//    source_runs (video clips stored as frame tables: neighbouring clips share frames): the
+//    list is cut in source order instead, so each shard holds a run of consecutive clips
+//    and stores their frames once, and each shard's run is then stored in a seeded random
+//    order (the same unbiased ranges within a shard; shards differ by video, as a per-video
+//    sampler's would, and training re-deals the whole split every epoch: shard_plan.hpp).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,7 @@ struct PlanOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   int64_t limit = 0;  // 0: all
+  bool source_runs = false;  // step 4's shards are runs of the source order (above)
 };
 
 struct SplitAssignment {

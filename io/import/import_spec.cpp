@@ -112,6 +112,18 @@ OpenedImport open_import(ImportSpec& spec) {
   ImportOptions& opt = spec.options;
   const auto [kind, path] = kind_and_path(spec.input, "input");
   opt.class_names = split_commas(spec.class_names);
+  if (spec.no_labels) {
+    if (kind != "video" && kind != "audio" && kind != "librispeech" && kind != "csv")
+      throw UsageError("--no-labels is for video:, audio:, librispeech: and csv: inputs (npy: leave out the labels "
+                       "file; hdf5/npz: --labels-dataset none)");
+    if (kind == "csv" && !spec.csv.label_column.empty() && spec.csv.label_column != "none")
+      throw UsageError("--no-labels and --label-column " + spec.csv.label_column + " contradict each other");
+    if (opt.plan.val_fraction > 0)
+      throw UsageError("--val-fraction: unlabelled data (--no-labels) has no validation split; leave it out or pass 0");
+    if (!spec.class_names.empty()) throw UsageError("--class-names given with --no-labels (the model's classes are used)");
+    spec.csv.label_column = "none";
+    opt.plan.shuffle = false;  // prediction row i is the input's i-th sample
+  }
   std::vector<std::string> files, names;  // NAMES: the class names the input carries, if any
   std::string listing;                    // images: a fingerprint of every file
   OpenedImport out;
@@ -145,6 +157,7 @@ OpenedImport open_import(ImportSpec& spec) {
     } else if (kind == "video") {
       VideoOptions video = spec.video;
       video.group_column = spec.csv.group_column;
+      video.labeled = !spec.no_labels;
 #ifdef LOCKSTEP_WITH_VIDEO
       out.inputs = open_video(split_files, video, opt.class_names, &names, &files);  // the videos are inputs too
 #else
@@ -154,9 +167,9 @@ OpenedImport open_import(ImportSpec& spec) {
                        "and copy the dataset");
 #endif
     } else if (kind == "audio") {
-      out.inputs = open_audio(split_files, false, &files);  // the WAVs are inputs too: a changed one re-imports
+      out.inputs = open_audio(split_files, false, !spec.no_labels, &files);  // the WAVs are inputs too: a changed one re-imports
     } else if (kind == "librispeech") {
-      out.inputs = open_audio(split_files, true, &files);
+      out.inputs = open_audio(split_files, true, !spec.no_labels, &files);
     } else {
       for (const auto& [split, file] : split_files)
         out.inputs.push_back(
@@ -183,7 +196,8 @@ OpenedImport open_import(ImportSpec& spec) {
       opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
       csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
       spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
-      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec;
+      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec +
+      (spec.no_labels ? "|no_labels" : "") + (kind == "video" && spec.video.frame_table ? "|frame_table" : "");
   return out;
 }
 

@@ -27,6 +27,10 @@ struct ImportSpec {
   std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
   std::string har_signals = "inertial";                                // ucihar: inertial | features
   std::string sample_shape;  // "1,28,28": every sample reshaped (same elements); empty: as stored
+  // --no-labels: data to run `predict` on (video, audio, librispeech; csv as --label-column
+  // none): no label column, frame or transcript needed; stored in source order (no shuffle,
+  // no validation split), so prediction row i is the input's i-th sample.
+  bool no_labels = false;
   CsvOptions csv;  // its group_column also names video's trial column
   VideoOptions video;
   ImageOptions images;

@@ -14,6 +14,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
+#include "io/import/clip_shard.hpp"
 #include "io/import/shard_stage.hpp"
 #include "io/util/dir_lock.hpp"
 #include "io/util/file_util.hpp"
@@ -23,10 +24,12 @@ namespace lockstep::io {
 namespace {
 
 // A ShardWriter with a buffer, so the pass appends in large slices. A shard stored in
-// another order than the pass meets its samples goes through a StagedShard first.
+// another order than the pass meets its samples goes through a StagedShard first; a frame
+// table (video clips) goes through a ClipShard instead.
 struct BufferedWriter {
   std::unique_ptr<ShardWriter> writer;
   std::unique_ptr<StagedShard> stage;  // null: the shard is stored in pass (source) order
+  std::unique_ptr<ClipShard> clips;    // frame tables
   std::string split;
   bool train_stats = false;  // its samples feed the dataset statistics
   std::vector<unsigned char> samples;
@@ -182,6 +185,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
                                                             std::vector<std::unique_ptr<ShardWriter>>* done) {
   PlanOptions plan = opt.plan;
   if (!in.with_val) plan.val_fraction = 0.0;
+  plan.source_runs = spec.frame_table;  // a shard's clips share frames only when they are neighbours
   const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan,
                                        in.source->groups(), in.source->name());
 
@@ -196,7 +200,9 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       w.writer = std::make_unique<ShardWriter>(opt.output_dir, a.split, k, count, spec,
                                                static_cast<int64_t>(a.shards[k].size()), wopt);
       std::vector<int64_t> position = stored_positions(a.shards[k]);
-      if (!position.empty())
+      if (spec.frame_table)
+        w.clips = std::make_unique<ClipShard>(spec, *w.writer, std::move(position));
+      else if (!position.empty())
         w.stage = std::make_unique<StagedShard>(temp_name_for(w.writer->final_path() + ".stage"), sb,
                                                 spec.record_width(), std::move(position), opt.reorder_window_bytes);
       w.split = a.split;
@@ -226,12 +232,18 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       if (w < 0) continue;
       BufferedWriter& bw = writers[static_cast<size_t>(w)];
       const unsigned char* sample = buf.data() + static_cast<size_t>(j) * sb;
-      bw.samples.insert(bw.samples.end(), sample, sample + sb);
+      const size_t at = bw.records.size();
       bw.records.push_back(spec.labeled ? labels[static_cast<size_t>(b + j)] : -1);
       const auto* extra = extras.data() + (b + j) * extra_w;
       bw.records.insert(bw.records.end(), extra, extra + extra_w);
-      ++bw.n;
       if (bw.train_stats) stats.add(sample, 1, spec.ragged ? extra[0] : 0);
+      if (bw.clips) {
+        bw.clips->add(sample, bw.records.data() + at);
+        bw.records.clear();
+        continue;
+      }
+      bw.samples.insert(bw.samples.end(), sample, sample + sb);
+      ++bw.n;
       if (static_cast<size_t>(bw.n) >= bw.flush_at) bw.flush();
     }
     progress.update(b + k);
@@ -242,7 +254,9 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
   for (auto& w : writers) {
     w.flush();
     if (w.stage) w.stage->drain(*w.writer);
+    if (w.clips) w.clips->drain();
     w.stage.reset();
+    w.clips.reset();
     w.writer->set_stats(spec.mean, spec.std);
     if (out.empty() || out.back().first != w.split) out.emplace_back(w.split, SplitEntry{});
     out.back().second.shards.push_back(w.writer->finish());

@@ -5,7 +5,8 @@
 //    shards) and read in ONE sequential pass over its source: samples are routed to
 //    their shard's buffer and appended in ~1 MiB slices, so a multi-GB source is never
 //    held in memory. A shuffled shard is stored in its planned random order through a
-//    staging file (shard_stage.hpp); the manifest records the order (sample_order).
+//    staging file (shard_stage.hpp); the manifest records the order (sample_order). Video
+//    clips stored as a frame table go through clip_shard.hpp instead (each frame once).
 // 3. Per-channel mean/std are accumulated over the first split's training samples
 //    during its pass and stored in every shard of every split (written at finish()).
 // 4. Nothing the import did not make is destroyed: it takes DIR's lock (dir_lock.hpp: a

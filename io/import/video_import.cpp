@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <fstream>
 #include <map>
@@ -24,7 +25,7 @@ namespace {
 struct LabelRow {
   std::string video;  // resolved path
   std::string group;  // "" without groups
-  int64_t frame = 0;
+  int64_t frame = 0;  // -1: every frame of the video (unlabelled, no frame column)
   std::string label;
   int line = 0;
 };
@@ -49,7 +50,7 @@ int64_t parse_frame(const std::string& s, const std::string& where) {
   return std::stoll(s);
 }
 
-std::vector<LabelRow> read_label_csv(const std::string& path, const std::string& group_column) {
+std::vector<LabelRow> read_label_csv(const std::string& path, const std::string& group_column, bool labeled) {
   LOCKSTEP_REQUIRE(!is_directory(path), path + ": is a directory; video:FILE names the label CSV");
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the video label CSV");
@@ -67,9 +68,11 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
     const auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
   };
-  const int c_video = column("video"), c_frame = column("frame"), c_label = column("label");
-  LOCKSTEP_REQUIRE(c_video >= 0 && c_frame >= 0 && c_label >= 0,
+  const int c_video = column("video"), c_frame = column("frame"), c_label = labeled ? column("label") : -1;
+  LOCKSTEP_REQUIRE(!labeled || (c_video >= 0 && c_frame >= 0 && c_label >= 0),
                    path + ":1: the header must name the columns video, frame and label (got '" + line + "')");
+  LOCKSTEP_REQUIRE(labeled || c_video >= 0, path + ":1: the header must name the column video, and frame to choose "
+                                                   "frames (got '" + line + "')");
   int c_group = -1;
   if (group_column.empty()) {
     c_group = column("trial");
@@ -91,9 +94,11 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
     LOCKSTEP_REQUIRE(f[c_video].find('\0') == std::string::npos, where + ": a NUL byte in the video path");
     r.video = f[c_video][0] == '/' ? f[c_video] : dir + "/" + f[c_video];
     r.video = canonical_path(r.video);  // one file, one video, however the CSV spells it
-    r.frame = parse_frame(f[c_frame], where);
-    r.label = f[c_label];
-    LOCKSTEP_REQUIRE(!r.label.empty(), where + ": empty label");
+    r.frame = c_frame >= 0 ? parse_frame(f[c_frame], where) : -1;
+    if (labeled) {
+      r.label = f[c_label];
+      LOCKSTEP_REQUIRE(!r.label.empty(), where + ": empty label");
+    }
     if (c_group >= 0) {
       r.group = f[c_group];
       LOCKSTEP_REQUIRE(!r.group.empty(), where + ": empty " + header[c_group]);
@@ -217,7 +222,8 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
   std::map<std::string, std::pair<std::string, int>> group_video;        // group -> (video, line)
   std::map<std::pair<int32_t, int64_t>, int> seen;                       // (video, frame) -> line
   std::map<std::pair<int32_t, std::string>, std::vector<const LabelRow*>> runs;  // (video, group) -> rows
-  for (const LabelRow& r : rows) {
+  std::deque<LabelRow> every_frame;  // unlabelled rows naming a whole video, one per frame
+  const auto add = [&](const LabelRow& r) {
     const std::string where = csv + ":" + std::to_string(r.line);
     auto vit = video_id.find(r.video);
     if (vit == video_id.end()) {
@@ -231,14 +237,22 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
       p.videos.push_back(v);
     }
     const Video& v = p.videos[static_cast<size_t>(vit->second)];
+    if (r.frame < 0) {  // every frame of the video
+      for (int64_t f = 0; f < v.probe.frames; ++f) {
+        every_frame.push_back(r);
+        every_frame.back().frame = f;
+      }
+      return static_cast<int64_t>(every_frame.size()) - v.probe.frames;
+    }
     LOCKSTEP_REQUIRE(r.frame < v.probe.frames, where + ": frame " + std::to_string(r.frame) + " of " + r.video +
                                                    " is past the video's end (it has " +
                                                    std::to_string(v.probe.frames) + " frames)");
-    LOCKSTEP_REQUIRE(class_id.count(r.label), where + ": label '" + r.label + "' is not a class of the training CSV" +
-                                                  " (or --class-names)");
+    LOCKSTEP_REQUIRE(!opt.labeled || class_id.count(r.label),
+                     where + ": label '" + r.label + "' is not a class of the training CSV (or --class-names)");
     const auto [sit, fresh] = seen.emplace(std::make_pair(vit->second, r.frame), r.line);
-    LOCKSTEP_REQUIRE(fresh, where + ": frame " + std::to_string(r.frame) + " of " + r.video +
-                                " is labelled twice (also on line " + std::to_string(sit->second) + ")");
+    LOCKSTEP_REQUIRE(fresh, where + ": frame " + std::to_string(r.frame) + " of " + r.video + " is " +
+                                (opt.labeled ? "labelled" : "listed") + " twice (also on line " +
+                                std::to_string(sit->second) + ")");
     if (!r.group.empty()) {
       const auto [git, first] = group_video.emplace(r.group, std::make_pair(r.video, r.line));
       LOCKSTEP_REQUIRE(first || git->second.first == r.video,
@@ -247,6 +261,12 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
                            ": a trial must lie in one video");
     }
     runs[{vit->second, r.group}].push_back(&r);
+    return int64_t{-1};
+  };
+  for (const LabelRow& r : rows) {
+    const int64_t first = add(r);
+    if (first >= 0)  // a whole video: its frames, each a row of its own (deque: the pointers stay valid)
+      for (size_t i = static_cast<size_t>(first); i < every_frame.size(); ++i) add(every_frame[i]);
   }
   // Every --clip-stride'th labelled frame of each trial, minus the edge clips when skipped.
   std::map<std::string, int64_t> group_id;
@@ -278,7 +298,7 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
       if (v.keep[k]) v.slot[k] = kept++;
     for (const auto& [f, row] : list) {
       p.clips.push_back({static_cast<int32_t>(vi), f});
-      p.labels.push_back(class_id.at(row->label));
+      p.labels.push_back(opt.labeled ? class_id.at(row->label) : 0);
       if (!row->group.empty())
         p.groups.push_back(group_id.emplace(row->group, static_cast<int64_t>(group_id.size())).first->second);
     }
@@ -299,9 +319,9 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
                    "open_video: clip options out of range (open_import checks them)");
   if (opt.height > 8192 || opt.width > 8192) throw UsageError("--frame-size is at most 8192x8192");
   std::vector<std::vector<LabelRow>> csvs;
-  for (const auto& [split, file] : split_files) csvs.push_back(read_label_csv(file, opt.group_column));
+  for (const auto& [split, file] : split_files) csvs.push_back(read_label_csv(file, opt.group_column, opt.labeled));
   *names = class_names;
-  if (names->empty()) {
+  if (names->empty() && opt.labeled) {
     std::set<std::string> labels;
     for (const LabelRow& r : csvs[0]) labels.insert(r.label);
     names->assign(labels.begin(), labels.end());
@@ -355,7 +375,8 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
                    "a clip of " + std::to_string(opt.clip_frames) + " frames of " + std::to_string(format.height) + "x" +
                        std::to_string(format.width) + " is over 2 GiB: lower --clip-frames or --frame-size");
   spec.dtype = DType::kUInt8;
-  spec.labeled = true;
+  spec.labeled = opt.labeled;
+  spec.frame_table = opt.frame_table;
   spec.num_classes = static_cast<int64_t>(names->size());
   spec.class_names = *names;
   const int threads = std::min(256, opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -19,10 +19,17 @@
 //    may take context frames from outside their trial (the video continues there).
 // 3. Samples are uint8 [C, T, H, W]: C = 1 (--color gray) or 3 (rgb), H x W =
 //    --frame-size (default: the videos' own size, which must then be the same for all).
+//    Stored as a frame table (--video-storage frames, the default: each frame once per
+//    shard, io/import/clip_shard.hpp) or as whole clips (clips: a frame up to T times).
 // 4. The import reads the clips in source order (video by video, frame by frame); each
 //    video is decoded once, several at a time (--decode-threads, default: every core),
 //    only up to its last needed frame, and dropped when its clips are written.
 // 5. Classes: the training CSV's label names, sorted (or --class-names, in that order).
+// Unlabelled (`--no-labels`, footage to run a trained model on): the label column is not
+// needed (nor read); without a frame column each row names a whole video, and every
+// --clip-stride'th frame of it is a clip's centre. The samples are stored in source order
+// (videos in the order the CSV first names them, frames ascending), so `predict`'s row i
+// is the i-th clip of that order.
 // Refused, with one line naming the CSV line or the video and frame: a missing or
 // unreadable video, a truncated one (it decodes to fewer frames than the labels need),
 // a frame past a video's end, a frame size or frame rate that changes mid-file, a trial in
@@ -47,6 +54,8 @@ struct VideoOptions {
   bool skip_edges = false;     // false: pad with the edge frames
   std::string group_column;    // "": 'trial' when present; "none": no groups
   int threads = 0;             // decoding threads, 0: every core
+  bool labeled = true;         // false (--no-labels): clips to predict on, see above
+  bool frame_table = true;     // store each frame once (shard format v3); false: whole clips (--video-storage clips)
 };
 
 

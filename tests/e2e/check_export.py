@@ -26,7 +26,8 @@ model.load_state_dict(weights, strict=True)
 manifest = json.load(open(f"{data_dir}/manifest.json"))
 ours = h5py.File(pred_file)
 shards = manifest["splits"][split]["shards"]
-raw = np.concatenate([h5py.File(f"{data_dir}/{s['file']}")["samples"][:] for s in shards])
+import lockstep_shards  # docs/python: /samples, or a v3 frame table's clips
+raw = lockstep_shards.split_samples(data_dir, split)
 assert (ours["index"][:] == np.arange(len(raw))).all(), "rows are not in sample order"
 if "log_prob" in ours:  # a CTC model: per-frame log-probabilities, rows one after another
     lengths = np.concatenate([h5py.File(f"{data_dir}/{s['file']}")["lengths"][:] for s in shards])

@@ -177,6 +177,30 @@ for m in run lmu; do
 done
 pass "predict transcribes CTC models (CER as evaluate); gru and lmu exports load into their PyTorch modules"
 
+# 4c. Unlabelled speech (`shard --no-labels`, a manifest of paths): predict transcribes it
+# with the checkpoint's vocabulary, in manifest order, the labelled test split's transcriptions.
+grep -v '^#' digits.wav/test.tsv | cut -f1 >digits.wav/unl.tsv
+expect_rc 0 "$LOCKSTEP" shard --input audio:digits.wav/unl.tsv --no-labels --output unl
+expect_rc 0 "$LOCKSTEP" inspect unl
+expect_output "none \(unlabeled data\)"
+expect_rc 0 run_mpi 2 predict --data unl --checkpoint run/checkpoints/best.ckpt --split train --out unl.csv
+expect_output "greedy transcriptions\); unlabelled data: no references to score against"
+expect_rc 0 "$LOCKSTEP" shard --input audio:digits.wav/test.tsv --output ordered --no-shuffle --val-fraction 0
+expect_rc 0 run_mpi 2 predict --data ordered --checkpoint run/checkpoints/best.ckpt --split train --out ordered.csv
+"$PYTHON" - <<'PY' || fail "unlabelled speech: transcriptions differ from the labelled split's"
+import csv
+u, o = list(csv.DictReader(open("unl.csv"))), list(csv.DictReader(open("ordered.csv")))
+assert list(u[0].keys()) == ["index", "transcript"], u[0]
+assert [r["transcript"] for r in u] == [r["transcript"] for r in o], "transcriptions differ"
+print(len(u), "utterances transcribed in manifest order, e.g.", u[0])
+PY
+expect_rc 2 "$LOCKSTEP" predict --data unl --checkpoint run/checkpoints/best.ckpt --split train --out p.csv \
+  --predict.top-k 3
+expect_output "--predict.top-k is for class outputs; run/checkpoints/best.ckpt is a CTC model"
+expect_rc 2 "$LOCKSTEP" shard --input idx:digits --no-labels --output bad
+expect_output "--no-labels is for video:, audio:, librispeech: and csv: inputs"
+pass "unlabelled speech (--no-labels): predict transcribes it in manifest order with the checkpoint's vocabulary"
+
 # 5. The wrong model, metric or tool for sequence data: one clear line each.
 expect_rc nonzero "$LOCKSTEP" train --data digits --model cnn1d --ckpt.best-metric val_wer --run-dir bad1
 expect_output "classifies whole samples, but dataset 'speech-digits' has sequence targets"

@@ -19,15 +19,42 @@ expect_output "classes +5: down, left, rest, right, up"
 expect_output "^ok +test-00000-of-00004.h5"
 # Clips hold the decoded frames: the labelled frame is the middle one, and its sprite sits
 # where the CSV's motion put it (the sprite moves 1 px/frame at 32 px: consecutive frames differ).
-"$PYTHON" - vb/train-00000-of-00004.h5 <<'PY' || fail "clip contents"
+"$PYTHON" - vb/train-00000-of-00004.h5 "$ROOT/docs/python" <<'PY' || fail "clip contents"
 import sys, h5py, numpy as np
-x = h5py.File(sys.argv[1], "r")["samples"][:64].astype(np.int16)
+sys.path.insert(0, sys.argv[2])
+import lockstep_shards
+x = lockstep_shards.shard_samples(h5py.File(sys.argv[1], "r"), 0, 64).astype(np.int16)
 assert x.shape[1:] == (1, 17, 32, 32), x.shape
 assert x.std() > 5, "blank clips"
 # Every clip is a run of 17 distinct frames (noise differs frame to frame), not one frame repeated.
 assert all(np.abs(np.diff(c[0], axis=0)).mean() > 0.5 for c in x), "clips repeat one frame"
 PY
 pass "rendered mp4/mkv/avi videos import as [1,17,32,32] clips and verify"
+
+# 1b. Frames stored once (the default, shard format v3): the same clips in every split, bit
+# for bit, as the whole-clip layout (--video-storage clips), on a fraction of its disk.
+expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/train.csv --test-input video:vb.src/test.csv --output vbclips \
+  --name video_behaviour --clip-frames 17 --clip-stride 2 --frame-size 32x32 --color gray --group-column trial \
+  --val-fraction 0.2 --shards 4 --video-storage clips
+expect_rc 0 "$LOCKSTEP" inspect vb
+expect_output "frames +[0-9]+ stored once for [0-9]+ clips"
+"$PYTHON" - "$ROOT/docs/python" <<'PY' || fail "frame-table clips differ from whole clips"
+import glob, json, os, sys
+sys.path.insert(0, sys.argv[1])
+import lockstep_shards
+m, c = (json.load(open(f"{d}/manifest.json")) for d in ("vb", "vbclips"))
+assert m["lockstep_format"] == 3 and m["frame_table"] and c["lockstep_format"] == 1, (m["lockstep_format"], c["lockstep_format"])
+for split in ("train", "val", "test"):
+    a, b = lockstep_shards.split_samples("vb", split), lockstep_shards.split_samples("vbclips", split)
+    assert a.shape == b.shape and sorted(x.tobytes() for x in a) == sorted(x.tobytes() for x in b), split
+size = lambda d: sum(os.path.getsize(f) for f in glob.glob(f"{d}/*.h5"))
+frames = sum(s["frames"] for sp in m["splits"].values() for s in sp["shards"])
+clips = sum(sp["count"] for sp in m["splits"].values())
+print(f"{clips} clips: {size('vbclips') / 2**20:.1f} MiB as whole clips ({clips * 17} frames), "
+      f"{size('vb') / 2**20:.1f} MiB as {frames} frames stored once")
+assert size("vb") * 4 < size("vbclips"), (size("vb"), size("vbclips"))
+PY
+pass "frames stored once: the same clips bit for bit as whole clips, on a fraction of the disk"
 
 # 2. Trial-wise split: the validation split's clip count is a sum of whole trials' counts
 # (every trial's clips in one split; the unit tests check the grouping itself).
@@ -86,6 +113,71 @@ for m in c3d r3d; do
     fail "$m: the PyTorch reference module disagrees with lockstep predict"
 done
 pass "c3d and r3d exports load strictly into their PyTorch modules, equal to predict"
+
+# 4c. Unlabelled footage (`shard --no-labels`): the test CSV without its label column gives
+# the labelled test split's clips, stored in source order, and predict gives each the same
+# probabilities; a CSV of whole videos (no frame column) gives a clip around every frame.
+"$PYTHON" - <<'PY' || fail "writing the unlabelled CSVs"
+import csv
+rows = list(csv.DictReader(open("vb.src/test.csv")))
+with open("vb.src/unl.csv", "w") as f:
+    f.write("video,trial,frame\n")
+    f.writelines(f"{r['video']},{r['trial']},{r['frame']}\n" for r in rows)
+videos = list(dict.fromkeys(r["video"] for r in rows))
+open("vb.src/whole.csv", "w").write("video\n" + "".join(v + "\n" for v in videos))
+PY
+VOPT=(--clip-frames 17 --frame-size 32x32 --color gray)
+expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/unl.csv --no-labels --output unl --clip-stride 2 "${VOPT[@]}"
+expect_rc 0 "$LOCKSTEP" inspect unl
+expect_output "none \(unlabeled data\)"
+expect_rc 0 run_mpi 2 predict --checkpoint c3d/checkpoints/best.ckpt --data unl --split train --out unl.h5
+expect_rc 0 run_mpi 2 predict --checkpoint c3d/checkpoints/best.ckpt --data vb --split test --out lab.h5
+expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/whole.csv --no-labels --output whole "${VOPT[@]}"
+expect_rc 0 run_mpi 2 predict --checkpoint c3d/checkpoints/best.ckpt --data whole --split train --out whole.csv
+"$PYTHON" - "$ROOT/docs/python" <<'PY' || fail "unlabelled video: clips, order or predictions"
+import csv, json, sys, h5py, numpy as np
+sys.path.insert(0, sys.argv[1])
+from lockstep_shards import split_samples as samples
+u, lab = samples("unl", "train"), samples("vb", "test")
+assert json.load(open("unl/manifest.json"))["sample_order"] == "source"
+assert u.shape == lab.shape, (u.shape, lab.shape)
+row_of = {x.tobytes(): i for i, x in enumerate(lab)}
+match = [row_of[x.tobytes()] for x in u]              # every unlabelled clip is a labelled test clip
+assert sorted(match) == list(range(len(lab))), "the clips differ"
+pu, pl = h5py.File("unl.h5", "r"), h5py.File("lab.h5", "r")
+assert "label" not in pu and list(pu.attrs["class_names"]) == list(pl.attrs["class_names"])
+assert np.allclose(pu["prob"][:], pl["prob"][:][match], atol=1e-5), "predictions differ from the labelled split's"
+# Source order: videos as the CSV first names them, then frames ascending (every 2nd row of
+# each trial): consecutive clips D frames apart in one video overlap by 17 - D frames.
+rows = list(csv.DictReader(open("vb.src/unl.csv")))
+trials = {}
+for r in rows: trials.setdefault((r["video"], r["trial"]), []).append(int(r["frame"]))
+order = []
+for v in dict.fromkeys(r["video"] for r in rows):
+    order += [(v, f) for f in sorted(f for (tv, t), fs in trials.items() if tv == v for f in sorted(fs)[::2])]
+assert len(order) == len(u), (len(order), len(u))
+checked = 0
+for i in range(len(u) - 1):
+    (v0, f0), (v1, f1) = order[i], order[i + 1]
+    if v0 == v1 and 0 < f1 - f0 < 17:
+        d = f1 - f0
+        assert np.array_equal(u[i][:, d:], u[i + 1][:, :-d]), f"clips {i}, {i + 1} are not frames {f0}, {f1} of {v0}"
+        checked += 1
+assert checked > len(u) // 2, checked
+# Whole videos: one clip per frame, in frame order: frame t+1 of clip i is frame t of clip
+# i+1 (the edge clips' repeated frames too); that breaks once, between the two videos.
+w = samples("whole", "train")[:, 0]
+breaks = [i for i in range(len(w) - 1) if not np.array_equal(w[i, 1:], w[i + 1, :-1])]
+assert len(breaks) == 1 and len(w) > 900, (len(w), breaks[:20])
+pred = list(csv.DictReader(open("whole.csv")))
+assert [int(r["index"]) for r in pred] == list(range(len(w))) and "label" not in pred[0], pred[0]
+print(f"{len(u)} clips in source order, predictions equal the labelled split's; {len(w)} whole-video clips")
+PY
+expect_rc 2 "$LOCKSTEP" shard --input video:vb.src/unl.csv --no-labels --val-fraction 0.2 --output bad "${VOPT[@]}"
+expect_output "no validation split"
+expect_rc 1 "$LOCKSTEP" shard --input video:vb.src/unl.csv --output bad "${VOPT[@]}"
+expect_output "must name the columns video, frame and label"
+pass "unlabelled footage (--no-labels): same clips in source order, predict gives the labelled split's probabilities"
 
 # 5. Options that do not fit the data are refused before training.
 make_slice fm 200 1

@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fuzz::expect_handled([&] {
     std::vector<std::string> files;
-    const auto inputs = io::open_audio({{"train", manifest}}, false, &files);
+    const bool labeled = (data[0] & 2) == 0;  // bit 1: `--no-labels` (PATH lines, no targets)
+    const auto inputs = io::open_audio({{"train", manifest}}, false, labeled, &files);
     for (const auto& in : inputs) {
       std::vector<unsigned char> buf(in.source->spec().sample_bytes() * static_cast<size_t>(in.source->count()));
       in.source->read(0, in.source->count(), buf.data());

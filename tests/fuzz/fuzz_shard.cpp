@@ -1,7 +1,9 @@
 // Fuzz target: a shard's HDF5 attributes and dataset types against the manifest's spec
 // (io/dataset/shard_reader: ShardFile, read_shard_header). The input chooses the stored
 // sample type and shape, the attribute values and the spec the manifest claims; the file
-// itself is written by HDF5 (fuzzing HDF5's own file parser is HDF5's business).
+// itself is written by HDF5 (fuzzing HDF5's own file parser is HDF5's business). One input
+// in three makes a v3 frame table instead: /frames and /clip_frames of fuzzed shapes, types
+// and frame rows (any value, in range or not).
 #include <hdf5.h>
 
 #include <cstring>
@@ -31,9 +33,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes in{data, size};
   const std::string path = fuzz::work_dir() + "/train-00000-of-00001.h5";
   io::h5_quiet();
+  const bool table = in.next() % 3 == 0;
   try {  // making the file is the harness's part: an input it cannot turn into a file is skipped
     io::H5Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
     const hsize_t count = in.next() % 5;
+    if (table) {
+      std::vector<hsize_t> fdims{static_cast<hsize_t>(in.next() % 6)};
+      for (int i = in.next() % 2 ? 3 : 1 + in.next() % 4; i > 0; --i) fdims.push_back(1 + in.next() % 3);
+      io::H5Handle fs(H5Screate_simple(static_cast<int>(fdims.size()), fdims.data(), nullptr));
+      io::H5Handle fr(H5Dcreate2(f.get(), "frames", in.next() % 4 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, fs.get(),
+                                 H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      const hsize_t rdims[2] = {in.next() % 4 ? count : count + 1, static_cast<hsize_t>(1 + in.next() % 4)};
+      io::H5Handle rs(H5Screate_simple(2, rdims, nullptr));
+      io::H5Handle r(H5Dcreate2(f.get(), "clip_frames", in.next() % 4 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, rs.get(),
+                                H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      std::vector<int32_t> rows(static_cast<size_t>(rdims[0] * rdims[1]));
+      for (int32_t& v : rows) v = static_cast<int8_t>(in.next()) / 8;  // mostly small, some negative
+      if (!rows.empty()) H5Dwrite(r.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
+      io::h5_write_attr_i64(f.get(), "frame_table", {in.next() % 4 ? 1 : 0});
+    }
     const int rank = 1 + in.next() % 3;
     std::vector<hsize_t> dims{count};
     for (int i = 0; i < rank; ++i) dims.push_back(in.next() % 4);
@@ -61,14 +79,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   io::DatasetSpec spec;
-  for (int i = 1 + in.next() % 3; i > 0; --i) spec.sample_shape.push_back(1 + in.next() % 3);  // as read_manifest allows
-  spec.dtype = static_cast<io::DType>(in.next() % 4);
+  for (int i = table ? 4 : 1 + in.next() % 3; i > 0; --i) spec.sample_shape.push_back(1 + in.next() % 3);  // as read_manifest allows
+  spec.dtype = table ? io::DType::kUInt8 : static_cast<io::DType>(in.next() % 4);
+  spec.frame_table = table;
   spec.labeled = in.next() % 4 != 0;
   spec.num_classes = 1 + in.next() % 4;
   io::ShardEntry entry;
   entry.file = "train-00000-of-00001.h5";
   entry.count = in.next() % 5;
   entry.crc32 = in.next();
+  entry.frames = table ? in.next() % 6 : 0;
   fuzz::expect_handled([&] {
     io::ShardFile shard(path, spec, &entry, in.next() % 2 ? "" : "abc");
     std::vector<unsigned char> samples(spec.sample_bytes() * static_cast<size_t>(shard.count()) + 1);

@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opt.clip_frames = 3;
     opt.height = opt.width = 8;
     opt.threads = 1;
+    opt.labeled = (data[0] & 2) == 0;  // bit 1: `--no-labels` (no label column needed; no frame column: every frame)
     std::vector<std::string> names, files;
     const auto inputs = io::open_video({{"train", csv}}, opt, {}, &names, &files);
     for (const auto& in : inputs) {

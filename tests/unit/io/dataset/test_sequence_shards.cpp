@@ -148,6 +148,19 @@ TEST(SequenceShards, ManifestRefusesTargetsWithClassLabels) {
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "sequence targets need a token list");
 }
 
+// A vocabulary belongs to sequence targets in a dataset; unlabelled speech has none (a CTC
+// model's is given to it for `predict`: sequence_outputs() on the model's view of the data).
+TEST(SequenceShards, TokensWithoutTargetsAreRefusedButMakeSequenceOutputs) {
+  DatasetSpec s = seq_spec();
+  s.max_target_length = 0;
+  EXPECT_EQ(spec_problem(s), "a token list without sequence targets");
+  EXPECT_TRUE(s.sequence_outputs());
+  EXPECT_FALSE(s.sequence_targets());
+  s.tokens.clear();
+  EXPECT_EQ(spec_problem(s), "");
+  EXPECT_FALSE(s.sequence_outputs());
+}
+
 TEST(SequenceShards, LengthBucketingIsAPermutationOfSimilarLengthBatches) {
   // 103 samples of lengths 1..300 (scrambled), batch 8, windows of 4 batches.
   std::vector<int64_t> lengths(103);

@@ -98,6 +98,41 @@ TEST(ImportPlan, StratifiedValidation) {
   EXPECT_EQ(val_class1, 20);  // 20% of class 1, exactly
 }
 
+// Frame tables (video clips): each shard is a run of the source order, so neighbouring clips
+// (which share frames) land in one shard; each run is stored in a seeded random order. The
+// splits hold the same samples as without source_runs.
+TEST(ImportPlan, SourceRunsCutShardsInSourceOrderAndShuffleWithin) {
+  const auto labels = labels_mod(100, 4);
+  PlanOptions opt;
+  opt.shards = 3;
+  opt.seed = 4;
+  opt.val_fraction = 0.2;
+  const auto plain = plan_import(labels, 4, "train", opt);
+  opt.source_runs = true;
+  const auto runs = plan_import(labels, 4, "train", opt);
+  ASSERT_EQ(runs.size(), 2u);
+  for (size_t s = 0; s < runs.size(); ++s) {
+    std::vector<int64_t> all, all_plain;
+    int64_t last_end = -1;
+    for (const auto& shard : runs[s].shards) {
+      EXPECT_FALSE(std::is_sorted(shard.begin(), shard.end()));  // stored shuffled
+      std::vector<int64_t> sorted = shard;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_GT(sorted.front(), last_end);  // shard k's samples all come before shard k+1's
+      last_end = sorted.back();
+      all.insert(all.end(), shard.begin(), shard.end());
+    }
+    for (const auto& shard : plain[s].shards) all_plain.insert(all_plain.end(), shard.begin(), shard.end());
+    std::sort(all.begin(), all.end());
+    std::sort(all_plain.begin(), all_plain.end());
+    EXPECT_EQ(all, all_plain) << runs[s].split;  // the same samples in each split
+  }
+  EXPECT_EQ(plan_import(labels, 4, "train", opt)[0].shards, runs[0].shards);  // deterministic
+  opt.shuffle = false;
+  const auto unshuffled = plan_import(labels, 4, "train", opt);
+  for (const auto& shard : unshuffled[0].shards) EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+}
+
 TEST(ImportPlan, LimitAndNoShuffle) {
   PlanOptions opt;
   opt.shuffle = false;

@@ -131,6 +131,54 @@ TEST_F(VideoImport, StrideTakesEveryNthLabelledFramePerTrial) {
   EXPECT_TRUE(open_one(dir_ + "/labels.csv", opt)->groups().empty());
 }
 
+// Unlabelled (--no-labels): no label column needed; a row without a frame column names a
+// whole video (every --clip-stride'th frame a clip centre), in the CSV's video order.
+TEST_F(VideoImport, UnlabelledRowsNameFramesOrWholeVideos) {
+  ramp_video(dir_ + "/a.mkv", 7);
+  ramp_video(dir_ + "/b.mkv", 4);
+  VideoOptions opt;
+  opt.clip_frames = 3;
+  opt.labeled = false;
+  write_text(dir_ + "/whole.csv", "video\nb.mkv\na.mkv\n");
+  std::vector<std::string> names;
+  auto whole = open_one(dir_ + "/whole.csv", opt, &names);
+  EXPECT_TRUE(names.empty());
+  EXPECT_FALSE(whole->spec().labeled);
+  EXPECT_EQ(whole->spec().num_classes, 0);
+  ASSERT_EQ(whole->count(), 11);  // b's 4 frames, then a's 7
+  auto data = read_all(*whole);
+  const std::vector<int> centre{0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6};
+  for (size_t i = 0; i < centre.size(); ++i) EXPECT_EQ(data[(i * 3 + 1) * 64], 10 * centre[i]) << "clip " << i;
+  EXPECT_EQ(data[(3 * 3 + 2) * 64], 30);  // b's last clip: its last frame repeated
+  opt.clip_stride = 3;
+  EXPECT_EQ(open_one(dir_ + "/whole.csv", opt)->count(), 2 + 3);  // b: 0, 3; a: 0, 3, 6
+  opt.clip_stride = 1;
+  write_text(dir_ + "/frames.csv", "frame,video,label\n5,a.mkv,\n1,a.mkv,\n");  // labels not read (empty here)
+  auto frames = open_one(dir_ + "/frames.csv", opt);
+  ASSERT_EQ(frames->count(), 2);
+  data = read_all(*frames);
+  EXPECT_EQ(data[1 * 64], 10);  // frames ascending within a video
+  EXPECT_EQ(data[(3 + 1) * 64], 50);
+  write_text(dir_ + "/twice.csv", "video\na.mkv\n./a.mkv\n");
+  EXPECT_ERROR_CONTAINS(open_one(dir_ + "/twice.csv", opt), "is listed twice (also on line 2)");
+  write_text(dir_ + "/novideo.csv", "frame\n1\n");
+  EXPECT_ERROR_CONTAINS(open_one(dir_ + "/novideo.csv", opt), "novideo.csv:1: the header must name the column video");
+  opt.labeled = true;
+  EXPECT_ERROR_CONTAINS(open_one(dir_ + "/whole.csv", opt), "whole.csv:1: the header must name the columns video, "
+                       "frame and label");
+  ImportSpec spec;  // --no-labels: no validation split, no class names, not every kind
+  spec.input = "video:" + dir_ + "/whole.csv";
+  spec.no_labels = true;
+  spec.options.plan.val_fraction = 0.2;
+  EXPECT_ERROR_CONTAINS(open_import(spec), "unlabelled data (--no-labels) has no validation split");
+  spec.options.plan.val_fraction = 0;
+  spec.class_names = "a,b";
+  EXPECT_ERROR_CONTAINS(open_import(spec), "--class-names given with --no-labels");
+  spec.class_names.clear();
+  spec.input = "idx:" + dir_;
+  EXPECT_ERROR_CONTAINS(open_import(spec), "--no-labels is for video:, audio:");
+}
+
 // Clips far apart in a long video keep only their own frames; the contents stay exact.
 TEST_F(VideoImport, DistantClipsKeepOnlyTheirFrames) {
   ramp_video(dir_ + "/long.mkv", 24);
