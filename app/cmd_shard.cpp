@@ -50,7 +50,7 @@ int cmd_shard(const Args& args) {
       "             librispeech:DIR (SPEAKER/CHAPTER/*.trans.txt + FLAC, read as audio: is)\n"
       "             video:FILE (a CSV of video,frame,label[,trial] rows: per-frame labels on mp4/mkv/avi\n"
       "               files -> uint8 clips [C, T, H, W] around each labelled frame; trials as groups;\n"
-      "               --no-labels: video[,frame] rows, no frame column = every frame)\n"
+      "               --no-labels: video[,frame] rows; no frame column: every --clip-stride'th frame)\n"
       "             hdf5:FILE (one big file: --samples-dataset, --labels-dataset)\n"
       "             npy:X.npy[,Y.npy] (NumPy arrays: samples [N, ...], labels [N]; no Y: unlabelled)\n"
       "             npz:FILE[:X,Y] (arrays of an np.savez archive; keys default to --samples-dataset,\n"

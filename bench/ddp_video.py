@@ -2,8 +2,8 @@
 otherwise write for jobs/video_behaviour.ini (bench/video_vs_ddp.sh runs both and prints
 the ratio).
 
-Same data (lockstep's shards via h5py: uint8 clips [C, T, H, W] in /samples, int64
-/labels; normalised per batch with the manifest's per-channel mean/std, the clips staying
+Same data (lockstep's shards via h5py: uint8 clips [C, T, H, W], read by
+docs/python/lockstep_shards.py from /samples or a v3 frame table, int64 /labels; normalised per batch with the manifest's per-channel mean/std, the clips staying
 uint8 in memory), models (c3d, r3d-10/18: below), loss (cross-entropy, class weights "auto"
 = N / (K * n_k) over the training split, optional label smoothing), Adam or AdamW (LR x 1,
 world or sqrt(world) as --lr-scaling says), linear warm-up then cosine (or constant) per

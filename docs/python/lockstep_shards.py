@@ -22,12 +22,14 @@ def shard_samples(f, start=0, stop=None):
     if "clip_frames" not in f:
         return f["samples"][start:stop]
     rows = f["clip_frames"][start:stop]  # [n, T] rows of /frames
+    count, c, h, w = f["frames"].shape
     if rows.size == 0:
-        c, h, w = f["frames"].shape[1:]
         return np.zeros((0, c, rows.shape[1], h, w), dtype=f["frames"].dtype)
-    lo, hi = int(rows.min()), int(rows.max()) + 1
-    frames = f["frames"][lo:hi]  # [k, C, H, W]
-    return np.ascontiguousarray(frames[rows - lo].transpose(0, 2, 1, 3, 4))
+    if rows.min() < 0 or rows.max() >= count:
+        raise ValueError(f"{f.filename}: a clip names a frame row outside [0, {count})")
+    needed, index = np.unique(rows, return_inverse=True)  # only the frames these clips use
+    frames = f["frames"][needed]  # [k, C, H, W]
+    return np.ascontiguousarray(frames[index.reshape(rows.shape)].transpose(0, 2, 1, 3, 4))
 
 
 def split_samples(data_dir, split):

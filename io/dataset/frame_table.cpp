@@ -45,4 +45,21 @@ std::vector<RowRun> row_runs(std::vector<int64_t> rows, int64_t gap) {
   return runs;
 }
 
+void assemble_clips(const DatasetSpec& spec, const ClipBlock& block, int64_t n, void* out) {
+  const int64_t t_len = spec.clip_length();
+  const size_t fb = spec.frame_bytes();
+  const auto frame_at = [&](int64_t row) {
+    const auto k = static_cast<size_t>(std::upper_bound(block.runs.begin(), block.runs.end(), row,
+                                                        [](int64_t v, const RowRun& r) { return v < r.begin; }) -
+                                       block.runs.begin() - 1);
+    return block.bytes.data() + block.run_at[k] + static_cast<size_t>(row - block.runs[k].begin) * fb;
+  };
+  std::vector<const unsigned char*> frame(static_cast<size_t>(t_len));
+  auto* dst = static_cast<unsigned char*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t t = 0; t < t_len; ++t) frame[static_cast<size_t>(t)] = frame_at(block.rows[static_cast<size_t>(i * t_len + t)]);
+    assemble_clip(spec, frame.data(), dst + static_cast<size_t>(i) * spec.sample_bytes());
+  }
+}
+
 }  // namespace lockstep::io

@@ -24,4 +24,15 @@ struct RowRun {
 };
 std::vector<RowRun> row_runs(std::vector<int64_t> rows, int64_t gap);
 
+// A block of clips as the reader fetched it: each clip's T frame ROWS, and the frames of
+// RUNS, read one after another into BYTES (run k from byte RUN_AT[k]).
+struct ClipBlock {
+  std::vector<int32_t> rows;
+  std::vector<RowRun> runs;
+  std::vector<size_t> run_at;
+  std::vector<unsigned char> bytes;
+};
+// The block's N clips into OUT ([C, T, H, W] each); every row lies in one of the runs.
+void assemble_clips(const DatasetSpec& spec, const ClipBlock& block, int64_t n, void* out);
+
 }  // namespace lockstep::io

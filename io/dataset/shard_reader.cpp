@@ -188,9 +188,10 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   check_rows(begin, n);
   if (n == 0) return;
   h5_quiet();  // may be the loader's thread
-  std::lock_guard<std::mutex> lock(h5_mutex());
+  ClipBlock clips;  // frame tables: read under the lock, assembled after it
+  std::unique_lock<std::mutex> lock(h5_mutex());
   if (spec_.frame_table) {
-    read_clips(begin, n, samples);
+    clips = read_clip_block(begin, n);
   } else {
     const RowSelection rows = select_rows(samples_.get(), begin, n);
     if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
@@ -210,47 +211,37 @@ void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) 
   }
   if (spec_.ragged) read_columns(lengths_, "lengths", DatasetSpec::kLengthColumn, 1);
   if (spec_.sequence_targets()) read_columns(targets_, "targets", spec_.targets_column(), spec_.max_target_length);
+  lock.unlock();
+  if (spec_.frame_table) assemble_clips(spec_, clips, n, samples);
   validate_samples(spec_, samples, records, n, begin, path_);
 }
 
-void ShardFile::read_clips(int64_t begin, int64_t n, void* samples) const {
+ClipBlock ShardFile::read_clip_block(int64_t begin, int64_t n) const {
   const int64_t t_len = spec_.clip_length();
-  std::vector<int32_t> rows(static_cast<size_t>(n * t_len));
+  ClipBlock b;
+  b.rows.resize(static_cast<size_t>(n * t_len));
   const RowSelection sel = select_rows(frame_rows_.get(), begin, n);
-  if (H5Dread(frame_rows_.get(), H5T_NATIVE_INT32, sel.memory.get(), sel.file.get(), H5P_DEFAULT, rows.data()) < 0)
+  if (H5Dread(frame_rows_.get(), H5T_NATIVE_INT32, sel.memory.get(), sel.file.get(), H5P_DEFAULT, b.rows.data()) < 0)
     throw Error(read_error("clip_frames", begin, n));
-  std::vector<int64_t> needed(rows.begin(), rows.end());
-  for (size_t i = 0; i < rows.size(); ++i)
-    LOCKSTEP_REQUIRE(rows[i] >= 0 && rows[i] < frames_,
+  for (size_t i = 0; i < b.rows.size(); ++i)
+    LOCKSTEP_REQUIRE(b.rows[i] >= 0 && b.rows[i] < frames_,
                      path_ + ": clip " + std::to_string(begin + static_cast<int64_t>(i) / t_len) + " names frame row " +
-                         std::to_string(rows[i]) + ", outside the shard's " + std::to_string(frames_) + " frames");
-  // The frames, read in runs (a gap of up to 4 unneeded frames is read through), then gathered.
+                         std::to_string(b.rows[i]) + ", outside the shard's " + std::to_string(frames_) + " frames");
+  // The frames, read in runs (a gap of up to 4 unneeded frames is read through).
   const size_t fb = spec_.frame_bytes();
-  const std::vector<RowRun> runs = row_runs(std::move(needed), 4);
+  b.runs = row_runs(std::vector<int64_t>(b.rows.begin(), b.rows.end()), 4);
   int64_t total = 0;
-  for (const RowRun& r : runs) total += r.end - r.begin;
-  std::vector<unsigned char> buf(static_cast<size_t>(total) * fb);
-  std::vector<size_t> run_at(runs.size());
+  for (const RowRun& r : b.runs) total += r.end - r.begin;
+  b.bytes.resize(static_cast<size_t>(total) * fb);
   size_t at = 0;
-  for (size_t k = 0; k < runs.size(); ++k) {
-    const RowSelection fr = select_rows(samples_.get(), runs[k].begin, runs[k].end - runs[k].begin);
-    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), fr.memory.get(), fr.file.get(), H5P_DEFAULT, buf.data() + at) < 0)
-      throw Error(read_error("frames", runs[k].begin, runs[k].end - runs[k].begin));
-    run_at[k] = at;
-    at += static_cast<size_t>(runs[k].end - runs[k].begin) * fb;
+  for (const RowRun& r : b.runs) {
+    const RowSelection fr = select_rows(samples_.get(), r.begin, r.end - r.begin);
+    if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), fr.memory.get(), fr.file.get(), H5P_DEFAULT, b.bytes.data() + at) < 0)
+      throw Error(read_error("frames", r.begin, r.end - r.begin));
+    b.run_at.push_back(at);
+    at += static_cast<size_t>(r.end - r.begin) * fb;
   }
-  const auto frame_at = [&](int64_t row) {
-    const auto k = static_cast<size_t>(
-        std::upper_bound(runs.begin(), runs.end(), row, [](int64_t v, const RowRun& r) { return v < r.begin; }) -
-        runs.begin() - 1);
-    return buf.data() + run_at[k] + static_cast<size_t>(row - runs[k].begin) * fb;
-  };
-  std::vector<const unsigned char*> frame(static_cast<size_t>(t_len));
-  auto* out = static_cast<unsigned char*>(samples);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t t = 0; t < t_len; ++t) frame[static_cast<size_t>(t)] = frame_at(rows[static_cast<size_t>(i * t_len + t)]);
-    assemble_clip(spec_, frame.data(), out + static_cast<size_t>(i) * spec_.sample_bytes());
-  }
+  return b;
 }
 
 std::vector<int64_t> ShardFile::read_class_labels(int64_t begin, int64_t n) const {
@@ -299,7 +290,7 @@ ShardHeader read_shard_header(const std::string& path) {
   }
   H5Handle dcpl(H5_CHECK(H5Dget_create_plist(d.get())));
   if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
-    std::vector<hsize_t> chunk(static_cast<size_t>(H5Pget_chunk(dcpl.get(), 0, nullptr)));
+    std::vector<hsize_t> chunk(static_cast<size_t>(H5_CHECK(H5Pget_chunk(dcpl.get(), 0, nullptr))));
     H5_CHECK(H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
     h.chunk.assign(chunk.begin(), chunk.end());
   }

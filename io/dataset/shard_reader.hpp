@@ -18,6 +18,8 @@
 //   once, when the file is opened (one extra read per run, not per epoch).
 #pragma once
 
+#include "io/dataset/frame_table.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,8 +56,9 @@ class ShardFile {
   std::string read_error(const char* dataset, int64_t begin, int64_t n) const;
   // N x COLS int64 values of integer dataset D from row BEGIN; the caller holds the HDF5 lock.
   std::vector<int64_t> read_ints(const H5Handle& d, const char* name, int64_t begin, int64_t n, int64_t cols) const;
-  // Frame tables: the N clips from BEGIN into SAMPLES; the caller holds the HDF5 lock.
-  void read_clips(int64_t begin, int64_t n, void* samples) const;
+  // Frame tables: the frame rows of the N clips from BEGIN and the frames they name (the
+  // caller holds the HDF5 lock; the clips are assembled after it is released).
+  ClipBlock read_clip_block(int64_t begin, int64_t n) const;
 
   std::string path_;
   DatasetSpec spec_;

@@ -57,7 +57,8 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   std::vector<hsize_t> dims{static_cast<hsize_t>(n_samples)};
   for (const int64_t d : spec.sample_shape) dims.push_back(static_cast<hsize_t>(d));
   int64_t chunk = opt.chunk_samples;
-  if (chunk <= 0) chunk = std::max<int64_t>(1, (1 << 20) / static_cast<int64_t>(spec.sample_bytes()));
+  if (chunk <= 0)  // ~1 MiB of samples; a frame table's rows are small: 4096 clips a chunk
+    chunk = spec.frame_table ? 4096 : std::max<int64_t>(1, (1 << 20) / static_cast<int64_t>(spec.sample_bytes()));
   chunk = std::min(chunk, n_samples);
   std::vector<hsize_t> chunk_dims = dims;
   chunk_dims[0] = static_cast<hsize_t>(chunk);
@@ -70,11 +71,13 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   }
   if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(dcpl.get()));
   if (spec.frame_table) {
-    // /frames [F, C, H, W], growing as frames are appended; chunks of ~256 KiB, so a clip's
-    // read (a run of about T rows) touches few bytes it does not need.
+    // /frames [F, C, H, W], growing as frames are appended; a chunk holds T frames (at most
+    // 256 KiB): clips are stored shuffled, so a clip's read (a run of about T rows) touches 1-2
+    // chunks, about twice the bytes it needs.
     std::vector<hsize_t> fdims{0, dims[1], dims[3], dims[4]}, fmax = fdims, fchunk = fdims;
     fmax[0] = H5S_UNLIMITED;
-    fchunk[0] = static_cast<hsize_t>(std::clamp<size_t>((size_t{256} << 10) / spec.frame_bytes(), 1, 4096));
+    fchunk[0] = static_cast<hsize_t>(std::clamp<int64_t>(
+        std::min<int64_t>(spec.clip_length(), static_cast<int64_t>((size_t{256} << 10) / spec.frame_bytes())), 1, 4096));
     H5Handle fcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
     H5_CHECK(H5Pset_chunk(fcpl.get(), 4, fchunk.data()));
     if (opt.compression > 0) {

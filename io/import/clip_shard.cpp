@@ -13,12 +13,10 @@ namespace lockstep::io {
 
 ClipShard::ClipShard(const DatasetSpec& spec, ShardWriter& out, std::vector<int64_t> position, size_t window_bytes)
     : spec_(spec), out_(out), position_(std::move(position)), frame_bytes_(spec.frame_bytes()) {
-  LOCKSTEP_REQUIRE(spec.frame_table && frame_bytes_ > 0, "ClipShard: the dataset is not a frame table");
+  LOCKSTEP_REQUIRE(spec.frame_table && frame_bytes_ > 0, out.final_path() + ": ClipShard on a dataset that is not a "
+                                                                           "frame table");
   const size_t t_len = static_cast<size_t>(spec.clip_length());
-  window_ = std::max(2 * t_len + 1, window_bytes / frame_bytes_);
-  ring_.resize(window_ * frame_bytes_);
-  ring_row_.assign(window_, -1);
-  ring_hash_.assign(window_, 0);
+  window_ = std::min(4 * t_len + 1, std::max(2 * t_len + 1, window_bytes / frame_bytes_));
   frame_.resize(frame_bytes_);
 }
 
@@ -37,8 +35,11 @@ int64_t ClipShard::frame_row(const unsigned char* frame) {
         by_hash_.erase(it);
         break;
       }
-  } else {
+  } else {  // the ring grows as it fills
     ++ring_used_;
+    ring_.resize(ring_used_ * frame_bytes_);
+    ring_row_.push_back(-1);
+    ring_hash_.push_back(0);
   }
   std::memcpy(ring_.data() + slot * frame_bytes_, frame, frame_bytes_);
   const int64_t row = stored_ + pending_;
@@ -55,7 +56,8 @@ int64_t ClipShard::frame_row(const unsigned char* frame) {
 
 void ClipShard::flush_frames() {
   if (pending_ == 0) return;
-  out_.append_frames(pending_bytes_.data(), pending_);
+  LOCKSTEP_REQUIRE(out_.append_frames(pending_bytes_.data(), pending_) == stored_,
+                   out_.final_path() + ": frames appended out of step with their rows");
   stored_ += pending_;
   pending_ = 0;
   pending_bytes_.clear();
@@ -73,6 +75,8 @@ void ClipShard::add(const void* clip, const int64_t* record) {
 
 void ClipShard::drain() {
   flush_frames();
+  by_hash_.clear();  // the window is not needed any more
+  std::vector<unsigned char>().swap(ring_);
   const int64_t t_len = spec_.clip_length(), w = spec_.record_width();
   LOCKSTEP_REQUIRE(position_.empty() || static_cast<int64_t>(position_.size()) == clips_,
                    out_.final_path() + ": " + std::to_string(clips_) + " clips added, " +

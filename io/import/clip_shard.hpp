@@ -4,11 +4,14 @@
 // The import meets a shard's clips in source order (import_plan.hpp: with source_runs a
 // shard is a run of consecutive clips), so a frame's repeats — the overlap of neighbouring
 // clips, a padded edge frame — come close together. add() cuts each clip into its T frames
-// and looks each one up among the last WINDOW distinct frames it stored (a hash, then the
-// bytes compared: a frame is shared only when it is byte-identical); a new frame is
-// appended to the shard at once, in ~1 MiB slices. A frame whose twin fell out of the
-// window is stored again: the cost is disk, never a wrong clip. The clips' rows and label
-// records (small) stay in memory and are written at drain(), in the shard's planned order.
+// and looks each one up among the last distinct frames it stored (a hash, then the bytes
+// compared: a frame is shared only when it is byte-identical); a new frame is appended to
+// the shard at once, in ~1 MiB slices. The window holds 4T+1 frames (a clip's neighbours
+// within a run share all but their stride's frames; fewer, down to 2T+1, when that is over
+// WINDOW_BYTES), allocated as it fills and freed at drain(): the import holds one per shard.
+// A frame whose twin left the window is stored again: the cost is disk, never a wrong clip.
+// The clips' rows and label records (small) stay in memory and are written at drain(), in
+// the shard's planned order.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ class ClipShard {
   // POSITION[j]: the planned (stored) position of the j-th clip added; empty: the same order.
   // WINDOW_BYTES bounds the frames held for the lookup (at least 2T + 1 frames are held).
   ClipShard(const DatasetSpec& spec, ShardWriter& out, std::vector<int64_t> position,
-            size_t window_bytes = size_t{64} << 20);
+            size_t window_bytes = size_t{16} << 20);
   ClipShard(const ClipShard&) = delete;
   ClipShard& operator=(const ClipShard&) = delete;
 

@@ -21,22 +21,44 @@ int64_t SplitAssignment::count() const {
 
 namespace {
 
+// Step 4 with source_runs: ORDER (the split's samples) sorted, cut into runs, the runs dealt
+// to S shards in a seeded order; each shard's samples in source order (shuffled later).
+std::vector<std::vector<int64_t>> deal_runs(std::vector<int64_t> order, int64_t s, const PlanOptions& options,
+                                            uint64_t salt) {
+  std::sort(order.begin(), order.end());
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t runs = std::clamp<int64_t>(n / options.source_runs, s, 64 * s);
+  const std::vector<int64_t> perm =
+      options.shuffle ? epoch_permutation(runs, options.seed, /*epoch=*/-4, static_cast<int>(salt & 0x7fffffff))
+                      : std::vector<int64_t>();
+  std::vector<std::vector<int64_t>> shards(static_cast<size_t>(s));
+  for (int64_t k = 0; k < runs; ++k) {
+    const int64_t r = perm.empty() ? k : perm[static_cast<size_t>(k)];  // the k-th run dealt
+    auto& shard = shards[static_cast<size_t>(k * s / runs)];
+    shard.insert(shard.end(), order.begin() + n * r / runs, order.begin() + n * (r + 1) / runs);
+  }
+  for (auto& shard : shards) std::sort(shard.begin(), shard.end());
+  return shards;
+}
+
 SplitAssignment deal(const std::string& split, std::vector<int64_t> order, const PlanOptions& options) {
   LOCKSTEP_REQUIRE(!order.empty(), "split '" + split + "' would be empty");
   SplitAssignment a;
   a.split = split;
-  if (options.source_runs) std::sort(order.begin(), order.end());
   const int64_t n = static_cast<int64_t>(order.size());
   const int64_t s = std::min<int64_t>(options.shards, n);
-  for (int64_t k = 0; k < s; ++k) {
-    a.shards.emplace_back(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
-    if (!options.source_runs || !options.shuffle) continue;
-    std::vector<int64_t>& run = a.shards.back();
-    const std::vector<int64_t> perm = epoch_permutation(static_cast<int64_t>(run.size()), options.seed, /*epoch=*/-3,
-                                                        static_cast<int>((fnv1a64(split) + static_cast<uint64_t>(k)) & 0x7fffffff));
-    std::vector<int64_t> stored(run.size());
-    for (size_t p = 0; p < perm.size(); ++p) stored[p] = run[static_cast<size_t>(perm[p])];
-    run = std::move(stored);
+  if (options.source_runs <= 0) {
+    for (int64_t k = 0; k < s; ++k) a.shards.emplace_back(order.begin() + n * k / s, order.begin() + n * (k + 1) / s);
+    return a;
+  }
+  a.shards = deal_runs(std::move(order), s, options, fnv1a64(split));
+  for (size_t k = 0; options.shuffle && k < a.shards.size(); ++k) {  // each shard stored in a seeded order
+    std::vector<int64_t>& shard = a.shards[k];
+    const std::vector<int64_t> perm = epoch_permutation(static_cast<int64_t>(shard.size()), options.seed, /*epoch=*/-3,
+                                                        static_cast<int>((fnv1a64(split) + k) & 0x7fffffff));
+    std::vector<int64_t> stored(shard.size());
+    for (size_t p = 0; p < perm.size(); ++p) stored[p] = shard[static_cast<size_t>(perm[p])];
+    shard = std::move(stored);
   }
   return a;
 }

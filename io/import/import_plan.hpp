@@ -14,11 +14,13 @@
 //    shuffling, a seeded random order, so that any contiguous range of a shard (what a
 //    rank reads when there are fewer shards than ranks) is an unbiased sample of the split
 //    even when the source is sorted by class or subject; without shuffling, source order.
-//    source_runs (video clips stored as frame tables: neighbouring clips share frames): the
-//    list is cut in source order instead, so each shard holds a run of consecutive clips
-//    and stores their frames once, and each shard's run is then stored in a seeded random
-//    order (the same unbiased ranges within a shard; shards differ by video, as a per-video
-//    sampler's would, and training re-deals the whole split every epoch: shard_plan.hpp).
+//    source_runs R > 0 (video clips stored as frame tables: neighbouring clips share
+//    frames): the list, in source order, is cut into runs of about R consecutive samples
+//    (at least one per shard, at most 64 per shard), the runs are dealt to the shards in a
+//    seeded random order, and each shard stores its samples in a seeded random order. A
+//    shard then holds whole runs (their frames stored once; a frame twice only where two
+//    neighbouring runs went to different shards) and is still a fair sample of its split
+//    at the granularity of runs, not of videos.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,7 @@ struct PlanOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   int64_t limit = 0;  // 0: all
-  bool source_runs = false;  // step 4's shards are runs of the source order (above)
+  int64_t source_runs = 0;  // > 0: step 4 deals runs of this many consecutive samples (above)
 };
 
 struct SplitAssignment {

@@ -112,6 +112,9 @@ OpenedImport open_import(ImportSpec& spec) {
   ImportOptions& opt = spec.options;
   const auto [kind, path] = kind_and_path(spec.input, "input");
   opt.class_names = split_commas(spec.class_names);
+  if (kind == "video" && spec.video.frame_table && !spec.sample_shape.empty())
+    throw UsageError("--sample-shape on video: clips stored as frames (--video-storage frames) keep their "
+                     "[C,T,H,W] shape; pass --video-storage clips to reshape them");
   if (spec.no_labels) {
     if (kind != "video" && kind != "audio" && kind != "librispeech" && kind != "csv")
       throw UsageError("--no-labels is for video:, audio:, librispeech: and csv: inputs (npy: leave out the labels "

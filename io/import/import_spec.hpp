@@ -29,7 +29,8 @@ struct ImportSpec {
   std::string sample_shape;  // "1,28,28": every sample reshaped (same elements); empty: as stored
   // --no-labels: data to run `predict` on (video, audio, librispeech; csv as --label-column
   // none): no label column, frame or transcript needed; stored in source order (no shuffle,
-  // no validation split), so prediction row i is the input's i-th sample.
+  // no validation split): prediction row i is the input's i-th sample (video: the i-th
+  // clip of video_import.hpp's order).
   bool no_labels = false;
   CsvOptions csv;  // its group_column also names video's trial column
   VideoOptions video;

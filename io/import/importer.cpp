@@ -185,7 +185,9 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
                                                             std::vector<std::unique_ptr<ShardWriter>>* done) {
   PlanOptions plan = opt.plan;
   if (!in.with_val) plan.val_fraction = 0.0;
-  plan.source_runs = spec.frame_table;  // a shard's clips share frames only when they are neighbours
+  // Frame tables: a shard's clips share frames only with their neighbours, so shards take
+  // runs of consecutive clips (~16 clips' frames each: a run's edge frames are stored twice).
+  plan.source_runs = spec.frame_table ? 16 * spec.clip_length() : 0;
   const auto assignments = plan_import(in.source->labels(), std::max<int64_t>(1, spec.num_classes), in.split, plan,
                                        in.source->groups(), in.source->name());
 

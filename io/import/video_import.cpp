@@ -13,6 +13,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "io/import/text_fields.hpp"
@@ -380,6 +382,25 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
   spec.num_classes = static_cast<int64_t>(names->size());
   spec.class_names = *names;
   const int threads = std::min(256, opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // A video being decoded holds every frame its clips use (a whole video, for unlabelled
+  // rows without frames), THREADS videos at a time: refused before decoding when that would
+  // take over half the machine's memory, rather than ending in the kernel's OOM kill.
+  const size_t frame_bytes = spec.sample_bytes() / static_cast<size_t>(opt.clip_frames);
+  const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  for (const Planned& p : plans) {
+    std::vector<std::pair<double, const Video*>> held;
+    for (const Video& v : p.videos)
+      held.emplace_back(static_cast<double>(std::count(v.keep.begin(), v.keep.end(), true)) * static_cast<double>(frame_bytes), &v);
+    std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    double peak = 0;
+    for (size_t i = 0; i < held.size() && i < static_cast<size_t>(threads); ++i) peak += held[i].first;
+    if (ram > 0 && peak > ram / 2)
+      throw UsageError(fmt::format("{}: decoding needs {:.1f} GB of frames at once ({} holds {:.1f} GB of {}x{} frames; "
+                                   "--decode-threads {}), over half of this machine's {:.1f} GB: lower --decode-threads "
+                                   "or --frame-size, or split the video",
+                                   held[0].second->path, peak / 1e9, held[0].second->path, held[0].first / 1e9,
+                                   format.height, format.width, threads, ram / 1e9));
+  }
   std::vector<InputSplit> out;
   for (size_t s = 0; s < plans.size(); ++s) {
     Planned& p = plans[s];

@@ -98,39 +98,52 @@ TEST(ImportPlan, StratifiedValidation) {
   EXPECT_EQ(val_class1, 20);  // 20% of class 1, exactly
 }
 
-// Frame tables (video clips): each shard is a run of the source order, so neighbouring clips
-// (which share frames) land in one shard; each run is stored in a seeded random order. The
-// splits hold the same samples as without source_runs.
-TEST(ImportPlan, SourceRunsCutShardsInSourceOrderAndShuffleWithin) {
+// Frame tables (video clips): shards take whole runs of consecutive samples (neighbouring
+// clips share frames), the runs dealt at random, each shard stored in a seeded random order.
+// The splits hold the same samples as without source_runs.
+TEST(ImportPlan, SourceRunsDealWholeRunsAndShuffleWithin) {
   const auto labels = labels_mod(100, 4);
   PlanOptions opt;
   opt.shards = 3;
   opt.seed = 4;
   opt.val_fraction = 0.2;
   const auto plain = plan_import(labels, 4, "train", opt);
-  opt.source_runs = true;
+  opt.source_runs = 5;  // train: 80 samples, 16 runs of 5; val: 20 samples, 4 runs of 5
   const auto runs = plan_import(labels, 4, "train", opt);
   ASSERT_EQ(runs.size(), 2u);
+  int64_t pieces = 0;
   for (size_t s = 0; s < runs.size(); ++s) {
     std::vector<int64_t> all, all_plain;
-    int64_t last_end = -1;
+    for (const auto& shard : runs[s].shards) all.insert(all.end(), shard.begin(), shard.end());
+    for (const auto& shard : plain[s].shards) all_plain.insert(all_plain.end(), shard.begin(), shard.end());
+    std::sort(all.begin(), all.end());
+    std::sort(all_plain.begin(), all_plain.end());
+    ASSERT_EQ(all, all_plain) << runs[s].split;  // the same samples in each split
     for (const auto& shard : runs[s].shards) {
       EXPECT_FALSE(std::is_sorted(shard.begin(), shard.end()));  // stored shuffled
       std::vector<int64_t> sorted = shard;
       std::sort(sorted.begin(), sorted.end());
-      EXPECT_GT(sorted.front(), last_end);  // shard k's samples all come before shard k+1's
-      last_end = sorted.back();
-      all.insert(all.end(), shard.begin(), shard.end());
+      // The shard's samples are whole runs: pieces of the split's source order, none shorter than a run.
+      size_t begin = 0;
+      for (size_t i = 1; i <= sorted.size(); ++i) {
+        const auto at = [&](size_t k) { return std::lower_bound(all.begin(), all.end(), sorted[k]) - all.begin(); };
+        if (i < sorted.size() && at(i) == at(i - 1) + 1) continue;
+        EXPECT_GE(i - begin, 5u) << runs[s].split << " piece at " << sorted[begin];
+        ++pieces;
+        begin = i;
+      }
     }
-    for (const auto& shard : plain[s].shards) all_plain.insert(all_plain.end(), shard.begin(), shard.end());
-    std::sort(all.begin(), all.end());
-    std::sort(all_plain.begin(), all_plain.end());
-    EXPECT_EQ(all, all_plain) << runs[s].split;  // the same samples in each split
   }
+  EXPECT_GT(pieces, 2 * 3);  // runs were dealt apart, not one contiguous range per shard
   EXPECT_EQ(plan_import(labels, 4, "train", opt)[0].shards, runs[0].shards);  // deterministic
-  opt.shuffle = false;
+  opt.shuffle = false;  // runs dealt in order: contiguous shards in source order
   const auto unshuffled = plan_import(labels, 4, "train", opt);
-  for (const auto& shard : unshuffled[0].shards) EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+  int64_t last = -1;
+  for (const auto& shard : unshuffled[0].shards) {
+    EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+    EXPECT_GT(shard.front(), last);
+    last = shard.back();
+  }
 }
 
 TEST(ImportPlan, LimitAndNoShuffle) {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "io/import/video_decoder.hpp"
 #include "io/import/import_spec.hpp"
 #include "io/import/video_import.hpp"
@@ -177,6 +179,24 @@ TEST_F(VideoImport, UnlabelledRowsNameFramesOrWholeVideos) {
   spec.class_names.clear();
   spec.input = "idx:" + dir_;
   EXPECT_ERROR_CONTAINS(open_import(spec), "--no-labels is for video:, audio:");
+}
+
+// Decoding holds every frame a video's clips use: an import that would hold over half the
+// machine's memory is refused before decoding (here: whole videos resized to 8192x8192 RGB).
+TEST_F(VideoImport, DecodingMoreThanHalfTheMemoryIsRefusedFirst) {
+  const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const int frames = static_cast<int>(ram / 2 / (8192.0 * 8192 * 3)) + 8;
+  if (frames > 4000) GTEST_SKIP() << "a machine with over 1 TB of memory";
+  ramp_video(dir_ + "/long.mkv", frames);
+  write_text(dir_ + "/whole.csv", "video\nlong.mkv\n");
+  VideoOptions opt;
+  opt.clip_frames = 3;
+  opt.labeled = false;
+  opt.rgb = true;
+  opt.height = opt.width = 8192;
+  EXPECT_ERROR_CONTAINS(open_one(dir_ + "/whole.csv", opt), "long.mkv: decoding needs ");
+  opt.height = opt.width = 8;
+  EXPECT_EQ(open_one(dir_ + "/whole.csv", opt)->count(), frames);
 }
 
 // Clips far apart in a long video keep only their own frames; the contents stay exact.
