@@ -127,6 +127,9 @@ int cmd_inspect(const Args& args) {
     }
   }
   if (path.empty()) throw UsageError("lockstep inspect needs a PATH (see --help)");
+  if (verify && !io::is_directory(path))
+    throw UsageError("--verify checks a whole dataset against its manifest: lockstep inspect DIR --verify (" + path +
+                     " is not a dataset directory)");
   if (io::is_directory(path)) {
     inspect_dataset(path, verify);
   } else if (path.size() > 3 && path.compare(path.size() - 3, 3, ".h5") == 0) {

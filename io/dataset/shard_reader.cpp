@@ -322,12 +322,15 @@ std::vector<std::string> verify_dataset(const std::string& dir) {
       std::snprintf(got, sizeof got, "%08x", crc);
       LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
       ShardFile f(path, m.spec, &s, m.dataset_id);
-      std::vector<unsigned char> samples(m.spec.sample_bytes() * 1024);
+      // Blocks of up to 1024 samples and 64 MiB (large clips: fewer), never more than the shard.
+      const int64_t block = std::min<int64_t>(
+          f.count(), std::clamp<int64_t>(static_cast<int64_t>((size_t{64} << 20) / m.spec.sample_bytes()), 1, 1024));
+      std::vector<unsigned char> samples(m.spec.sample_bytes() * static_cast<size_t>(block));
       const int64_t w = m.spec.record_width();
-      std::vector<int64_t> records(static_cast<size_t>(1024 * w)),
+      std::vector<int64_t> records(static_cast<size_t>(block * w)),
           hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
-      for (int64_t i = 0; i < f.count(); i += 1024) {
-        const int64_t k = std::min<int64_t>(1024, f.count() - i);
+      for (int64_t i = 0; i < f.count(); i += block) {
+        const int64_t k = std::min<int64_t>(block, f.count() - i);
         f.read(i, k, samples.data(), records.data());  // checks lengths and targets too
         for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(records[static_cast<size_t>(j * w)])];
       }

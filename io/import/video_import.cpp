@@ -58,7 +58,8 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the video label CSV");
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   std::string line;
-  LOCKSTEP_REQUIRE(static_cast<bool>(std::getline(in, line)), path + ": empty file (expected a header video,frame,label)");
+  LOCKSTEP_REQUIRE(static_cast<bool>(std::getline(in, line)),
+                   path + ": empty file (expected a header " + (labeled ? "video,frame,label)" : "video[,frame])"));
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
   const std::vector<std::string> header = split_fields(line, ',');
@@ -108,7 +109,7 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
     r.line = no;
     rows.push_back(std::move(r));
   }
-  LOCKSTEP_REQUIRE(!rows.empty(), path + ": no labelled frames");
+  LOCKSTEP_REQUIRE(!rows.empty(), path + (labeled ? ": no labelled frames" : ": no rows after the header"));
   return rows;
 }
 
@@ -225,6 +226,7 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
   std::map<std::pair<int32_t, int64_t>, int> seen;                       // (video, frame) -> line
   std::map<std::pair<int32_t, std::string>, std::vector<const LabelRow*>> runs;  // (video, group) -> rows
   std::deque<LabelRow> every_frame;  // unlabelled rows naming a whole video, one per frame
+  std::map<int32_t, int> whole;      // video -> the line naming it whole
   const auto add = [&](const LabelRow& r) {
     const std::string where = csv + ":" + std::to_string(r.line);
     auto vit = video_id.find(r.video);
@@ -240,6 +242,9 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
     }
     const Video& v = p.videos[static_cast<size_t>(vit->second)];
     if (r.frame < 0) {  // every frame of the video
+      const auto [wit, first] = whole.emplace(vit->second, r.line);
+      LOCKSTEP_REQUIRE(first, where + ": video " + r.video + " is listed twice (also on line " +
+                                  std::to_string(wit->second) + ")");
       for (int64_t f = 0; f < v.probe.frames; ++f) {
         every_frame.push_back(r);
         every_frame.back().frame = f;
@@ -274,15 +279,23 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
   std::map<std::string, int64_t> group_id;
   std::vector<std::vector<std::pair<int64_t, const LabelRow*>>> per_video(p.videos.size());
   const int64_t before = opt.clip_frames / 2, after = (opt.clip_frames - 1) / 2;
+  int64_t strided = 0, skipped = 0;  // clip centres after --clip-stride; of them dropped at the edges
   for (auto& [key, list] : runs) {
     std::sort(list.begin(), list.end(), [](const LabelRow* a, const LabelRow* b) { return a->frame < b->frame; });
     const Video& v = p.videos[static_cast<size_t>(key.first)];
     for (size_t i = 0; i < list.size(); i += static_cast<size_t>(opt.clip_stride)) {
       const int64_t f = list[i]->frame;
-      if (opt.skip_edges && (f - before < 0 || f + after >= v.probe.frames)) continue;
+      ++strided;
+      if (opt.skip_edges && (f - before < 0 || f + after >= v.probe.frames)) {
+        ++skipped;
+        continue;
+      }
       per_video[static_cast<size_t>(key.first)].emplace_back(f, list[i]);
     }
   }
+  if (skipped > 0)  // the rows and clips no longer correspond one to one: said, with the count
+    log::info0(fmt::format("[shard] {}: --clip-edges skip dropped {} of {} clips (their frames are too close to a "
+                           "video's start or end)", csv, skipped, strided));
   for (size_t vi = 0; vi < p.videos.size(); ++vi) {
     auto& list = per_video[vi];
     std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

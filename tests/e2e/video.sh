@@ -177,6 +177,10 @@ pred = list(csv.DictReader(open("whole.csv")))
 assert [int(r["index"]) for r in pred] == list(range(len(w))) and "label" not in pred[0], pred[0]
 print(f"{len(u)} clips in source order, predictions equal the labelled split's; {len(w)} whole-video clips")
 PY
+expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/whole.csv --no-labels --output skipped --clip-edges skip "${VOPT[@]}"
+expect_output "--clip-edges skip dropped 32 of 1163 clips"  # 8 at each end of each of the two videos
+expect_rc 2 "$LOCKSTEP" inspect skipped/train-00000-of-00001.h5 --verify
+expect_output "--verify checks a whole dataset against its manifest"
 expect_rc 2 "$LOCKSTEP" shard --input video:vb.src/unl.csv --no-labels --val-fraction 0.2 --output bad "${VOPT[@]}"
 expect_output "no validation split"
 expect_rc 1 "$LOCKSTEP" shard --input video:vb.src/unl.csv --output bad "${VOPT[@]}"
