@@ -63,36 +63,26 @@ ShardWriter::ShardWriter(const std::string& dir, const std::string& split, int i
   std::vector<hsize_t> chunk_dims = dims;
   chunk_dims[0] = static_cast<hsize_t>(chunk);
 
+  // The sample bytes: /samples [N, shape...], or a frame table's /frames [F, C, H, W], growing
+  // as frames are appended, T frames a chunk (at most 256 KiB): clips are stored shuffled, so
+  // a clip's read (a run of about T rows) touches 1-2 chunks, about twice the bytes it needs.
+  std::vector<hsize_t> sdims = dims, smax = dims, schunk = chunk_dims;
+  if (spec.frame_table) {
+    sdims = smax = schunk = {0, dims[1], dims[3], dims[4]};
+    smax[0] = H5S_UNLIMITED;
+    schunk[0] = static_cast<hsize_t>(std::clamp<int64_t>(
+        std::min<int64_t>(spec.clip_length(), static_cast<int64_t>((size_t{256} << 10) / spec.frame_bytes())), 1, 4096));
+  }
   H5Handle dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-  H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk_dims.size()), chunk_dims.data()));
+  H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(schunk.size()), schunk.data()));
   if (opt.compression > 0) {
     H5_CHECK(H5Pset_shuffle(dcpl.get()));
     H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.compression)));
   }
   if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(dcpl.get()));
-  if (spec.frame_table) {
-    // /frames [F, C, H, W], growing as frames are appended; a chunk holds T frames (at most
-    // 256 KiB): clips are stored shuffled, so a clip's read (a run of about T rows) touches 1-2
-    // chunks, about twice the bytes it needs.
-    std::vector<hsize_t> fdims{0, dims[1], dims[3], dims[4]}, fmax = fdims, fchunk = fdims;
-    fmax[0] = H5S_UNLIMITED;
-    fchunk[0] = static_cast<hsize_t>(std::clamp<int64_t>(
-        std::min<int64_t>(spec.clip_length(), static_cast<int64_t>((size_t{256} << 10) / spec.frame_bytes())), 1, 4096));
-    H5Handle fcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-    H5_CHECK(H5Pset_chunk(fcpl.get(), 4, fchunk.data()));
-    if (opt.compression > 0) {
-      H5_CHECK(H5Pset_shuffle(fcpl.get()));
-      H5_CHECK(H5Pset_deflate(fcpl.get(), static_cast<unsigned>(opt.compression)));
-    }
-    if (opt.chunk_checksums) H5_CHECK(H5Pset_fletcher32(fcpl.get()));
-    H5Handle fspace(H5_CHECK(H5Screate_simple(4, fdims.data(), fmax.data())));
-    samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kFramesDataset, h5_type_of(spec.dtype), fspace.get(), H5P_DEFAULT,
-                                            fcpl.get(), H5P_DEFAULT)));
-  } else {
-    H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
-    samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, kSamplesDataset, h5_type_of(spec.dtype), space.get(),
-                                            H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
-  }
+  H5Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(sdims.size()), sdims.data(), smax.data())));
+  samples_ = H5Handle(H5_CHECK(H5Dcreate2(f, spec.frame_table ? kFramesDataset : kSamplesDataset,
+                                          h5_type_of(spec.dtype), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
 
   // The per-sample integer datasets: /labels [N], /lengths [N], /targets [N, L], chunked
   // like /samples and checksummed the same way.
