@@ -132,6 +132,8 @@ po::options_description train_options(Config* c) {
        "auto | on | off: GPUs, one rank: capture forward, backward and optimizer as one CUDA graph after warm-up and replay it (auto: where it applies; docs/gpu.md)")
       ("train.cudnn-benchmark", po::value(&c->cudnn_benchmark)->default_value(c->cudnn_benchmark)->implicit_value(true),
        "GPUs: cuDNN times its convolution algorithms once per input shape and keeps the fastest (never for ragged sequences)")
+      ("train.copy-stream", po::value(&c->copy_stream)->default_value(c->copy_stream)->implicit_value(true),
+       "GPUs: each training batch is copied to the device on a stream of its own, overlapping the steps before it (false: on the compute stream, between steps)")
       ("train.lr", po::value(&c->lr)->default_value(c->lr), "learning rate before --train.lr-scaling (alias --lr)")
       ("train.lr-scaling", enum_value(&c->lr_scaling), "none | linear | sqrt: lr times f(world size) (alias --lr-scaling)")
       ("train.momentum", po::value(&c->momentum)->default_value(c->momentum), "SGD momentum")

@@ -6,8 +6,12 @@
 #          reference CNN at batch 64 and 256 (fp32) and ResNet-18 224x224 batch 256 in bf16
 #   full   ResNet-18 batch 256 in fp32 and fp16 against every anchor mode, and lockstep's
 #          levers one at a time off in bf16 (fused optimizer, channels-last, cuDNN benchmark,
-#          the whole-step CUDA graph)
-# quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default.
+#          the whole-step CUDA graph, the copy stream)
+#   probe  bench/gpu_probe.py: BatchNorm + ReLU forward and backward on ResNet-18's bf16
+#          channels-last shapes (ATen's kernels, cuDNN's, torch.compile's) and the pinned
+#          host-to-device bandwidth: data for the next lever, no lockstep run (under a minute)
+# quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default, and
+# ResNet-18 with --train.copy-stream false (the batch copied on the compute stream).
 # Writes gpu-report.md (one dated table naming the GPU, for docs/gpu.md) and every log under
 # GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
 # exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
@@ -18,7 +22,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
-case $STAGE in tests | quick | full) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full]" >&2; exit 2 ;; esac
+case $STAGE in tests | quick | full | probe) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe]" >&2; exit 2 ;; esac
 OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
 WORK=${GPU_WORK:-/tmp/lockstep-gpu}
 PY=${LOCKSTEP_PYTHON:-python3}
@@ -46,6 +50,11 @@ if [ ! -f "$REPORT" ]; then
   } >"$REPORT"
 fi
 say "GPU: $GPU; report: $REPORT"
+if [ "$STAGE" = probe ]; then
+  "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl"
+  { echo "### Probes (bench/gpu_probe.py)"; echo; sed 's/^/    /' "$OUTDIR/probe.jsonl"; echo; } >>"$REPORT"
+  exit 0
+fi
 
 # --- 1. the GPU tests ------------------------------------------------------------------------
 tests_line=()
@@ -162,6 +171,7 @@ if [ "$STAGE" = quick ]; then
   say "ResNet-18 224x224, batch 256, bf16"
   lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
   lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
+  lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
   for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
   table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
 else
@@ -177,6 +187,7 @@ else
   lockstep_run r18-bf16-nchw img224 resnet "$FLOPS_R18" bf16 256 120 --model.memory-format contiguous
   lockstep_run r18-bf16-no-cudnn-bench img224 resnet "$FLOPS_R18" bf16 256 120 --train.cudnn-benchmark false
   lockstep_run r18-bf16-no-graph img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
+  lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
   table "ResNet-18 bf16 batch 256: each lever off"
 fi
 say "done: $REPORT"

@@ -52,6 +52,7 @@ struct Config {
   bool fused_optimizer = true;  // ATen's fused multi-tensor step (core/optim/fused_step.hpp)
   CudaGraph cuda_graph = CudaGraph::kAuto;  // GPUs: the whole step as one CUDA graph (core/train/static_step.hpp)
   bool cudnn_benchmark = true;  // GPUs: cuDNN times its algorithms per shape (fixed shapes only: not ragged data)
+  bool copy_stream = true;      // GPUs: batches copied on a stream of their own, a batch ahead (core/data/batch_feed.hpp)
   double lr = 0.05;
   LrScaling lr_scaling = LrScaling::kNone;  // lr x f(world size)
   double momentum = 0.9;

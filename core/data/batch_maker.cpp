@@ -3,14 +3,10 @@
 
 #include <torch/torch.h>
 
-#include <functional>
+#include <algorithm>
 
 #include "core/base/error.hpp"
-
-#ifdef LOCKSTEP_HAVE_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "core/data/batch_feed.hpp"
 
 namespace lockstep {
 namespace {
@@ -21,41 +17,10 @@ namespace {
 constexpr size_t kBatchSlots = 4, kSmallSlots = 64;
 constexpr size_t kSmallBytes = size_t{1} << 20;
 
-#ifdef LOCKSTEP_HAVE_CUDA
-class CudaFence final : public Fence {
- public:
-  explicit CudaFence(c10::DeviceIndex device) : device_(device) {}
-  void record() override { event_.record(c10::cuda::getCurrentCUDAStream(device_)); }
-  bool done() const override { return event_.query(); }
-  void wait() override { event_.synchronize(); }
-
- private:
-  c10::DeviceIndex device_;
-  at::cuda::CUDAEvent event_{cudaEventDisableTiming};
-};
-#endif
-
-// The CPU's stand-in (tests): a copy out of plain memory is complete when it returns.
-class DoneFence final : public Fence {
- public:
-  void record() override {}
-  bool done() const override { return true; }
-  void wait() override {}
-};
-
-torch::ScalarType torch_type(io::DType t) {
-  switch (t) {
-    case io::DType::kUInt8: return torch::kUInt8;
-    case io::DType::kInt16: return torch::kInt16;
-    case io::DType::kFloat16: return torch::kHalf;
-    case io::DType::kFloat32: return torch::kFloat;
-  }
-  return torch::kUInt8;
-}
-
 }  // namespace
 
-BatchMaker::BatchMaker(const io::DatasetSpec& spec, torch::Device device, bool stage) : spec_(spec), device_(device) {
+BatchMaker::BatchMaker(const io::DatasetSpec& spec, torch::Device device, bool stage, bool channels_last)
+    : spec_(spec), device_(device), channels_last_(channels_last) {
   const int64_t channels = spec.sample_shape.empty() ? 1 : spec.sample_shape[0];
   LOCKSTEP_REQUIRE(static_cast<int64_t>(spec.mean.size()) == channels &&
                        static_cast<int64_t>(spec.std.size()) == channels,
@@ -68,25 +33,8 @@ BatchMaker::BatchMaker(const io::DatasetSpec& spec, torch::Device device, bool s
   mean_ = torch::tensor(mean).view(shape).to(device);
   inv_std_ = torch::tensor(inv).view(shape).to(device);
   if (!stage) return;
-  // The CPU (tests): plain memory, copies complete on return. A GPU: pinned memory, CUDA events.
-  std::function<std::shared_ptr<void>(size_t)> alloc = [](size_t bytes) {
-    return std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
-  };
-  std::function<std::unique_ptr<Fence>()> fence = [] { return std::make_unique<DoneFence>(); };
-  if (device.is_cuda()) {
-#ifdef LOCKSTEP_HAVE_CUDA
-    alloc = [](size_t bytes) {
-      auto t = std::make_shared<torch::Tensor>(torch::empty(
-          {static_cast<int64_t>(bytes)}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true)));
-      return std::shared_ptr<void>(t, t->data_ptr());
-    };
-    fence = [index = device.index()] { return std::make_unique<CudaFence>(index); };
-#else
-    LOCKSTEP_REQUIRE(false, "this build has no CUDA support for device " + device.str());
-#endif
-  }
-  batches_ = std::make_unique<StagingRing>(kBatchSlots, alloc, fence);
-  small_ = std::make_unique<StagingRing>(kSmallSlots, alloc, fence);
+  batches_ = make_staging_ring(kBatchSlots, device);
+  small_ = make_staging_ring(kSmallSlots, device);
 }
 
 torch::Tensor BatchMaker::upload(const torch::Tensor& host) const {
@@ -107,26 +55,46 @@ torch::Tensor BatchMaker::inputs(const void* raw, int64_t n, const int64_t* reco
   dims.insert(dims.end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
   // from_blob does not own RAW: the copy below (to the staging ring, or the CPU's
   // conversion) is made before RAW's buffer is reused.
-  torch::Tensor x = torch::from_blob(const_cast<void*>(raw), dims, torch_type(spec_.dtype));
-  torch::Tensor len;
+  torch::Tensor x = torch::from_blob(const_cast<void*>(raw), dims, stored_scalar_type(spec_.dtype));
   if (spec_.ragged) {
     LOCKSTEP_REQUIRE(records != nullptr, "ragged samples need their lengths");
-    len = lengths(records, n);
-    x = x.narrow(-1, 0, n > 0 ? len.max().item<int64_t>() : 0);  // len is on the CPU: no device read
+    x = x.narrow(-1, 0, longest(records, n));  // fewer bytes to upload
   }
   // The stored dtype to the device, converted there; on the CPU converted from RAW at once.
-  x = batches_ ? upload(x).to(torch::kFloat) : x.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
-  x.sub_(mean_).mul_(inv_std_);
-  if (!spec_.ragged) return x;
-  const int64_t longest = x.size(-1);
+  return normalise(batches_ ? upload(x) : x, records);
+}
+
+int64_t BatchMaker::longest(const int64_t* records, int64_t n) const {
+  int64_t most = 0;
+  for (int64_t i = 0; i < n; ++i) most = std::max(most, io::record_length(spec_, records + i * spec_.record_width()));
+  return most;
+}
+
+torch::Tensor BatchMaker::normalise(const torch::Tensor& samples, const int64_t* records) const {
+  const int64_t n = samples.size(0);
+  torch::Tensor x = samples;
+  if (spec_.ragged) {
+    LOCKSTEP_REQUIRE(records != nullptr, "ragged samples need their lengths");
+    x = x.narrow(-1, 0, longest(records, n));  // the lengths are on the host: no device read
+  }
+  // Converted into the model's layout in the same pass (a conv net running channels-last
+  // would otherwise copy the batch once more); the values do not depend on the layout.
+  auto format = torch::MemoryFormat::Contiguous;
+  if (channels_last_ && x.dim() == 4) format = torch::MemoryFormat::ChannelsLast;
+  if (channels_last_ && x.dim() == 5) format = torch::MemoryFormat::ChannelsLast3d;
+  torch::Tensor out = torch::empty(x.sizes(), x.options().dtype(torch::kFloat).memory_format(format));
+  out.copy_(x);
+  out.sub_(mean_).mul_(inv_std_);
+  if (!spec_.ragged) return out;
+  const int64_t steps_max = out.size(-1);
   // [N, 1.., T] mask of valid steps: padding is 0 after normalisation, not -mean/std.
-  std::vector<int64_t> mask_shape(static_cast<size_t>(x.dim()), 1);
+  std::vector<int64_t> mask_shape(static_cast<size_t>(out.dim()), 1);
   mask_shape[0] = n;
-  mask_shape.back() = longest;
-  const torch::Tensor steps = torch::arange(longest, torch::TensorOptions().dtype(torch::kLong).device(device_));
-  const torch::Tensor len_dev = upload(len);
+  mask_shape.back() = steps_max;
+  const torch::Tensor steps = torch::arange(steps_max, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  const torch::Tensor len_dev = upload(lengths(records, n));
   const torch::Tensor valid = steps.unsqueeze(0).lt(len_dev.unsqueeze(1)).view(mask_shape);
-  return x.mul_(valid.to(torch::kFloat));
+  return out.mul_(valid.to(torch::kFloat));
 }
 
 torch::Tensor BatchMaker::labels(const int64_t* records, int64_t n) const {

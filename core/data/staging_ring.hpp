@@ -12,6 +12,8 @@
 // One batch at a time: acquire, then release, then the next acquire.
 #pragma once
 
+#include <c10/core/Device.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,5 +52,9 @@ class StagingRing {
   bool held_ = false;
   int64_t waits_ = 0;
 };
+
+// A ring for DEVICE: on a GPU, pinned memory and CUDA events recorded on the stream current
+// at release(); on the CPU (tests), plain memory and fences that are done at once.
+std::unique_ptr<StagingRing> make_staging_ring(size_t slots, c10::Device device);
 
 }  // namespace lockstep

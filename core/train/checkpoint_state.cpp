@@ -158,7 +158,11 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
   try {
     std::istringstream in(payload);
     torch::serialize::InputArchive root, model_ar, opt_ar;
-    root.load_from(in);
+    // Onto the model's device, wherever the file's tensors were: a snapshot writes them from
+    // the CPU (state_snapshot.hpp), older checkpoints from the device they trained on.
+    const auto params = model.parameters();
+    if (params.empty()) root.load_from(in);
+    else root.load_from(in, params.front().device());
     root.read("model", model_ar);
     model.load(model_ar);
     if (model.channels_last()) use_channels_last(model);  // the tensors read take the file's strides
@@ -176,9 +180,10 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
     }
     if (extra) {
       torch::Tensor scaler;
-      root.try_read("rng", extra->rng, /*is_buffer=*/true);
+      // Host values: the archive was mapped onto the model's device above.
+      if (root.try_read("rng", extra->rng, /*is_buffer=*/true)) extra->rng = extra->rng.cpu();
       if (root.try_read("amp_scaler", scaler, /*is_buffer=*/true)) {
-        scaler = scaler.to(torch::kDouble).contiguous();
+        scaler = scaler.to(torch::kCPU, torch::kDouble).contiguous();
         extra->amp_scaler.assign(scaler.data_ptr<double>(), scaler.data_ptr<double>() + scaler.numel());
       }
     }

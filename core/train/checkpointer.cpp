@@ -13,6 +13,7 @@
 #include "core/eval/mirror.hpp"
 #include "core/optim/loss_scaler.hpp"
 #include "core/train/recorder.hpp"
+#include "core/train/state_snapshot.hpp"
 #include "core/train/train_state.hpp"
 #include "io/records/checkpoint_store.hpp"
 #include "io/util/file_util.hpp"
@@ -153,23 +154,33 @@ CheckpointMeta Checkpointer::meta_of(const TrainState& state) const {
   return m;
 }
 
-std::string Checkpointer::snapshot() {
+std::function<std::string()> Checkpointer::snapshot(int64_t step) {
   const MpiRuntime& mpi = parts_.mpi;
-  const std::vector<uint8_t> all = mpi.gather_bytes(rng_state_bytes(parts_.device), 0);
-  if (mpi.rank() != 0) return "";
-  ExtraState extra;
-  const int world = mpi.size();
-  extra.rng = torch::from_blob(const_cast<uint8_t*>(all.data()), {world, static_cast<int64_t>(all.size()) / world},
-                               torch::kUInt8)
-                  .clone();
-  if (parts_.scaler.enabled()) extra.amp_scaler = parts_.scaler.state();
-  return serialize_state(parts_.model, parts_.opt, extra);
+  if (step != gathered_step_) {  // a collective: every rank decides alike, on the step
+    gathered_rng_ = mpi.gather_bytes(rng_state_bytes(parts_.device), 0);
+    gathered_step_ = step;
+  }
+  if (mpi.rank() != 0) return [] { return std::string(); };
+  std::shared_ptr<const StateSnapshot> state = shared_step_ == step ? shared_.lock() : nullptr;
+  if (!state) {
+    ExtraState extra;
+    const int world = mpi.size();
+    extra.rng = torch::from_blob(gathered_rng_.data(), {world, static_cast<int64_t>(gathered_rng_.size()) / world},
+                                 torch::kUInt8)
+                    .clone();
+    if (parts_.scaler.enabled()) extra.amp_scaler = parts_.scaler.state();
+    // The copies are queued here; the writer's thread serialises them (state_snapshot.hpp).
+    state = std::make_shared<const StateSnapshot>(parts_.model, parts_.opt, extra);
+    shared_ = state;
+    shared_step_ = step;
+  }
+  return [state] { return state->serialize(); };
 }
 
 void Checkpointer::save(const TrainState& state) {
   if (last_saved_step_ == state.pos().step) return;
   last_saved_step_ = state.pos().step;
-  std::string payload = snapshot();
+  Recorder::Payload payload = snapshot(state.pos().step);
   rec_.write_checkpoint(state.pos().step, meta_to_json(meta_of(state)), std::move(payload), cfg_.keep_last);
 }
 
@@ -184,7 +195,7 @@ void Checkpointer::update_best(const TrainState& state) {
   best_weights_.clear();
   for (const auto& t : parts_.model.state_tensors())
     best_weights_.push_back(t.detach().to(torch::TensorOptions().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true));
-  std::string payload = snapshot();
+  Recorder::Payload payload = snapshot(state.pos().step);
   CheckpointMeta m = meta_of(state);
   m.best_metric = to_string(metric);
   m.best_value = metric_value(ev, metric);  // as it is, not signed

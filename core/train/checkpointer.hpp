@@ -22,6 +22,8 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,7 @@ namespace lockstep {
 class LossScaler;
 class MpiRuntime;
 class Recorder;
+class StateSnapshot;
 class TrainState;
 
 // What a checkpoint saves besides the TrainState, and a resume restores: the stateful
@@ -75,7 +78,11 @@ class Checkpointer {
 
  private:
   CheckpointMeta meta_of(const TrainState& state) const;
-  std::string snapshot();  // collective; the serialised state on rank 0, "" elsewhere
+  // Collective: the state's payload on rank 0 (copies queued now, serialised by whoever
+  // calls it: the checkpoint writer), "" elsewhere.
+  // One per STEP: best.ckpt and the step checkpoint of one step share the rank-0 copies
+  // (while the first is still held by the writer) and the generator-state gather.
+  std::function<std::string()> snapshot(int64_t step);
   void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
 
   const Config& cfg_;
@@ -84,6 +91,10 @@ class Checkpointer {
   CheckpointParts parts_;
   Recorder& rec_;
   int64_t last_saved_step_ = -1;
+  int64_t gathered_step_ = -1;          // the step gathered_rng_ was gathered at (every rank)
+  std::vector<uint8_t> gathered_rng_;   // every rank's generator states, on rank 0
+  int64_t shared_step_ = -1;            // rank 0: the step of shared_
+  std::weak_ptr<const StateSnapshot> shared_;
   double best_value_ = 0.0;  // larger is better (val_loss negated)
   int64_t best_step_ = -1;
   std::vector<torch::Tensor> best_weights_;  // host copies of parameters and buffers at best_step_

@@ -6,7 +6,7 @@
 namespace lockstep {
 
 Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::Tensor& x, const int64_t* records,
-                             int64_t n) const {
+                             int64_t n, const torch::Tensor& y) const {
   Scored s;
   if (sequence_) {
     const SequenceTargets t = maker.targets(records, n);
@@ -16,7 +16,7 @@ Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::T
     s.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(s.loss.device()));
     return s;
   }
-  return classes(model, x, maker.labels(records, n), maker.ragged_lengths(records, n));
+  return classes(model, x, y.defined() ? y : maker.labels(records, n), maker.ragged_lengths(records, n));
 }
 
 Scored Objective::classes(Net& model, const torch::Tensor& x, const torch::Tensor& y,

@@ -24,9 +24,10 @@ class Objective {
   Objective(const io::DatasetSpec& spec, const Loss& loss)
       : sequence_(spec.sequence_targets()), blank_(static_cast<int64_t>(spec.tokens.size())), loss_(loss) {}
   bool sequence() const { return sequence_; }
-  // X: the batch's inputs (BatchMaker::inputs); RECORDS: its N label records.
+  // X: the batch's inputs (BatchMaker::inputs); RECORDS: its N label records; Y: their
+  // class labels on the device where the caller has them (BatchFeed), else undefined.
   Scored operator()(Net& model, const BatchMaker& maker, const torch::Tensor& x, const int64_t* records,
-                    int64_t n) const;
+                    int64_t n, const torch::Tensor& y = torch::Tensor()) const;
   // Class labels only: X scored against the labels Y (on the device; LENGTHS for ragged
   // series, else undefined). What a step with static buffers calls (static_step.hpp).
   Scored classes(Net& model, const torch::Tensor& x, const torch::Tensor& y,

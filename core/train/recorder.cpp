@@ -29,8 +29,8 @@ class NullRecorder final : public Recorder {
   void start(int64_t) override {}
   bool ended() const override { return false; }
   void row(const io::MetricsRow&) override {}
-  void write_checkpoint(int64_t, std::string, std::string, int) override {}
-  void write_best(std::string, std::string) override {}
+  void write_checkpoint(int64_t, std::string, Payload, int) override {}
+  void write_best(std::string, Payload) override {}
   void wait_checkpoints() override {}
   void mark_resumable(int64_t) override {}
   bool progress_due() const override { return false; }
@@ -105,10 +105,11 @@ class Rank0Recorder final : public Recorder {
     if (row.kind == io::RowKind::kEnd) tb_->hparams_end(/*success=*/true);
   }
 
-  void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) override {
+  void write_checkpoint(int64_t step, std::string meta, Payload make_payload, int keep_last) override {
     const auto t0 = Clock::now();
     const std::string ckpt = checkpoint_dir(cfg_);
-    writer_->submit([this, ckpt, step, keep_last, t0, meta = std::move(meta), payload = std::move(payload)] {
+    writer_->submit([this, ckpt, step, keep_last, t0, meta = std::move(meta), make_payload = std::move(make_payload)] {
+      const std::string payload = make_payload();
       dir_->check();
       const std::string path = io::write_checkpoint(ckpt, step, meta, payload);
       written_.push_back(path);  // the writer thread's own list: checksummed by this process
@@ -119,9 +120,10 @@ class Rank0Recorder final : public Recorder {
     });
   }
 
-  void write_best(std::string meta, std::string payload) override {
+  void write_best(std::string meta, Payload make_payload) override {
     const std::string path = checkpoint_dir(cfg_) + "/best.ckpt";
-    writer_->submit([this, path, meta = std::move(meta), payload = std::move(payload)] {
+    writer_->submit([this, path, meta = std::move(meta), make_payload = std::move(make_payload)] {
+      const std::string payload = make_payload();
       dir_->check();
       io::write_checkpoint_file(path, meta, payload);
     });

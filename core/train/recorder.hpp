@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,9 +37,12 @@ class Recorder {
   virtual void row(const io::MetricsRow& row) = 0;
   // Checkpoints go to disk on a background thread, in order (checkpoint_writer.hpp):
   // temp file, fsync, rename; then the step checkpoints are pruned to KEEP_LAST valid
-  // ones. A write error surfaces at the next call or at wait_checkpoints().
-  virtual void write_checkpoint(int64_t step, std::string meta, std::string payload, int keep_last) = 0;
-  virtual void write_best(std::string meta, std::string payload) = 0;
+  // ones. PAYLOAD makes the bytes, on that thread (a StateSnapshot's serialize(): the
+  // training thread only queued the copies). A write error, or PAYLOAD's, surfaces at the
+  // next call or at wait_checkpoints().
+  using Payload = std::function<std::string()>;
+  virtual void write_checkpoint(int64_t step, std::string meta, Payload payload, int keep_last) = 0;
+  virtual void write_best(std::string meta, Payload payload) = 0;
   virtual void wait_checkpoints() = 0;
   // RUN_DIR/resumable: this run stopped at a durable checkpoint of STEP and --resume auto
   // continues it (the Slurm templates requeue on it, whatever exit code srun reports).

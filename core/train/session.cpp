@@ -207,7 +207,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                                                           : WireType::kF32;
   reducer = std::make_unique<GradReducer>(trainable, *place.comm, cfg.bucket_mb, place.overlap, wire,
                                           /*alone_pass_through=*/true);
-  maker = std::make_unique<BatchMaker>(manifest.spec, place.device);
+  maker = std::make_unique<BatchMaker>(manifest.spec, place.device, place.device.is_cuda(), model->channels_last());
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
   if (!weights.empty())

@@ -62,10 +62,11 @@ void StaticStep::body(StepTimer* timer) {
   // gradient (no zeroing, no accumulation kernels). While capturing, those tensors come from
   // the graph's memory pool, and every replay writes the same ones again.
   p_.opt.zero_grad();
+  const torch::Tensor x = p_.prepare ? p_.prepare(x_) : x_;
   Scored scored;
   {
     AutocastGuard autocast(p_.amp, p_.device);
-    scored = p_.objective.classes(p_.model, x_, y_);
+    scored = p_.objective.classes(p_.model, x, y_);
   }
   if (timer) timer->mark(Phase::kForward);
   p_.reducer.prepare(/*sync=*/true);

@@ -3,8 +3,11 @@
 //
 // A replay runs the same kernels on the same addresses, so everything the step reads or
 // writes stays where it is from one step to the next:
-//   - the batch is copied into one input and one label buffer (its preparation — upload,
-//     conversion, normalisation, augmentation — stays outside, eager: StepRunner);
+//   - the batch is copied into one input and one label buffer; the input is what the feed
+//     delivered, in the stored dtype, and the step's PREPARE (conversion and normalisation:
+//     BatchMaker::normalise) runs inside it, captured too. With augmentation (its draws
+//     change every step) StepRunner prepares the batch eagerly and hands in floats, and
+//     PREPARE is empty;
 //   - gradients are set to none before the step, as the eager step does: backward creates
 //     them; in the captured step it creates them in the graph's memory pool, so every
 //     replay writes the same tensors (PyTorch's whole-network capture recipe);
@@ -27,6 +30,7 @@
 
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +59,9 @@ struct StaticStepParts {
   Amp amp = Amp::kNone;
   double clip_norm = 0;  // > 0: clip the gradients' global norm
   torch::Device device = torch::kCPU;
+  // The input buffer -> the model's input, inside the step (empty: the input as it is). It
+  // must not read device values on the host (it is captured).
+  std::function<torch::Tensor(const torch::Tensor&)> prepare;
 };
 
 // The facts static_step_obstacle() judges, gathered by the caller.
@@ -87,8 +94,8 @@ class StaticStep {
   StaticStep(const StaticStep&) = delete;
   StaticStep& operator=(const StaticStep&) = delete;
 
-  // One optimizer step on the prepared batch X (inputs) and Y (labels, int64), both on the
-  // device, at LR. TIMER (may be null) gets the phase marks: per phase when eager, the
+  // One optimizer step on the batch X (inputs, before PREPARE) and Y (labels, int64), both
+  // on the device, at LR. TIMER (may be null) gets the phase marks: per phase when eager, the
   // whole replay as the forward phase when replayed.
   StepOutput run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer);
   bool replaying() const;                          // a graph is captured and in use

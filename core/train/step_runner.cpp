@@ -46,10 +46,37 @@ class SyncCheckScope {
   bool on_;
 };
 
+// done() for the fed batch: finish() once its reads are issued; on an exception's way out
+// the destructor does it, swallowing a second error (the first one is what the run reports).
+class FeedDone {
+ public:
+  explicit FeedDone(BatchFeed& feed) : feed_(feed) {}
+  ~FeedDone() {
+    if (done_) return;
+    try {
+      feed_.done();
+    } catch (...) {
+    }
+  }
+  FeedDone(const FeedDone&) = delete;
+  FeedDone& operator=(const FeedDone&) = delete;
+  void finish() {
+    done_ = true;
+    feed_.done();
+  }
+
+ private:
+  BatchFeed& feed_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 StepRunner::StepRunner(Session& s, StepTimer& timer)
-    : s_(s), timer_(timer), objective_(s.manifest.spec, *s.loss) {
+    : s_(s),
+      timer_(timer),
+      objective_(s.manifest.spec, *s.loss),
+      feed_(s.manifest.spec, s.place.device, s.place.device.is_cuda(), s.cfg.copy_stream) {
   const Config& cfg = s.cfg;
   const bool cuda = s.place.device.is_cuda();
   if (cfg.cuda_graph == CudaGraph::kOff || (!cuda && cfg.cuda_graph == CudaGraph::kAuto)) return;
@@ -73,16 +100,19 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
   if (!cuda)
     log::info0("--train.cuda-graph on, on the CPU: the step runs over fixed buffers as a GPU captures it, without a "
                "graph (the path the tests compare with the eager step)");
-  static_ = std::make_unique<StaticStep>(StaticStepParts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
-                                                         cfg.amp, cfg.clip_norm, s.place.device},
-                                         /*capture=*/cuda);
+  StaticStepParts parts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
+                        cfg.amp, cfg.clip_norm, s.place.device};
+  // Without augmentation the fed bytes go in, and their normalisation is part of the step.
+  if (!s.augment.enabled())
+    parts.prepare = [&maker = *s.maker](const torch::Tensor& raw) { return maker.normalise(raw); };
+  static_ = std::make_unique<StaticStep>(std::move(parts), /*capture=*/cuda);
 }
 
 StepRunner::~StepRunner() = default;
 
-torch::Tensor StepRunner::inputs(const io::Batch& b, int64_t micro, int64_t epoch) const {
+torch::Tensor StepRunner::inputs(const FedBatch& f, const io::Batch& b, int64_t micro, int64_t epoch) const {
   const Config& cfg = s_.cfg;
-  torch::Tensor x = s_.maker->inputs(b.samples.data(), cfg.batch_size, b.labels.data());
+  torch::Tensor x = s_.maker->normalise(f.samples, b.labels.data());
   if (s_.augment.enabled())
     x = augment_batch(x, s_.augment,
                       io::mix_seed(cfg.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(micro),
@@ -95,10 +125,14 @@ StepOutput StepRunner::run_static(io::EpochLoader& loader, int64_t step, int64_t
   timer_.begin_step();
   const io::Batch* b = loader.next();
   LOCKSTEP_REQUIRE(b != nullptr && b->step == step, "data loader ended before step " + std::to_string(step));
-  const torch::Tensor x = inputs(*b, step, epoch);
-  const torch::Tensor y = s_.maker->labels(b->labels.data(), s_.cfg.batch_size);
+  const FedBatch f = feed_.feed(b->samples.data(), s_.cfg.batch_size, b->labels.data());
+  FeedDone done(feed_);
+  // The step normalises the fed bytes itself, unless augmentation prepares them here.
+  const torch::Tensor x = s_.augment.enabled() ? inputs(f, *b, step, epoch) : f.samples;
   timer_.mark(Phase::kData);
-  return static_->run(x, y, lr, &timer_);
+  StepOutput out = static_->run(x, f.labels, lr, &timer_);
+  done.finish();
+  return out;
 }
 
 StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
@@ -115,16 +149,19 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
     const io::Batch* b = loader.next();
     LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
     const int64_t* records = b->labels.data();
-    const torch::Tensor x = inputs(*b, micro, epoch);
+    const FedBatch f = feed_.feed(b->samples.data(), batch, records);
+    FeedDone done(feed_);
+    const torch::Tensor x = inputs(f, *b, micro, epoch);
     timer_.mark(Phase::kData);
     Scored scored;
     {
       AutocastGuard autocast(cfg.amp, s_.place.device);
-      scored = objective_(*s_.model, *s_.maker, x, records, batch);
+      scored = objective_(*s_.model, *s_.maker, x, records, batch, objective_.sequence() ? torch::Tensor() : f.labels);
     }
     timer_.mark(Phase::kForward);
     s_.reducer->prepare(/*sync=*/a == accum - 1);  // no communication on inner micro-steps
     s_.scaler.scale(accum > 1 ? scored.loss / static_cast<double>(accum) : scored.loss).backward();
+    done.finish();  // after backward: the labels are read there too
     timer_.mark(Phase::kBackward);
     step_loss = step_loss.defined() ? step_loss + scored.loss.detach() : scored.loss.detach();
     step_correct = step_correct.defined() ? step_correct + scored.correct : scored.correct;

@@ -1,8 +1,9 @@
 // step_runner: the device step — one optimizer step of ACCUM micro-batches, and nothing of
 // the loop around it (when to log, evaluate, checkpoint or stop is Trainer's).
 //
-// Per micro-batch: the batch to the device (BatchMaker) and its augmentation (pure in seed,
-// epoch, micro-step and rank), forward under autocast, the loss scaled and backward, with
+// Per micro-batch: the batch to the device (BatchFeed: one copy on a copy stream, a batch
+// ahead of the device), normalised (BatchMaker) and augmented (pure in seed, epoch,
+// micro-step and rank), forward under autocast, the loss scaled and backward, with
 // the gradient reductions launched bucket by bucket as backward produces them (GradReducer;
 // none on inner micro-steps). Then the wait for the reductions, the loss scaler, clipping and
 // the optimizer (the fused kernels unless --train.fused-optimizer false). The phases are
@@ -15,9 +16,10 @@
 // inside the step is an error naming the call (c10's sync debug mode), so a regression that
 // stalls the device queue fails the GPU tests instead of slowing every step.
 // On a GPU with one rank (static_step_obstacle() says where else), --train.cuda-graph auto|on
-// hands the device step to StaticStep: the batch is still prepared here, eagerly, and the
-// step itself runs over fixed buffers, captured as one CUDA graph after a warm-up and
-// replayed. The loop never reaches inside run().
+// hands the device step to StaticStep: the fed batch (stored dtype) is copied into its fixed
+// buffers and normalised inside the step, captured as one CUDA graph after a warm-up and
+// replayed (with augmentation the batch is prepared here, eagerly, and the floats handed
+// in). The loop never reaches inside run().
 #pragma once
 
 #include <torch/types.h>
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/data/batch_feed.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
 
@@ -52,13 +55,14 @@ class StepRunner {
   int64_t clipped_steps() const;
 
  private:
-  // Batch B's inputs on the device, normalised and augmented (micro-step MICRO of EPOCH).
-  torch::Tensor inputs(const io::Batch& b, int64_t micro, int64_t epoch) const;
+  // Fed batch F's inputs, normalised and augmented (micro-step MICRO of EPOCH).
+  torch::Tensor inputs(const FedBatch& f, const io::Batch& b, int64_t micro, int64_t epoch) const;
   StepOutput run_static(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr);
 
   Session& s_;
   StepTimer& timer_;
   const Objective objective_;
+  BatchFeed feed_;
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
 };

@@ -8,14 +8,21 @@
 //     run: one rank per GPU), buckets, 1/world and the written-back averages alike;
 //   - the whole step captured as a CUDA graph and replayed == the same step run eagerly over
 //     the same fixed buffers (static_step.hpp), fp32 and fp16 with the loss scaler; the
-//     replayed steps make no host sync (c10's sync debug mode as an error).
+//     replayed steps make no host sync (c10's sync debug mode as an error); the same with the
+//     fed bytes normalised inside the captured step;
+//   - the batch feed's copy stream delivers every batch whole while the host runs ahead;
+//   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step.
 // TF32 is off here (cuBLAS/cuDNN), so float32 results compare tightly.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <cstring>
+#include <thread>
 #include <vector>
 
+#include "core/data/batch_feed.hpp"
+#include "core/data/batch_maker.hpp"
 #include "core/dist/grad_reducer.hpp"
 #include "core/dist/mpi_communicator.hpp"
 #include "core/dist/mpi_runtime.hpp"
@@ -28,7 +35,9 @@
 #include "core/optim/loss.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/run_stream.hpp"
+#include "core/train/state_snapshot.hpp"
 #include "core/train/static_step.hpp"
+#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 #include "step_parts.hpp"
 
@@ -183,5 +192,121 @@ TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
     EXPECT_LT(max_rel_diff(eager.params, graphed.params), 1e-5) << to_string(amp);
     EXPECT_EQ(eager.step->clipped_steps(), graphed.step->clipped_steps());
     if (amp == Amp::kFp16) EXPECT_EQ(eager.scaler.current_scale(), graphed.scaler.current_scale());
+  }
+}
+
+namespace {
+
+io::DatasetSpec gray_spec() { return lockstep::testing::image_spec("gray", 28, 10, 120.0, 64.0); }
+
+}  // namespace
+
+// The feed's copy stream (batch_feed.hpp): every batch arrives whole although the host runs
+// ahead of a busy compute stream, its buffers are overwritten as soon as feed() returns, and
+// the landing blocks come round every kSlots batches; normalised on the GPU it equals the
+// CPU's inputs() bit for bit (a conversion, a subtraction and a multiplication: exact on both).
+TEST(GpuStep, TheFeedsCopyStreamDeliversEveryBatchWhole) {
+  SKIP_WITHOUT_GPU();
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  const io::DatasetSpec spec = gray_spec();
+  const BatchMaker on_gpu(spec, torch::kCUDA, true, /*channels_last=*/true), on_cpu(spec, torch::kCPU, false, true);
+  BatchFeed feed(spec, torch::kCUDA);
+  const torch::Tensor busy = torch::randn({2048, 2048}, torch::kCUDA);
+  std::vector<torch::Tensor> got, want, labels;
+  std::vector<unsigned char> raw(64 * spec.sample_bytes());
+  std::vector<int64_t> records(64);
+  for (int k = 0; k < 40; ++k) {
+    torch::manual_seed(500 + k);
+    const torch::Tensor src = torch::randint(0, 256, {64, 1, 28, 28}, torch::kUInt8);
+    std::memcpy(raw.data(), src.data_ptr(), raw.size());
+    for (int64_t i = 0; i < 64; ++i) records[static_cast<size_t>(i)] = (i + k) % 10;
+    want.push_back(on_cpu.inputs(raw.data(), 64));
+    for (int r = 0; r < 16; ++r) (void)busy.mm(busy);  // ~5 ms a batch: the compute stream falls far behind the host
+    const FedBatch f = feed.feed(raw.data(), 64, records.data());
+    std::fill(raw.begin(), raw.end(), uint8_t{0});
+    got.push_back(on_gpu.normalise(f.samples));
+    labels.push_back(f.labels.clone());
+    feed.done();
+  }
+  for (int k = 0; k < 40; ++k) {
+    ASSERT_TRUE(torch::equal(got[static_cast<size_t>(k)].cpu(), want[static_cast<size_t>(k)])) << "batch " << k;
+    std::vector<int64_t> y;
+    for (int64_t i = 0; i < 64; ++i) y.push_back((i + k) % 10);
+    ASSERT_TRUE(torch::equal(labels[static_cast<size_t>(k)].cpu(), torch::tensor(y, torch::kLong))) << "labels " << k;
+  }
+}
+
+// The fed bytes normalised inside the captured step (StepRunner without augmentation) ==
+// the same step run eagerly over the same fixed buffers, and the replays make no host sync.
+TEST(GpuStep, NormalisationInsideTheCapturedStepEqualsTheEagerStep) {
+  SKIP_WITHOUT_GPU();
+  if (mpi().size() > 1) GTEST_SKIP() << "one rank: the graph holds no all-reduce";
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  const BatchMaker maker(gray_spec(), torch::kCUDA, true, /*channels_last=*/true);
+  const auto prepare = [&maker](const torch::Tensor& raw) { return maker.normalise(raw); };
+  lockstep::testing::StepParts eager_parts(StaticRun::gpu_options(Amp::kNone)), graph_parts(StaticRun::gpu_options(Amp::kNone));
+  StaticStepParts pe = eager_parts.parts(), pg = graph_parts.parts();
+  pe.prepare = prepare;
+  pg.prepare = prepare;
+  StaticStep eager(pe, false), graphed(pg, true);
+  for (int i = 0; i < 10; ++i) {
+    torch::manual_seed(700 + i);
+    const torch::Tensor raw = torch::randint(0, 256, {32, 1, 28, 28}, torch::kUInt8).cuda();
+    const torch::Tensor y = torch::randint(0, 10, {32}).cuda();
+    const bool steady = i > StaticStep::kWarmupSteps;
+    if (steady) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    const StepOutput a = eager.run(raw, y, 0.05, nullptr);
+    const StepOutput b = graphed.run(raw, y, 0.05, nullptr);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    EXPECT_EQ(graphed.replaying(), i >= StaticStep::kWarmupSteps) << "step " << i;
+    EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-5 * std::abs(a.loss.item<double>())) << "step " << i;
+  }
+  EXPECT_LT(max_rel_diff(eager_parts.params, graph_parts.params), 1e-5);
+}
+
+// A checkpoint's snapshot on the GPU (state_snapshot.hpp): the copies are queued on the run's
+// stream between steps, more steps change the live tensors, and the payload serialised later
+// (as the writer's thread does) loads as the state at the snapshot's step.
+TEST(GpuStep, ASnapshotQueuedBetweenStepsLoadsAsTheStateAtItsStep) {
+  SKIP_WITHOUT_GPU();
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  // fp16: the loss scaler's state goes into the snapshot's extras, as the checkpointer's do.
+  lockstep::testing::StepParts live(StaticRun::gpu_options(Amp::kFp16)), loaded(StaticRun::gpu_options(Amp::kFp16));
+  StaticStep step(live.parts(), /*capture=*/false);
+  const auto run = [&](int i) {
+    torch::manual_seed(800 + i);
+    return step.run(torch::randn({32, 1, 28, 28}).cuda(), torch::randint(0, 10, {32}).cuda(), 0.05, nullptr);
+  };
+  for (int i = 0; i < 8; ++i) run(i);  // past the first overflow skips of the fp16 scale
+  std::vector<torch::Tensor> want, want_momentum;
+  for (const auto& t : live.model->state_tensors()) want.push_back(t.detach().cpu());  // a sync: the test's own read
+  for (const auto& p : live.params)
+    want_momentum.push_back(static_cast<torch::optim::SGDParamState&>(*live.opt->state().at(p.unsafeGetTensorImpl()))
+                                .momentum_buffer()
+                                .cpu());
+  ExtraState extra;
+  extra.rng = torch::arange(16, torch::kUInt8).view({1, 16});
+  extra.amp_scaler = live.scaler.state();
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  const auto snapshot = std::make_shared<StateSnapshot>(*live.model, *live.opt, extra);
+  for (int i = 8; i < 11; ++i) run(i);  // no host sync from the snapshot either
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  std::string payload;
+  std::thread writer([&] { payload = snapshot->serialize(); });
+  writer.join();
+  ExtraState back;
+  load_state(payload, *loaded.model, loaded.opt.get(), "snapshot", &back);
+  EXPECT_TRUE(torch::equal(back.rng, extra.rng)) << "the extras come back to the host";
+  EXPECT_EQ(back.amp_scaler, extra.amp_scaler);
+  for (size_t k = 0; k < loaded.params.size(); ++k) {
+    const auto& m = static_cast<torch::optim::SGDParamState&>(*loaded.opt->state().at(loaded.params[k].unsafeGetTensorImpl()));
+    EXPECT_TRUE(m.momentum_buffer().is_cuda());
+    EXPECT_TRUE(torch::equal(m.momentum_buffer().cpu(), want_momentum[k])) << "momentum " << k;
+  }
+  const auto got = loaded.model->state_tensors();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_TRUE(got[k].is_cuda()) << "loaded onto the model's device";
+    EXPECT_TRUE(torch::equal(got[k].cpu(), want[k])) << "tensor " << k;
   }
 }

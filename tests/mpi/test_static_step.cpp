@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "core/data/batch_maker.hpp"
 #include "core/dist/grad_reducer.hpp"
 #include "core/dist/mpi_communicator.hpp"
 #include "core/dist/mpi_runtime.hpp"
@@ -18,6 +19,7 @@
 #include "core/optim/optimizer.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
+#include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 #include "step_parts.hpp"
 
@@ -90,6 +92,35 @@ TEST(StaticStep, EqualsTheEagerStepBitForBitWithFixedAddresses) {
     }
     EXPECT_GT(clipped, 0);
     EXPECT_EQ(step.clipped_steps(), clipped) << "the clip count is kept in place";
+  }
+}
+
+// The fed bytes (uint8, the stored dtype) go into the fixed input buffer and are normalised
+// inside the step (StepRunner without augmentation): the same as the eager step on the batch
+// BatchMaker::inputs() gives, bit for bit, in either layout of the normalised batch.
+TEST(StaticStep, NormalisesTheFedBytesInsideTheStepAsTheEagerStepDoes) {
+  const io::DatasetSpec spec = lockstep::testing::image_spec("gray", 12, 5, 120.0, 64.0);
+  for (bool channels_last : {false, true}) {
+    const BatchMaker maker(spec, torch::kCPU, /*stage=*/false, channels_last);
+    StepParts eager(options(Amp::kNone)), fixed(options(Amp::kNone));
+    StaticStepParts parts = fixed.parts();
+    parts.prepare = [&maker](const torch::Tensor& raw) { return maker.normalise(raw); };
+    StaticStep step(parts, /*capture=*/false);
+    int64_t clipped = 0;
+    for (int i = 0; i < 10; ++i) {
+      torch::manual_seed(300 + i + 1000 * mpi().rank());
+      const torch::Tensor raw = torch::randint(0, 256, {16, 1, 12, 12}, torch::kUInt8), y = torch::randint(0, 5, {16});
+      const double lr = 0.1 * (1.0 - 0.05 * i);
+      torch::manual_seed(9 + i);
+      const StepOutput a = eager_step(eager, Amp::kNone, maker.inputs(raw.data_ptr(), 16), y, lr, &clipped);
+      torch::manual_seed(9 + i);
+      set_lr(*fixed.opt, lr);
+      const StepOutput b = step.run(raw, y, lr, nullptr);
+      ASSERT_TRUE(torch::equal(a.loss, b.loss)) << "step " << i << (channels_last ? " channels-last" : "");
+      for (size_t k = 0; k < eager.params.size(); ++k)
+        ASSERT_TRUE(torch::equal(eager.params[k], fixed.params[k])) << "parameter " << k << " at step " << i;
+    }
+    EXPECT_EQ(step.buffers()[0].scalar_type(), torch::kUInt8) << "the fixed input buffer holds the fed bytes";
   }
 }
 

@@ -1,0 +1,131 @@
+// core/data/batch_feed: a training batch through the feed (packed into one host block, one
+// copy into a landing block — what a GPU does on its copy stream) and normalised by
+// BatchMaker::normalise() equals BatchMaker::inputs() of the loader's bytes bit for bit —
+// images, clips and ragged sequences, in either layout — and its labels are the records'
+// class column. Run with device = CPU (the staged path with plain memory; issue 32).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "core/base/error.hpp"
+#include "core/data/batch_feed.hpp"
+#include "core/data/batch_maker.hpp"
+#include "test_helpers.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+io::DatasetSpec image_spec(std::vector<int64_t> shape, io::DType dtype = io::DType::kUInt8) {
+  io::DatasetSpec s;
+  s.name = "pictures";
+  s.sample_shape = std::move(shape);
+  s.dtype = dtype;
+  s.num_classes = 10;
+  s.mean = {90.0, 110.0, 130.0};
+  s.std = {50.0, 60.0, 70.0};
+  return s;
+}
+
+// RAW bytes of N samples of SPEC: random values of its dtype (finite floats).
+std::vector<unsigned char> random_samples(const io::DatasetSpec& spec, int64_t n, uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<int64_t> dims{n};
+  dims.insert(dims.end(), spec.sample_shape.begin(), spec.sample_shape.end());
+  const torch::Tensor t = spec.dtype == io::DType::kUInt8
+                              ? torch::randint(0, 256, dims, torch::kUInt8)
+                              : (torch::randn(dims) * 40 + 100).to(stored_scalar_type(spec.dtype));
+  const auto* p = static_cast<const unsigned char*>(t.data_ptr());
+  return std::vector<unsigned char>(p, p + n * static_cast<int64_t>(spec.sample_bytes()));
+}
+
+// Over more batches than the feed has slots: fed + normalised == inputs(), staged or not,
+// and the labels are each record's first column; the loader's buffers are overwritten as
+// soon as feed() returns, as the loader does.
+void expect_fed_equals_inputs(const io::DatasetSpec& spec, bool channels_last,
+                              std::vector<int64_t> records_of_two = {}) {
+  const BatchMaker maker(spec, torch::kCPU, /*stage=*/false, channels_last);
+  BatchFeed staged(spec, torch::kCPU, /*stage=*/true), direct(spec, torch::kCPU, /*stage=*/false);
+  const int64_t w = spec.record_width();
+  for (uint64_t batch = 0; batch < 2 * BatchFeed::kSlots + 1; ++batch) {
+    // Batches of several sizes: the landing blocks grow to the largest and hold smaller ones.
+    const int64_t n = records_of_two.empty() ? int64_t{2} + static_cast<int64_t>(batch * 5 % 7) : 2;
+    std::vector<unsigned char> raw = random_samples(spec, n, 40 + batch);
+    std::vector<int64_t> records = records_of_two;
+    if (records.empty())
+      for (int64_t i = 0; i < n * w; ++i)
+        records.push_back((i * 7 + static_cast<int64_t>(batch)) % 10);
+    const torch::Tensor want = maker.inputs(raw.data(), n, records.data());
+    std::vector<int64_t> labels;
+    for (int64_t i = 0; i < n; ++i) labels.push_back(records[static_cast<size_t>(i * w)]);
+    const FedBatch a = direct.feed(raw.data(), n, records.data());
+    ASSERT_TRUE(torch::equal(maker.normalise(a.samples, records.data()), want))
+        << spec.name << " batch " << batch;
+    direct.done();
+    const FedBatch b = staged.feed(raw.data(), n, records.data());
+    std::vector<int64_t> kept = records;
+    std::fill(raw.begin(), raw.end(), uint8_t{0});
+    std::fill(records.begin(), records.end(), int64_t{-5});
+    const torch::Tensor got = maker.normalise(b.samples, kept.data());
+    ASSERT_TRUE(torch::equal(got, want)) << spec.name << " staged batch " << batch;
+    EXPECT_EQ(got.scalar_type(), torch::kFloat);
+    EXPECT_EQ(b.samples.scalar_type(), stored_scalar_type(spec.dtype))
+        << "samples travel in their stored dtype";
+    EXPECT_TRUE(torch::equal(b.labels, torch::tensor(labels, torch::kLong))) << "batch " << batch;
+    EXPECT_TRUE(torch::equal(a.labels, b.labels));
+    if (channels_last && got.dim() == 4)
+      EXPECT_TRUE(got.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    if (channels_last && got.dim() == 4)
+      EXPECT_EQ(got.stride(1), 1) << "NHWC strides, even for one channel";
+    if (channels_last && got.dim() == 5) EXPECT_EQ(got.stride(1), 1) << "NDHWC strides";
+    if (!channels_last) EXPECT_TRUE(got.is_contiguous());
+    staged.done();
+  }
+}
+
+}  // namespace
+
+TEST(BatchFeed, FedImagesNormaliseToTheInputsBitForBit) {
+  expect_fed_equals_inputs(image_spec({3, 9, 7}), false);
+  expect_fed_equals_inputs(image_spec({3, 9, 7}), true);
+  io::DatasetSpec gray = image_spec({1, 8, 8});
+  gray.mean = {100.0};
+  gray.std = {40.0};
+  expect_fed_equals_inputs(gray, true);
+}
+
+TEST(BatchFeed, FedClipsAndOtherDtypesNormaliseToTheInputsBitForBit) {
+  expect_fed_equals_inputs(image_spec({3, 4, 6, 6}), false);
+  expect_fed_equals_inputs(image_spec({3, 4, 6, 6}), true);
+  expect_fed_equals_inputs(image_spec({3, 5, 5}, io::DType::kFloat16), true);
+  expect_fed_equals_inputs(image_spec({3, 5, 5}, io::DType::kFloat32), false);
+}
+
+TEST(BatchFeed, FedRaggedSequencesAreCutAndMaskedAsInputsDoes) {
+  io::DatasetSpec s = lockstep::testing::speech_spec();
+  s.mean = {1.0, 0.5, -1.0};
+  s.std = {2.0, 3.0, 0.5};
+  // Two records (length, then targets): 7 and 12 valid steps of 20.
+  expect_fed_equals_inputs(s, false, {-1, 7, 1, 2, -1, -1, -1, 12, 0, -1, -1, -1});
+}
+
+TEST(BatchFeed, ReusesItsBlocksInTurnAndTakesOneBatchAtATime) {
+  const io::DatasetSpec spec = image_spec({3, 4, 4});
+  BatchFeed feed(spec, torch::kCPU, /*stage=*/true);
+  std::vector<unsigned char> raw = random_samples(spec, 4, 1);
+  const std::vector<int64_t> records{1, 2, 3, 4};
+  std::vector<const void*> first;
+  for (size_t k = 0; k < 3 * BatchFeed::kSlots; ++k) {
+    const FedBatch f = feed.feed(raw.data(), 4, records.data());
+    if (k < BatchFeed::kSlots)
+      first.push_back(f.samples.data_ptr());
+    else
+      EXPECT_EQ(f.samples.data_ptr(), first[k % BatchFeed::kSlots])
+          << "a block is allocated once, then reused";
+    EXPECT_THROW(feed.feed(raw.data(), 4, records.data()), Error) << "feed() twice without done()";
+    feed.done();
+  }
+  EXPECT_THROW(feed.done(), Error) << "done() without feed()";
+  EXPECT_EQ(feed.host_waits(), 0) << "the CPU's copies are complete when they return";
+}
