@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/base/log.hpp"
 
@@ -71,8 +72,53 @@ std::optional<std::string> StragglerWatch::update(const RankSpread& s, const std
       me[kRankForward], me[kRankBackward], me[kRankOptimizer], s.phase(kRankComm).max);
 }
 
+RankMonitor::RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows,
+                         double percent, torch::Device device)
+    : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent) {
+  if (!device.is_cuda()) return;
+  gauges_ = std::make_unique<GpuGauges>(device);
+  if (!gauges_->available()) log::info0("GPU gauges (utilisation, memory, power): n/a on rank 0: " + gauges_->why_not());
+}
+
+RankMonitor::~RankMonitor() = default;
+
+namespace {
+
+// "41.2" or, over ranks, "41.2-41.5"; "n/a" where no rank measured.
+std::string range_text(const std::vector<double>& v, const char* format) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (double x : v)
+    if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+  if (!std::isfinite(lo)) return "n/a";
+  const std::string a = fmt::format(fmt::runtime(format), lo), b = fmt::format(fmt::runtime(format), hi);
+  return a == b ? a : a + "-" + b;
+}
+
+}  // namespace
+
+std::string RankMonitor::observe_gpus(io::MetricsRow* row) {
+  if (!gauges_) return "";  // a CPU run: every rank alike
+  const GpuReading mine = gauges_->read();
+  const double nan = std::nan("");
+  std::vector<double> v(static_cast<size_t>(3 * world_), 0.0);  // (util, mem, power) per rank
+  const size_t at = static_cast<size_t>(3 * rank_);
+  v[at] = mine.util_pct.value_or(nan);
+  v[at + 1] = mine.mem_gib.value_or(nan);
+  v[at + 2] = mine.power_w.value_or(nan);
+  if (world_ > 1) sum_(v.data(), 3 * world_);  // each slot written by one rank (NaN + 0 stays NaN)
+  if (std::none_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) return "";
+  for (int r = 0; r < world_; ++r) {
+    row->gpu_util_pct.push_back(v[static_cast<size_t>(3 * r)]);
+    row->gpu_mem_gib.push_back(v[static_cast<size_t>(3 * r + 1)]);
+    row->gpu_power_w.push_back(v[static_cast<size_t>(3 * r + 2)]);
+  }
+  return fmt::format("; GPU{} busy {}%, {} GiB, {} W", world_ > 1 ? "s" : "", range_text(row->gpu_util_pct, "{:.0f}"),
+                     range_text(row->gpu_mem_gib, "{:.1f}"), range_text(row->gpu_power_w, "{:.0f}"));
+}
+
 std::string RankMonitor::observe(const Times& mine, int64_t steps, io::MetricsRow* row) {
-  if (world_ < 2) return "";
+  const std::string gpus = observe_gpus(row);
+  if (world_ < 2) return gpus;
   const RankSpread s = gather_rank_times(mine, steps, rank_, world_, sum_);
   for (int p = 0; p < kRankPhases; ++p) {
     const PhaseSpread ps = s.phase(p);
@@ -86,7 +132,8 @@ std::string RankMonitor::observe(const Times& mine, int64_t steps, io::MetricsRo
   const PhaseSpread busy = s.phase(kRankBusy), comm = s.phase(kRankComm);
   return fmt::format("; ranks: busy min/median/max {:.1f}/{:.1f}/{:.1f} ms/step, exposed comm {:.1f}/{:.1f}/{:.1f}, "
                      "slowest rank {}@{}",
-                     busy.min, busy.median, busy.max, comm.min, comm.median, comm.max, slow, host);
+                     busy.min, busy.median, busy.max, comm.min, comm.median, comm.max, slow, host) +
+         gpus;
 }
 
 }  // namespace lockstep

@@ -6,6 +6,9 @@
 //    the rank itself spent; a straggler has the most busy time, and the others wait for it
 //    in exposed comm).
 // 2. RankSpread::phase() gives min / median / max over ranks (and which ranks) of a phase.
+// 4. GPU runs: every rank's GPU gauges (gpu_gauges.hpp: utilisation, memory, power) at each
+//    log row, gathered like the times and written per rank into the row; rank 0's log line
+//    gives them (over ranks: min-max). Not measured (no NVML): absent, never an error.
 // 3. StragglerWatch: the same rank the slowest (by busy time) in WINDOWS consecutive log
 //    windows, each time more than PERCENT slower than the median rank, gives one warning
 //    naming the rank, its host and where its time goes; a new warning only after the
@@ -14,12 +17,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/clock.hpp"
 #include "core/train/epoch_stats.hpp"
+#include "core/train/gpu_gauges.hpp"
 #include "io/records/metrics_row.hpp"
 
 namespace lockstep {
@@ -60,18 +65,24 @@ class StragglerWatch {
 // What the trainer calls at each log row. Collective (every rank, same order).
 class RankMonitor {
  public:
-  RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent)
-      : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent) {}
+  // DEVICE: the rank's device; on a GPU its gauges are read at each row (one line says so
+  // at start where NVML is missing).
+  RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent,
+              torch::Device device = torch::kCPU);
+  ~RankMonitor();
   // Gathers every rank's times of this window (MINE: this rank's over STEPS steps), sets
   // ROW's per-phase spread and slowest rank and host, logs a straggler warning (rank 0),
-  // and returns the text for rank 0's log line ("" at 1 rank).
+  // and returns the text for rank 0's log line ("" at 1 rank); on GPUs the gauges too.
   std::string observe(const Times& mine, int64_t steps, io::MetricsRow* row);
 
  private:
+  std::string observe_gpus(io::MetricsRow* row);  // collective on GPU runs
+
   int rank_, world_;
   std::vector<std::string> hosts_;
   AllreduceSum sum_;
   StragglerWatch watch_;
+  std::unique_ptr<GpuGauges> gauges_;  // GPU runs only
 };
 
 }  // namespace lockstep

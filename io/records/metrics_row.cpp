@@ -61,6 +61,16 @@ constexpr TextField kTexts[] = {{"split", &Row::split},
 
 constexpr std::array<const char*, 3> kStats = {"min", "median", "max"};
 
+// The per-rank GPU gauges: key, field, TensorBoard tag stem.
+struct GaugeField {
+  const char* key;
+  std::vector<double> Row::*field;
+  const char* tag;
+};
+constexpr GaugeField kGauges[] = {{"gpu_util_pct", &Row::gpu_util_pct, "gpu/util_pct"},
+                                  {"gpu_mem_gib", &Row::gpu_mem_gib, "gpu/mem_gib"},
+                                  {"gpu_power_w", &Row::gpu_power_w, "gpu/power_w"}};
+
 std::string spread_key(int phase, int stat) {
   return std::string(kRankPhaseNames[static_cast<size_t>(phase)]) + "_ms_" + kStats[static_cast<size_t>(stat)];
 }
@@ -123,6 +133,13 @@ Json MetricsRow::to_json() const {
   for (int p = 0; p < kRankPhaseCount; ++p)
     for (int s = 0; s < 3; ++s)
       if (const Number& v = rank_ms[static_cast<size_t>(p)][static_cast<size_t>(s)]) j[spread_key(p, s)] = number_json(*v);
+  for (const auto& g : kGauges) {
+    const std::vector<double>& v = this->*g.field;
+    if (v.empty()) continue;
+    Json a = Json::array();
+    for (double x : v) a.push_back(number_json(x));
+    j[g.key] = a;
+  }
   if (kind == RowKind::kStart) {
     j["versions"] = Json::object();
     for (const auto& [name, version] : versions) j["versions"][name] = version;
@@ -151,6 +168,12 @@ MetricsRow MetricsRow::from_json(const Json& j, const std::string& what) {
   if (j.contains("eval_hflip")) r.eval_hflip = json_get<bool>(j, "eval_hflip", what);
   for (int p = 0; p < kRankPhaseCount; ++p)
     for (int s = 0; s < 3; ++s) number(spread_key(p, s), &r.rank_ms[static_cast<size_t>(p)][static_cast<size_t>(s)]);
+  for (const auto& g : kGauges) {
+    if (!j.contains(g.key)) continue;
+    LOCKSTEP_REQUIRE(j[g.key].is_array(), what + ": " + g.key + " is not a list");
+    for (const auto& x : j[g.key])
+      (r.*g.field).push_back(x.is_null() ? std::nan("") : json_as<double>(x, what + ": " + g.key));
+  }
   if (j.contains("versions") && j["versions"].is_object())
     for (const auto& [name, version] : j["versions"].items())
       r.versions.emplace_back(name, version.is_string() ? version.get<std::string>() : version.dump());
@@ -173,6 +196,11 @@ std::vector<std::pair<std::string, double>> MetricsRow::scalars() const {
       if (v && std::isfinite(*v)) out.emplace_back("ranks/" + spread_key(p, st), *v);
     }
   if (slowest_rank) out.emplace_back("ranks/slowest_rank", static_cast<double>(*slowest_rank));
+  for (const auto& g : kGauges) {
+    const std::vector<double>& v = this->*g.field;
+    for (size_t r = 0; r < v.size(); ++r)
+      if (std::isfinite(v[r])) out.emplace_back(std::string(g.tag) + "/rank_" + std::to_string(r), v[r]);
+  }
   return out;
 }
 

@@ -9,6 +9,8 @@
 //    as NaN: JSON has no NaN, and null says "not measured".
 // 3. The per-rank step-time spread (train rows at more than one rank) is
 //    "<phase>_ms_{min,median,max}" for the phases of kRankPhaseNames.
+// 4. GPU gauges are per-rank arrays: "gpu_util_pct": [98, 97], TensorBoard
+//    "gpu/util_pct/rank_<r>".
 #pragma once
 
 #include <array>
@@ -60,6 +62,9 @@ struct MetricsRow {
   std::array<std::array<Number, 3>, kRankPhaseCount> rank_ms{};
   Count slowest_rank;
   std::string slowest_host;
+  // Train rows of GPU runs: each rank's GPU as NVML read it at the row (index = rank; NaN,
+  // written null: not measured on that rank), empty where nothing was measured.
+  std::vector<double> gpu_util_pct, gpu_mem_gib, gpu_power_w;
 
   void set_times(const Times& t);
   Json to_json() const;

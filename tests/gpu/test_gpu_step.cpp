@@ -11,7 +11,8 @@
 //     replayed steps make no host sync (c10's sync debug mode as an error); the same with the
 //     fed bytes normalised inside the captured step;
 //   - the batch feed's copy stream delivers every batch whole while the host runs ahead;
-//   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step.
+//   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step;
+//   - NVML's gauges of the rank's GPU (gpu_gauges.hpp) read in range.
 // TF32 is off here (cuBLAS/cuDNN), so float32 results compare tightly.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -35,6 +36,7 @@
 #include "core/optim/loss.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/run_stream.hpp"
+#include "core/train/gpu_gauges.hpp"
 #include "core/train/state_snapshot.hpp"
 #include "core/train/static_step.hpp"
 #include "image_spec.hpp"
@@ -309,4 +311,21 @@ TEST(GpuStep, ASnapshotQueuedBetweenStepsLoadsAsTheStateAtItsStep) {
     EXPECT_TRUE(got[k].is_cuda()) << "loaded onto the model's device";
     EXPECT_TRUE(torch::equal(got[k].cpu(), want[k])) << "tensor " << k;
   }
+}
+
+// NVML on a GPU machine (gpu_gauges.hpp): found by the device's PCI bus id, and its readings
+// in range while the device computes.
+TEST(GpuStep, TheGpuGaugesReadTheRanksGpu) {
+  SKIP_WITHOUT_GPU();
+  const GpuGauges g(torch::Device(torch::kCUDA, 0));
+  ASSERT_TRUE(g.available()) << g.why_not();
+  const torch::Tensor a = torch::randn({4096, 4096}, torch::kCUDA);
+  for (int i = 0; i < 20; ++i) (void)a.mm(a);
+  const GpuReading r = g.read();
+  ASSERT_TRUE(r.util_pct && r.mem_gib && r.power_w);
+  EXPECT_GE(*r.util_pct, 0.0);
+  EXPECT_LE(*r.util_pct, 100.0);
+  EXPECT_GT(*r.mem_gib, 0.05) << "this process's own allocations are in use";
+  EXPECT_GT(*r.power_w, 1.0);
+  torch::cuda::synchronize();
 }

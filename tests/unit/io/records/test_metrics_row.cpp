@@ -144,3 +144,28 @@ TEST(MetricsRow, MalformedRowsAreRefusedNamingTheFile) {
   EXPECT_ANY_THROW(MetricsRow::from_json(io::Json{{"kind", "train"}, {"step", "ten"}}, "m"));
   EXPECT_ANY_THROW(MetricsRow::from_json(io::Json{{"kind", "train"}, {"step", 1}, {"lr", "fast"}}, "m"));
 }
+
+TEST(MetricsRow, GpuGaugesArePerRankListsWithNullWhereNotMeasured) {
+  MetricsRow r;
+  r.kind = RowKind::kTrain;
+  r.step = 5;
+  r.gpu_util_pct = {98.0, std::nan("")};  // rank 1 did not measure its utilisation
+  r.gpu_mem_gib = {41.5, 40.25};
+  r.gpu_power_w = {650.0, 612.0};
+  const io::Json j = r.to_json();
+  EXPECT_EQ(io::dump_json(j["gpu_util_pct"]), "[98.0,null]");
+  const MetricsRow back = through_text(r);
+  ASSERT_EQ(back.gpu_util_pct.size(), 2u);
+  EXPECT_EQ(back.gpu_util_pct[0], 98.0);
+  EXPECT_TRUE(std::isnan(back.gpu_util_pct[1]));
+  EXPECT_EQ(back.gpu_mem_gib, r.gpu_mem_gib);
+  EXPECT_EQ(back.gpu_power_w, r.gpu_power_w);
+  std::vector<std::string> tags;
+  for (const auto& [tag, v] : r.scalars()) tags.push_back(tag);
+  EXPECT_EQ(tags, (std::vector<std::string>{"gpu/util_pct/rank_0", "gpu/mem_gib/rank_0", "gpu/mem_gib/rank_1",
+                                            "gpu/power_w/rank_0", "gpu/power_w/rank_1"}));
+  EXPECT_FALSE(MetricsRow().to_json().contains("gpu_util_pct")) << "a CPU run's rows have no gauges";
+  EXPECT_ANY_THROW(MetricsRow::from_json(io::Json{{"kind", "train"}, {"step", 1}, {"gpu_util_pct", "high"}}, "m"));
+  EXPECT_ANY_THROW(
+      MetricsRow::from_json(io::Json{{"kind", "train"}, {"step", 1}, {"gpu_power_w", io::Json::array({"x"})}}, "m"));
+}
