@@ -73,10 +73,10 @@ std::optional<std::string> StragglerWatch::update(const RankSpread& s, const std
 }
 
 RankMonitor::RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows,
-                         double percent, torch::Device device)
-    : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent) {
-  if (!device.is_cuda()) return;
-  gauges_ = std::make_unique<GpuGauges>(device);
+                         double percent, GpuWatch gpu)
+    : rank_(rank), world_(world), hosts_(std::move(hosts)), sum_(std::move(sum)), watch_(windows, percent), gpu_(gpu) {
+  if (!gpu_.device.is_cuda()) return;
+  gauges_ = std::make_unique<GpuGauges>(gpu_.device);
   if (!gauges_->available()) log::info0("GPU gauges (utilisation, memory, power): n/a on rank 0: " + gauges_->why_not());
 }
 
@@ -96,28 +96,34 @@ std::string range_text(const std::vector<double>& v, const char* format) {
 
 }  // namespace
 
-std::string RankMonitor::observe_gpus(io::MetricsRow* row) {
+std::string RankMonitor::observe_gpus(const Times& mine, int64_t steps, io::MetricsRow* row) {
   if (!gauges_) return "";  // a CPU run: every rank alike
-  const GpuReading mine = gauges_->read();
+  std::string mfu;
+  if (gpu_.step_flops > 0 && gpu_.peak_flops && mine.seconds > 0) {
+    row->mfu_pct = 100.0 * gpu_.step_flops * static_cast<double>(steps) / mine.seconds / *gpu_.peak_flops;
+    mfu = fmt::format(", MFU {:.1f}%", *row->mfu_pct);
+  }
+  const GpuReading here = gauges_->read();
   const double nan = std::nan("");
   std::vector<double> v(static_cast<size_t>(3 * world_), 0.0);  // (util, mem, power) per rank
   const size_t at = static_cast<size_t>(3 * rank_);
-  v[at] = mine.util_pct.value_or(nan);
-  v[at + 1] = mine.mem_gib.value_or(nan);
-  v[at + 2] = mine.power_w.value_or(nan);
+  v[at] = here.util_pct.value_or(nan);
+  v[at + 1] = here.mem_gib.value_or(nan);
+  v[at + 2] = here.power_w.value_or(nan);
   if (world_ > 1) sum_(v.data(), 3 * world_);  // each slot written by one rank (NaN + 0 stays NaN)
-  if (std::none_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) return "";
+  if (std::none_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }))
+    return mfu.empty() ? "" : ";" + mfu.substr(1);
   for (int r = 0; r < world_; ++r) {
     row->gpu_util_pct.push_back(v[static_cast<size_t>(3 * r)]);
     row->gpu_mem_gib.push_back(v[static_cast<size_t>(3 * r + 1)]);
     row->gpu_power_w.push_back(v[static_cast<size_t>(3 * r + 2)]);
   }
-  return fmt::format("; GPU{} busy {}%, {} GiB, {} W", world_ > 1 ? "s" : "", range_text(row->gpu_util_pct, "{:.0f}"),
-                     range_text(row->gpu_mem_gib, "{:.1f}"), range_text(row->gpu_power_w, "{:.0f}"));
+  return fmt::format("; GPU{} busy {}%, {} GiB, {} W{}", world_ > 1 ? "s" : "", range_text(row->gpu_util_pct, "{:.0f}"),
+                     range_text(row->gpu_mem_gib, "{:.1f}"), range_text(row->gpu_power_w, "{:.0f}"), mfu);
 }
 
 std::string RankMonitor::observe(const Times& mine, int64_t steps, io::MetricsRow* row) {
-  const std::string gpus = observe_gpus(row);
+  const std::string gpus = observe_gpus(mine, steps, row);
   if (world_ < 2) return gpus;
   const RankSpread s = gather_rank_times(mine, steps, rank_, world_, sum_);
   for (int p = 0; p < kRankPhases; ++p) {

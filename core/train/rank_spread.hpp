@@ -8,7 +8,8 @@
 // 2. RankSpread::phase() gives min / median / max over ranks (and which ranks) of a phase.
 // 4. GPU runs: every rank's GPU gauges (gpu_gauges.hpp: utilisation, memory, power) at each
 //    log row, gathered like the times and written per rank into the row; rank 0's log line
-//    gives them (over ranks: min-max). Not measured (no NVML): absent, never an error.
+//    gives them (over ranks: min-max). Not measured (no NVML): absent, never an error. MFU:
+//    the model FLOPs of rank 0's window over its seconds and its GPU's peak.
 // 3. StragglerWatch: the same rank the slowest (by busy time) in WINDOWS consecutive log
 //    windows, each time more than PERCENT slower than the median rank, gives one warning
 //    naming the rank, its host and where its time goes; a new warning only after the
@@ -68,7 +69,7 @@ class RankMonitor {
   // DEVICE: the rank's device; on a GPU its gauges are read at each row (one line says so
   // at start where NVML is missing).
   RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent,
-              torch::Device device = torch::kCPU);
+              GpuWatch gpu = {});
   ~RankMonitor();
   // Gathers every rank's times of this window (MINE: this rank's over STEPS steps), sets
   // ROW's per-phase spread and slowest rank and host, logs a straggler warning (rank 0),
@@ -76,12 +77,14 @@ class RankMonitor {
   std::string observe(const Times& mine, int64_t steps, io::MetricsRow* row);
 
  private:
-  std::string observe_gpus(io::MetricsRow* row);  // collective on GPU runs
+  // Collective on GPU runs: the gauges and (rank 0's window: MINE over STEPS) the MFU.
+  std::string observe_gpus(const Times& mine, int64_t steps, io::MetricsRow* row);
 
   int rank_, world_;
   std::vector<std::string> hosts_;
   AllreduceSum sum_;
   StragglerWatch watch_;
+  GpuWatch gpu_;
   std::unique_ptr<GpuGauges> gauges_;  // GPU runs only
 };
 

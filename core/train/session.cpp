@@ -184,6 +184,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
     log::info0("note: " + layout_note);
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
+  gpu_watch = watch_gpu(*model, manifest.spec, place.device, cfg);
   if (cfg.sync_bn) {
     sync_bn_layers = set_sync_bn(*model, place.comm.get());
     const int foreign = foreign_batchnorms(*model, sync_bn_layers);

@@ -45,7 +45,7 @@ class Trainer {
   Trainer(Session& s, Recorder& rec, Checkpointer& ck, TrainState& state)
       : s_(s), cfg_(s.cfg), rec_(rec), ck_(ck), st_(state), timer_(s.place.device),
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16), ranks_(s.mpi.rank(), s.mpi.size(),
-        s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent, s.place.device) {
+        s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent, s.gpu_watch) {
     const TraceRange trace = parse_trace_range(cfg_.trace_steps);
     timer_.set_trace(std::make_unique<StepTrace>(trace, s.mpi.rank(), s.mpi.host(), cfg_.run_dir + "/trace",
                                                  s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step,

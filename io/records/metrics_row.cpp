@@ -41,7 +41,7 @@ constexpr NumberField kNumbers[] = {
     {"val_acc", &Row::val_acc},       {"val_f1", &Row::val_f1},         {"val_cer", &Row::val_cer},
     {"val_wer", &Row::val_wer},       {"test_loss", &Row::test_loss},   {"test_acc", &Row::test_acc},
     {"test_f1", &Row::test_f1},       {"test_cer", &Row::test_cer},     {"test_wer", &Row::test_wer},
-    {"unix_time", &Row::unix_time}};
+    {"unix_time", &Row::unix_time},   {"mfu_pct", &Row::mfu_pct}};
 
 constexpr CountField kCounts[] = {{"skipped_steps", &Row::skipped_steps},
                                   {"clipped_steps", &Row::clipped_steps},
@@ -97,7 +97,8 @@ constexpr Scalar kScalars[] = {
     {&Row::test_loss, "test/loss", not_end},               {&Row::test_acc, "test/acc", not_end},
     {&Row::test_f1, "test/macro_f1", not_end},             {&Row::val_cer, "val/cer", not_end},
     {&Row::val_wer, "val/wer", not_end},                   {&Row::test_cer, "test/cer", not_end},
-    {&Row::test_wer, "test/wer", not_end},                 {&Row::loss_scale, "train/loss_scale", train_kind}};
+    {&Row::test_wer, "test/wer", not_end},                 {&Row::loss_scale, "train/loss_scale", train_kind},
+    {&Row::mfu_pct, "train/mfu_pct", train_kind}};
 
 Json number_json(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 

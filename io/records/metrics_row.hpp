@@ -44,6 +44,7 @@ struct MetricsRow {
   Number train_loss, train_acc, samples_per_s;
   Number seconds, data_wait_s, forward_s, backward_s, exposed_comm_s, optimizer_s;  // of these steps
   Number lr, loss_scale;
+  Number mfu_pct;  // GPU runs: model FLOPs utilisation of rank 0's GPU over the window
   Count skipped_steps, clipped_steps;
   // Evaluations (eval, epoch, test and end rows).
   Number val_loss, val_acc, val_f1, val_cer, val_wer;

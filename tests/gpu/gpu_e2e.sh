@@ -2,7 +2,8 @@
 # End to end on one GPU (ctest -L gpu; bench/gpu.sh runs it from the GPU bundle): a 1-rank
 # job on the GPU (NCCL backend, the whole step a CUDA graph by default) against the same job on
 # the CPU (MPI backend), the graph against the eager step, fp16 with the loss scaler, resume on
-# the GPU, cuDNN benchmark on, and no host sync inside a steady step.
+# the GPU, cuDNN benchmark on, no host sync inside a steady step, and the GPU gauges and MFU in
+# the log rows.
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -34,6 +35,14 @@ expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backen
 expect_output 'backend nccl, device cuda'
 expect_output '\(cudnn benchmark\)'
 expect_output 'whole-step CUDA graph captured after 3 eager steps'
+expect_output 'MFU in log rows: '
+expect_output '; GPU busy [0-9]+%, [0-9.]+ GiB, [0-9]+ W, MFU [0-9.]+%'
+"$PYTHON" - gpu/metrics.jsonl <<'PY' || fail "train rows without GPU gauges or MFU"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"train"' in l]
+assert rows and all(len(r["gpu_util_pct"]) == 1 and r["gpu_mem_gib"][0] > 0 and 0 < r["mfu_pct"] < 100 for r in rows), rows[-1]
+PY
+pass "GPU gauges (NVML) and MFU in the log rows"
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend mpi --max-steps 20 --run-dir cpu
 judge gpu cpu "GPU vs CPU" || fail "GPU and CPU losses differ beyond 1e-3 of max(loss, 0.1)"
 pass "20 steps on the GPU (a CUDA graph) equal the CPU's (TF32 off)"
