@@ -8,9 +8,11 @@
 //    the same): convolutions of any dimension and groups (output elements x input channels
 //    per group x kernel size), linear layers and matrix products (addmm, mm, bmm, baddbmm).
 //    Shapes are read from the graph's edges: a node's input metadata is its output's shape,
-//    and the next node's is the shape of the tensor it received. Elementwise work,
-//    normalisation and pooling are not counted; recurrent cells that run as one fused
-//    kernel (GRU) are invisible to it, so a model where nothing was counted has no MFU.
+//    and the next node's is the shape of the tensor it received (a transposed convolution:
+//    input elements x output channels per group x kernel size). Elementwise work,
+//    normalisation and pooling are not counted. Work that runs as one fused node whose FLOPs
+//    the graph does not show (cuDNN's RNNs, fused attention) is named in `unseen`: the
+//    caller gives no MFU for such a model.
 // 3. A training step is 3x the forward (the backward: 2x), per sample.
 // 4. Peak: the data-sheet dense tensor-core peak of the GPU (by name) for the step's math —
 //    bf16/fp16 under --amp, TF32 for float32 (cuDNN's default for convolutions) — or none
@@ -30,6 +32,7 @@ namespace lockstep {
 struct FlopCount {
   double forward_per_sample = 0;  // FLOPs
   int64_t layers = 0;             // convolutions and matrix products counted
+  std::string unseen;             // heavy work the graph hides (a fused RNN, fused attention), "" if none
   double train_per_sample() const { return 3.0 * forward_per_sample; }
 };
 

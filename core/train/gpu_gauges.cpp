@@ -2,15 +2,10 @@
 #include "core/train/gpu_gauges.hpp"
 
 #include <dlfcn.h>
-#include <fmt/format.h>
 
 #include <array>
 
-#include "core/base/log.hpp"
-#include "core/model/flop_count.hpp"
-
 #ifdef LOCKSTEP_HAVE_CUDA
-#include <ATen/Context.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -106,34 +101,6 @@ GpuReading GpuGauges::read() const {
   unsigned int mw = 0;
   if (nvml_->power(nvml_->device, &mw) == 0) r.power_w = mw / 1000.0;
   return r;
-}
-
-GpuWatch watch_gpu(Net& model, const io::DatasetSpec& spec, torch::Device device, const Config& cfg) {
-  GpuWatch w;
-  if (!device.is_cuda()) return w;
-  w.device = device;
-#ifdef LOCKSTEP_HAVE_CUDA
-  const bool bench = at::globalContext().benchmarkCuDNN();
-  at::globalContext().setBenchmarkCuDNN(false);  // no algorithm search for a one-sample batch
-  const FlopCount f = count_forward_flops(model, spec, device);
-  at::globalContext().setBenchmarkCuDNN(bench);
-  cudaDeviceProp prop{};
-  const bool named = cudaGetDeviceProperties(&prop, device.index()) == cudaSuccess;
-  const bool half = cfg.amp != Amp::kNone;
-  if (named) w.peak_flops = gpu_peak_flops(prop.name, half);
-  if (f.layers > 0) w.step_flops = f.train_per_sample() * static_cast<double>(cfg.batch_size * cfg.grad_accum);
-  if (w.step_flops > 0 && w.peak_flops)
-    log::info0(fmt::format("MFU in log rows: {:.3g} GFLOP per training sample (3x the forward's {} convolutions and "
-                           "matrix products), {} peak {:.0f} TFLOP/s ({})",
-                           f.train_per_sample() / 1e9, f.layers, prop.name, *w.peak_flops / 1e12,
-                           half ? "bf16/fp16" : "TF32"));
-  else
-    log::info0(std::string("MFU: n/a (") +
-               (w.step_flops <= 0 ? "no convolution or matrix product counted in the model's forward"
-                                  : std::string("no peak known for ") + (named ? prop.name : device.str())) +
-               ")");
-#endif
-  return w;
 }
 
 }  // namespace lockstep

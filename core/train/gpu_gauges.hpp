@@ -15,22 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "core/config/config.hpp"
-#include "core/model/registry.hpp"
-
 namespace lockstep {
 
-// What the log rows read of a rank's GPU: the device, and for MFU the model FLOPs of one
-// optimizer step of one rank and the GPU's peak (core/model/flop_count.hpp; none: no MFU).
-struct GpuWatch {
-  torch::Device device = torch::kCPU;
-  double step_flops = 0;
-  std::optional<double> peak_flops;
-};
-// For a GPU run: counts MODEL's FLOPs on one sample of SPEC (cuDNN's benchmark off while it
-// does) and looks up the GPU's peak for CFG's precision; one line (rank 0) says what MFU will
-// be computed from, or why it will not. A CPU run: the CPU, nothing counted.
-GpuWatch watch_gpu(Net& model, const io::DatasetSpec& spec, torch::Device device, const Config& cfg);
 
 struct GpuReading {
   std::optional<double> util_pct, mem_gib, power_w;

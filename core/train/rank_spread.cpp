@@ -99,10 +99,7 @@ std::string range_text(const std::vector<double>& v, const char* format) {
 std::string RankMonitor::observe_gpus(const Times& mine, int64_t steps, io::MetricsRow* row) {
   if (!gauges_) return "";  // a CPU run: every rank alike
   std::string mfu;
-  if (gpu_.step_flops > 0 && gpu_.peak_flops && mine.seconds > 0) {
-    row->mfu_pct = 100.0 * gpu_.step_flops * static_cast<double>(steps) / mine.seconds / *gpu_.peak_flops;
-    mfu = fmt::format(", MFU {:.1f}%", *row->mfu_pct);
-  }
+  if ((row->mfu_pct = mfu_pct(gpu_, steps, mine.seconds))) mfu = fmt::format(", MFU {:.1f}%", *row->mfu_pct);
   const GpuReading here = gauges_->read();
   const double nan = std::nan("");
   std::vector<double> v(static_cast<size_t>(3 * world_), 0.0);  // (util, mem, power) per rank

@@ -6,11 +6,11 @@
 //    the rank itself spent; a straggler has the most busy time, and the others wait for it
 //    in exposed comm).
 // 2. RankSpread::phase() gives min / median / max over ranks (and which ranks) of a phase.
-// 4. GPU runs: every rank's GPU gauges (gpu_gauges.hpp: utilisation, memory, power) at each
+// 3. GPU runs: every rank's GPU gauges (gpu_gauges.hpp: utilisation, memory, power) at each
 //    log row, gathered like the times and written per rank into the row; rank 0's log line
 //    gives them (over ranks: min-max). Not measured (no NVML): absent, never an error. MFU:
 //    the model FLOPs of rank 0's window over its seconds and its GPU's peak.
-// 3. StragglerWatch: the same rank the slowest (by busy time) in WINDOWS consecutive log
+// 4. StragglerWatch: the same rank the slowest (by busy time) in WINDOWS consecutive log
 //    windows, each time more than PERCENT slower than the median rank, gives one warning
 //    naming the rank, its host and where its time goes; a new warning only after the
 //    streak breaks. Every rank computes the same (the data are identical), rank 0 logs.
@@ -26,6 +26,7 @@
 #include "core/base/clock.hpp"
 #include "core/train/epoch_stats.hpp"
 #include "core/train/gpu_gauges.hpp"
+#include "core/train/mfu.hpp"
 #include "io/records/metrics_row.hpp"
 
 namespace lockstep {
@@ -66,8 +67,8 @@ class StragglerWatch {
 // What the trainer calls at each log row. Collective (every rank, same order).
 class RankMonitor {
  public:
-  // DEVICE: the rank's device; on a GPU its gauges are read at each row (one line says so
-  // at start where NVML is missing).
+  // GPU: the rank's device (on a GPU its gauges are read at each row; one line says so at
+  // start where NVML is missing) and what MFU is computed from (mfu.hpp).
   RankMonitor(int rank, int world, std::vector<std::string> hosts, AllreduceSum sum, int windows, double percent,
               GpuWatch gpu = {});
   ~RankMonitor();

@@ -24,7 +24,7 @@
 #include "core/optim/loss.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/model/registry.hpp"
-#include "core/train/gpu_gauges.hpp"
+#include "core/train/mfu.hpp"
 #include "core/dist/placement.hpp"
 #include "core/dist/rank_placement.hpp"
 #include "io/loader/rank_reader.hpp"
@@ -56,7 +56,7 @@ struct Session {
   AugmentOptions augment;
   Placement place;
   bool cudnn_benchmark = false;  // set on GPUs by --train.cudnn-benchmark (not for ragged data)
-  GpuWatch gpu_watch;            // GPU runs: the device and what MFU is computed from (gpu_gauges.hpp)
+  GpuWatch gpu_watch;            // GPU runs: the device and what MFU is computed from (mfu.hpp)
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> trainable;  // the parameters the optimizer and reducer see (--model.freeze)
   std::unique_ptr<torch::optim::Optimizer> opt;
