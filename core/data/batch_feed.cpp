@@ -84,13 +84,11 @@ FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records) {
   std::vector<int64_t> dims{n};
   dims.insert(dims.end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
   const torch::ScalarType type = stored_scalar_type(spec_.dtype);
-  const int64_t w = spec_.record_width();
   FedBatch out;
   if (!staged_) {  // the CPU: a view of the loader's buffer, and the labels
     out.samples = torch::from_blob(const_cast<void*>(raw), dims, type);
     out.labels = torch::empty({n}, torch::kLong);
-    int64_t* y = out.labels.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) y[i] = records[i * w];
+    io::record_classes(spec_, records, n, out.labels.data_ptr<int64_t>());
     held_ = true;
     return out;
   }
@@ -104,8 +102,7 @@ FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records) {
   torch::Tensor dest;
   try {
     std::memcpy(host, raw, sample_bytes);
-    auto* y = reinterpret_cast<int64_t*>(host + offset);
-    for (int64_t i = 0; i < n; ++i) y[i] = records[i * w];
+    io::record_classes(spec_, records, n, reinterpret_cast<int64_t*>(host + offset));
     const torch::Tensor packed = torch::from_blob(host, {static_cast<int64_t>(bytes)}, torch::kUInt8);
     torch::Tensor& block = s.landing[s.next];
     const bool grow = !block.defined() || static_cast<size_t>(block.numel()) < bytes;

@@ -98,10 +98,8 @@ torch::Tensor BatchMaker::normalise(const torch::Tensor& samples, const int64_t*
 }
 
 torch::Tensor BatchMaker::labels(const int64_t* records, int64_t n) const {
-  const int64_t w = spec_.record_width();
-  torch::Tensor y = torch::empty({n}, torch::kLong);  // each record's first column
-  int64_t* out = y.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i) out[i] = records[i * w];
+  torch::Tensor y = torch::empty({n}, torch::kLong);
+  io::record_classes(spec_, records, n, y.data_ptr<int64_t>());
   return upload(y);
 }
 

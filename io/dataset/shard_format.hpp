@@ -126,6 +126,11 @@ void validate_samples(const DatasetSpec& spec, const void* samples, const int64_
 inline int64_t record_length(const DatasetSpec& spec, const int64_t* r) {
   return spec.ragged ? r[DatasetSpec::kLengthColumn] : spec.time_steps();
 }
+// The class labels of N records (each record's first column) into OUT.
+inline void record_classes(const DatasetSpec& spec, const int64_t* records, int64_t n, int64_t* out) {
+  const int64_t w = spec.record_width();
+  for (int64_t i = 0; i < n; ++i) out[i] = records[i * w];
+}
 // The target tokens of record R (sequence targets): a pointer to max_target_length values, -1 padded.
 inline const int64_t* record_targets(const DatasetSpec& spec, const int64_t* r) { return r + spec.targets_column(); }
 int64_t target_length(const DatasetSpec& spec, const int64_t* r);
