@@ -18,7 +18,7 @@
 namespace lockstep::app {
 namespace {
 
-const char* kUsage =
+const char* kReportUsage =
     "usage: lockstep report RUN_DIR... | SWEEP_ROOT [--out DIR] [--metric NAME]...\n"
     "  runs compared: a table (overrides, best validation and its step, test, time to best, samples/s,\n"
     "  how it ended) and curves of each --metric (default: train_loss and the best metric) as\n"
@@ -49,7 +49,7 @@ int cmd_report(const Args& args) {
     return kExitOk;
   }
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
+    std::cout << kReportUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args.size() == 1 && io::path_exists(args[0] + "/sweep.txt")) return scaling(args[0]);

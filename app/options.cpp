@@ -92,6 +92,7 @@ po::options_description common_options(Config* c) {
       ("data.prefetch", po::value(&c->prefetch)->default_value(c->prefetch), "batches the loader thread keeps ready")
       ("data.block-samples", po::value(&c->block_samples)->default_value(c->block_samples), "stream: samples per read, 0: ~4 MiB")
       ("data.shuffle-blocks", po::value(&c->shuffle_blocks)->default_value(c->shuffle_blocks), "stream: blocks per shuffle window")
+      ("data.read-threads", po::value(&c->read_threads)->default_value(c->read_threads), "threads reading shards at once per rank, 0: min(4, the rank's cores)")
       ("data.bucket-batches", po::value(&c->bucket_batches)->default_value(c->bucket_batches),
        "ragged data (memory mode): batches per window sorted by length, so a batch pads little; 0: off")
       ("eval.hflip", po::value(&c->eval_hflip)->default_value(c->eval_hflip)->implicit_value(true), "test-time augmentation: every evaluation (validation, test, evaluate, predict) averages each image's class probabilities with its mirror's (images, clips)")

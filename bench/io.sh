@@ -16,6 +16,7 @@ cd "$WORK"
 
 secs() { local t0=$(date +%s.%N); "$@" >/dev/null; python3 -c "print(round($(date +%s.%N) - $t0, 2))"; }
 div() { python3 -c "print(round($1 / $2))"; }
+nproc_cap() { local n; n=$(nproc); echo $(( n < 4 ? n : 4 )); }  # --data.read-threads 0 picks min(4, cores)
 
 echo "== shard times"
 rm -rf fmnist
@@ -31,8 +32,9 @@ echo "synthetic hdf5 ${size_mib} MiB -> 16 shards, deflate 1: $t s ($(div "$size
 
 echo; echo "== reader vs raw read: Fashion-MNIST train (uint8 1x28x28, 784 B/sample)"
 "$BUILD/bench/reader_bench" fmnist --batch 64
-echo; echo "== reader vs raw read: synthetic (uint8 3x64x64, 12 KiB/sample)"
-"$BUILD/bench/reader_bench" synth --batch 64
+echo; echo "== reader vs raw read: synthetic (uint8 3x64x64, 12 KiB/sample), 1 read thread and $(nproc_cap) (--data.read-threads)"
+"$BUILD/bench/reader_bench" synth --batch 64 --threads 1
+"$BUILD/bench/reader_bench" synth --batch 64 --threads "$(nproc_cap)"
 if [ "$(id -u)" = 0 ]; then
   echo; echo "== the same from a cold page cache (what data larger than memory sees)"
   "$BUILD/bench/reader_bench" synth --batch 64 --cold 1

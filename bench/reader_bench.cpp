@@ -5,7 +5,10 @@
 // cache before every measurement (root only): that measures what a job reading data larger
 // than memory sees from the disk.
 //
-//   reader_bench DATASET_DIR [--split train] [--batch 64] [--reps 3] [--block N] [--cold 0|1]
+// --threads N: the reader's read threads (--data.read-threads). Shards lockstep writes are
+// read by the chunk reader (io/dataset/chunk_reader.hpp) whatever N is.
+//
+//   reader_bench DATASET_DIR [--split train] [--batch 64] [--reps 3] [--block N] [--cold 0|1] [--threads 1]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -43,11 +46,12 @@ double raw_read(const std::vector<std::string>& files, int64_t* bytes) {
 // Opens the reader (memory mode loads the data here; OPEN_S gets that time) and runs one
 // shuffled epoch of batches; returns the epoch's seconds.
 double reader_epoch(const std::string& dir, const Manifest& m, const std::string& split, const char* mode,
-                    int64_t batch, int64_t block, double* open_s) {
+                    int64_t batch, int64_t block, int threads, double* open_s) {
   auto t0 = Clock::now();
   ReaderOptions opt;
   opt.mode = std::string(mode) == "memory" ? ReadMode::kMemory : ReadMode::kStream;
   opt.block_samples = block;
+  opt.read_threads = threads;
   const RankReader reader(dir, m, split, 0, 1, opt);
   *open_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
@@ -71,13 +75,14 @@ using lockstep::bench::Series;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: reader_bench DATASET_DIR [--split S] [--batch B] [--reps R] [--block N]\n");
+    std::fprintf(stderr, "usage: reader_bench DATASET_DIR [--split S] [--batch B] [--reps R] [--block N] [--cold 0|1] [--threads T]\n");
     return 2;
   }
   const std::string dir = argv[1];
   std::string split = "train";
   int64_t batch = 64, reps = 3, block = 0;
   bool cold = false;
+  int threads = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--split") split = argv[i + 1];
@@ -85,6 +90,7 @@ int main(int argc, char** argv) {
     else if (k == "--reps") reps = std::stoll(argv[i + 1]);
     else if (k == "--block") block = std::stoll(argv[i + 1]);
     else if (k == "--cold") cold = std::string(argv[i + 1]) == "1";
+    else if (k == "--threads") threads = std::stoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
   }
   try {
@@ -103,14 +109,14 @@ int main(int argc, char** argv) {
       cool();
       raw.v.push_back(file_mb / raw_read(files, &bytes));
       cool();
-      mem.v.push_back(payload_mb / reader_epoch(dir, m, split, "memory", batch, block, &open_s));
+      mem.v.push_back(payload_mb / reader_epoch(dir, m, split, "memory", batch, block, threads, &open_s));
       load.v.push_back(payload_mb / open_s);
       cool();
-      const double epoch_s = reader_epoch(dir, m, split, "stream", batch, block, &open_s);
+      const double epoch_s = reader_epoch(dir, m, split, "stream", batch, block, threads, &open_s);
       stream.v.push_back(payload_mb / (open_s + epoch_s));
     }
-    std::printf("dataset %s split %s: %zu shard(s), %.1f MiB of files, %.1f MiB of samples, batch %lld\n",
-                dir.c_str(), split.c_str(), files.size(), file_mb, payload_mb, static_cast<long long>(batch));
+    std::printf("dataset %s split %s: %zu shard(s), %.1f MiB of files, %.1f MiB of samples, batch %lld, %d read thread(s)\n",
+                dir.c_str(), split.c_str(), files.size(), file_mb, payload_mb, static_cast<long long>(batch), threads);
     std::printf("%-34s %10s %10s %10s %8s\n", cold ? "read path (cold cache)" : "read path (warm cache)", "MiB/s",
                 "min", "max", "vs raw");
     const auto row = [&](const char* name, const Series& s) {
@@ -121,10 +127,10 @@ int main(int argc, char** argv) {
     row("reader, memory mode: load (once)", load);
     row("reader, memory mode: epoch", mem);
     row("reader, stream mode: open+epoch", stream);
-    std::printf("{\"cache\": \"%s\", \"raw_mib_s\": %.1f, \"raw_min\": %.1f, \"raw_max\": %.1f, "
+    std::printf("{\"cache\": \"%s\", \"read_threads\": %d, \"raw_mib_s\": %.1f, \"raw_min\": %.1f, \"raw_max\": %.1f, "
                 "\"memory_load_mib_s\": %.1f, \"memory_epoch_mib_s\": %.1f, \"memory_epoch_min\": %.1f, "
                 "\"memory_epoch_max\": %.1f, \"stream_mib_s\": %.1f, \"stream_min\": %.1f, \"stream_max\": %.1f}\n",
-                cold ? "cold" : "warm", raw.median(), raw.lo(), raw.hi(), load.median(), mem.median(), mem.lo(), mem.hi(),
+                cold ? "cold" : "warm", threads, raw.median(), raw.lo(), raw.hi(), load.median(), mem.median(), mem.lo(), mem.hi(),
                 stream.median(), stream.lo(), stream.hi());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "reader_bench: %s\n", e.what());

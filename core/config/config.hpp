@@ -27,6 +27,7 @@ struct Config {
   Remainder remainder = Remainder::kDrop;  // io/loader/shard_plan.hpp
   int64_t block_samples = 0;         // stream: samples per read, 0: ~4 MiB
   int64_t shuffle_blocks = 16;       // stream: blocks per shuffle window
+  int read_threads = 0;              // threads reading shards at once per rank; 0: min(4, the rank's cores)
   int64_t bucket_batches = 50;       // ragged data: batches per length-sorting window, 0: no bucketing
   int64_t random_crop = 0;           // pad for random crops of images and clips, 0: off
   bool hflip = false;                // random horizontal flips of images and clips

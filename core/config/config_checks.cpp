@@ -62,6 +62,7 @@ std::string check_config(Config* c) {
   if (c->memory_budget_mb < 0) return "--data.memory-budget-mb must be >= 0";
   if (c->block_samples < 0) return "--data.block-samples must be >= 0";
   if (c->shuffle_blocks < 1) return "--data.shuffle-blocks must be at least 1";
+  if (c->read_threads < 0 || c->read_threads > 64) return "--data.read-threads must be in 0..64 (0: min(4, cores))";
   if (c->bucket_mb < 0) return "--dist.bucket-mb must be >= 0";
   if (c->keep_last < 0) return "--ckpt.keep-last must be >= 0 (0: keep all)";
   if (c->ckpt_every < 0) return "--ckpt.every must be >= 0";

@@ -62,6 +62,11 @@ class Net : public torch::nn::Module {
   virtual bool checkpoints_activations() const { return false; }
   bool channels_last() const { return channels_last_; }
   void set_channels_last(bool on) { channels_last_ = on; }
+  int64_t parameter_count() const {
+    int64_t n = 0;
+    for (const auto& p : parameters()) n += p.numel();
+    return n;
+  }
   // Parameters, then buffers: everything that defines the function (broadcast at start,
   // copied for the best weights).
   std::vector<torch::Tensor> state_tensors() {

@@ -13,6 +13,7 @@
 #include "core/eval/mirror.hpp"
 #include "core/optim/loss_scaler.hpp"
 #include "core/train/recorder.hpp"
+#include "core/train/host_copies.hpp"
 #include "core/train/state_snapshot.hpp"
 #include "core/train/train_state.hpp"
 #include "io/records/checkpoint_store.hpp"
@@ -32,6 +33,8 @@ double signed_metric(const EvalResult& ev, BestMetric metric) {
 
 Checkpointer::Checkpointer(const Config& cfg, const io::Manifest& data, CheckpointParts parts, Recorder& rec)
     : cfg_(cfg), data_(data), spec_(data.spec), parts_(parts), rec_(rec) {}
+
+Checkpointer::~Checkpointer() = default;
 
 std::string Checkpointer::best_path() const { return checkpoint_dir(cfg_) + "/best.ckpt"; }
 
@@ -192,9 +195,9 @@ void Checkpointer::update_best(const TrainState& state) {
   if (best_step_ >= 0 && !(v > best_value_)) return;
   best_value_ = v;
   best_step_ = state.pos().step;
-  best_weights_.clear();
-  for (const auto& t : parts_.model.state_tensors())
-    best_weights_.push_back(t.detach().to(torch::TensorOptions().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true));
+  best_weights_ = std::make_unique<HostCopies>();  // queued: the training thread does not wait for them
+  for (const auto& t : parts_.model.state_tensors()) best_weights_->add(t.detach());
+  best_weights_->seal();
   Recorder::Payload payload = snapshot(state.pos().step);
   CheckpointMeta m = meta_of(state);
   m.best_metric = to_string(metric);
@@ -207,10 +210,12 @@ void Checkpointer::update_best(const TrainState& state) {
 int64_t Checkpointer::restore_best() {
   if (best_step_ < 0) return -1;
   torch::NoGradGuard no_grad;
-  if (!best_weights_.empty()) {
+  if (best_weights_) {
+    best_weights_->wait();
     const auto dst = parts_.model.state_tensors();
-    LOCKSTEP_REQUIRE(dst.size() == best_weights_.size(), "best weights do not match the model");
-    for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(best_weights_[i]);
+    const auto& src = best_weights_->tensors();
+    LOCKSTEP_REQUIRE(dst.size() == src.size(), "best weights do not match the model");
+    for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
     return best_step_;
   }
   // The best predates this process (a resumed run): best.ckpt is durable since then.

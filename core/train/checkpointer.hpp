@@ -40,6 +40,7 @@ namespace lockstep {
 class LossScaler;
 class MpiRuntime;
 class Recorder;
+class HostCopies;
 class StateSnapshot;
 class TrainState;
 
@@ -60,6 +61,9 @@ class Checkpointer {
   // DATA: the run's dataset (its spec goes into every checkpoint; its name and source
   // must match a checkpoint this run resumes).
   Checkpointer(const Config& cfg, const io::Manifest& data, CheckpointParts parts, Recorder& rec);
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
 
   std::string agree_resume_path();  // collective
   // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
@@ -97,7 +101,7 @@ class Checkpointer {
   std::weak_ptr<const StateSnapshot> shared_;
   double best_value_ = 0.0;  // larger is better (val_loss negated)
   int64_t best_step_ = -1;
-  std::vector<torch::Tensor> best_weights_;  // host copies of parameters and buffers at best_step_
+  std::unique_ptr<HostCopies> best_weights_;  // parameters and buffers at best_step_, in host memory
 };
 
 }  // namespace lockstep

@@ -229,12 +229,6 @@ void Session::close() {
   if (place.comm) place.comm->destroy();
 }
 
-int64_t Session::parameter_count() const {
-  int64_t params = 0;
-  for (const auto& p : model->parameters()) params += p.numel();
-  return params;
-}
-
 std::string Session::describe() const {
   const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
@@ -264,7 +258,7 @@ std::string Session::describe() const {
                             : std::string("memory")) +
           (train->dealt() ? ", a new share each epoch" : ", the same share each epoch"),
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
-      parameter_count(),
+      model->parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +
           (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : ""),
       reducer->passes_through()

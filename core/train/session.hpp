@@ -68,7 +68,6 @@ struct Session {
   int sync_bn_layers = 0;
   std::vector<RankPlacement> placements;  // every rank's host, GPU and CPUs (rank 0 only)
 
-  int64_t parameter_count() const;
   std::string describe() const;  // the start lines rank 0 logs
   std::string placement_text() const;  // describe()'s placement lines
 };

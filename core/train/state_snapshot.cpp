@@ -9,26 +9,17 @@
 
 #include <sstream>
 
-#ifdef LOCKSTEP_HAVE_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "core/train/host_copies.hpp"
 
 namespace lockstep {
 
 // The copies, held by the snapshot as the live tensors are by the model: the archive's
 // pickler records a tensor held elsewhere as it records T (a memo entry), so the bytes match.
 struct StateSnapshot::Held {
-  std::vector<torch::Tensor> copies;
+  HostCopies copies;
   // The model's and optimizer's archives, alive while the root is written, as they are in
   // serialize_state (the pickler's memo again).
   torch::serialize::OutputArchive model, opt;
-  bool queued = false;      // a copy was queued on a GPU stream
-  c10::DeviceIndex device = 0;  // that stream's device
-#ifdef LOCKSTEP_HAVE_CUDA
-  at::cuda::CUDAEvent done{cudaEventDisableTiming};
-#endif
 };
 
 namespace {
@@ -37,38 +28,11 @@ using torch::serialize::OutputArchive;
 
 using Held = StateSnapshot::Held;
 
-// T's copy in host memory: pinned and queued on the current stream from a GPU, made at once
-// on the CPU. Same strides and requires_grad flag, so the archive records what T's would.
-torch::Tensor host_copy(const torch::Tensor& t, Held* held) {
-  if (!t.defined()) return t;
-  torch::NoGradGuard no_grad;
-  torch::Tensor c;
-  if (t.is_cuda()) {
-    try {
-      c = torch::empty_like(t, t.options().device(torch::kCPU).pinned_memory(true));
-    } catch (const c10::Error&) {  // no page-locked memory left (memlock limits): a blocking copy
-      c = torch::Tensor();
-    }
-    if (c.defined()) {
-      c.copy_(t, /*non_blocking=*/true);
-      held->queued = true;
-      held->device = t.device().index();
-    } else {
-      c = t.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
-    }
-  } else {
-    c = t.clone();
-  }
-  if (t.requires_grad()) c.set_requires_grad(true);
-  held->copies.push_back(c);
-  return c;
-}
-
 // Module::save's tree (torch/nn/module.cpp), each tensor replaced by its host copy.
 void write_module(OutputArchive& ar, const torch::nn::Module& m, Held* held) {
-  for (const auto& p : m.named_parameters(/*recurse=*/false)) ar.write(p.key(), host_copy(p.value(), held));
+  for (const auto& p : m.named_parameters(/*recurse=*/false)) ar.write(p.key(), held->copies.add(p.value()));
   for (const auto& b : m.named_buffers(/*recurse=*/false))
-    ar.write(b.key(), host_copy(b.value(), held), /*is_buffer=*/true);
+    ar.write(b.key(), held->copies.add(b.value()), /*is_buffer=*/true);
   for (const auto& child : m.named_children()) {
     if (!child.value()->is_serializable()) continue;
     OutputArchive sub(ar.compilation_unit());
@@ -105,13 +69,13 @@ bool known_optimizer(torch::optim::Optimizer& opt) {
 // False for an optimizer this file does not know (the caller serialises it at once).
 bool write_known_optimizer(OutputArchive& ar, torch::optim::Optimizer& opt, Held* held) {
   const auto adam_like = [held](auto& s) {
-    s.exp_avg(host_copy(s.exp_avg(), held));
-    s.exp_avg_sq(host_copy(s.exp_avg_sq(), held));
-    s.max_exp_avg_sq(host_copy(s.max_exp_avg_sq(), held));
+    s.exp_avg(held->copies.add(s.exp_avg()));
+    s.exp_avg_sq(held->copies.add(s.exp_avg_sq()));
+    s.max_exp_avg_sq(held->copies.add(s.max_exp_avg_sq()));
   };
   if (dynamic_cast<torch::optim::SGD*>(&opt)) {
     write_optimizer<torch::optim::SGDParamState, torch::optim::SGDOptions>(
-        ar, opt, [held](torch::optim::SGDParamState& s) { s.momentum_buffer(host_copy(s.momentum_buffer(), held)); });
+        ar, opt, [held](torch::optim::SGDParamState& s) { s.momentum_buffer(held->copies.add(s.momentum_buffer())); });
     return true;
   }
   if (dynamic_cast<torch::optim::AdamW*>(&opt)) {
@@ -144,26 +108,19 @@ StateSnapshot::StateSnapshot(Net& model, torch::optim::Optimizer& opt, const Ext
   root_.write("model", model_ar);
   root_.write("optimizer", opt_ar);
   if (extra.rng.defined()) {
-    held_->copies.push_back(extra.rng);  // the caller's ExtraState holds it in serialize_state
+    held_->copies.keep(extra.rng);  // the caller's ExtraState holds it in serialize_state
     root_.write("rng", extra.rng, /*is_buffer=*/true);
   }
   if (!extra.amp_scaler.empty())
     root_.write("amp_scaler", torch::tensor(extra.amp_scaler, torch::kDouble), /*is_buffer=*/true);
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (held_->queued) held_->done.record(c10::cuda::getCurrentCUDAStream(held_->device));
-#endif
+  held_->copies.seal();
 }
 
 StateSnapshot::~StateSnapshot() = default;
 
 std::string StateSnapshot::serialize() const {
   if (!held_) return done_;
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (held_->queued) {
-    const c10::cuda::CUDAGuard on(held_->device);  // the writer's thread: no context on device 0
-    held_->done.synchronize();
-  }
-#endif
+  held_->copies.wait();
   std::ostringstream out;
   root_.save_to(out);
   return out.str();

@@ -31,7 +31,7 @@
 #include "core/dist/signal_vote.hpp"
 #include "core/dist/stop_signal.hpp"
 #include "core/model/torch_errors.hpp"
-#include "io/loader/epoch_loader.hpp"
+#include "io/loader/epoch_loaders.hpp"
 #include "io/loader/sample_order.hpp"
 
 namespace lockstep {
@@ -71,9 +71,7 @@ class Trainer {
     while (st_.pos().epoch < cfg_.epochs && !stop) {
       const int64_t epoch = st_.pos().epoch;
       const int64_t first = st_.pos().samples_done_in_epoch / s_.global_batch;
-      // The loader's steps are micro-batches: ACCUM of them make one optimizer step.
-      io::EpochLoader loader(*s_.train, s_.train->order(/*shuffle=*/true, cfg_.seed, epoch, cfg_.batch_size), cfg_.batch_size,
-                             s_.steps_per_epoch * cfg_.grad_accum, first * cfg_.grad_accum, cfg_.prefetch);
+      io::EpochLoader* loader = &loaders_.open(epoch, first * cfg_.grad_accum);  // steps: micro-batches
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
@@ -81,7 +79,7 @@ class Trainer {
             [&] {
               inject_fault(cfg_, s_.mpi.rank(), st_.pos().step);
               st_.set_lr(s_.schedule.at(st_.pos().step));
-              return runner_.run(loader, step, epoch, st_.lr(), st_.pos().step);
+              return runner_.run(*loader, step, epoch, st_.lr(), st_.pos().step);
             },
             s_.place.device, oom_context());
         window_.add_step(out.loss, out.correct);
@@ -106,8 +104,9 @@ class Trainer {
         // Every rank learns at the same step whether any rank was signalled (a step later).
         if (const int sig = vote_.at_step(stop_signal::pending())) return stop_on_signal(sig);
       }
+      if (!stop && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
       end_epoch(epoch, stop);
-      stop = stop || st_.stopped();
+      if ((stop = stop || st_.stopped())) loaders_.release();
     }
     // A stop during the last validation (or its checkpoint): that checkpoint is the stop's;
     // the final test and the end row run when the job is resumed.
@@ -332,7 +331,7 @@ class Trainer {
     row.stopped_early = st_.stopped_early();
     row.world_size = s_.mpi.size();
     row.global_batch = s_.global_batch;
-    row.params = s_.parameter_count();
+    row.params = s_.model->parameter_count();
     row.grad_wire_bytes = static_cast<int64_t>(s_.reducer->wire_bytes_per_step());  // per rank and step
     row.grad_buckets = static_cast<int64_t>(s_.reducer->buckets().size());
     row.first_step_unix_ms = static_cast<int64_t>(first_step_unix_ * 1000);
@@ -346,6 +345,7 @@ class Trainer {
   TrainState& st_;
   StepTimer timer_;
   StepRunner runner_{s_, timer_};  // the device step
+  io::EpochLoaders loaders_{*s_.train, cfg_.seed, cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum, cfg_.prefetch};
   const bool sequence_ = runner_.sequence();  // CTC on sequence targets
   LogWindow window_;
   RankMonitor ranks_;  // every rank's breakdown at log rows, stragglers

@@ -147,6 +147,7 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
     LOCKSTEP_REQUIRE(id == dataset_id, path + ": shard of another import (dataset_id '" + id + "', the manifest's is '" +
                                            dataset_id + "'): the file was replaced after `lockstep shard`");
   }
+  if (!spec.frame_table) chunks_ = ChunkReader::open(file_.get(), samples_.get(), h5_type_of(spec.dtype), spec.sample_bytes());
   chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get())) &&
                      (!spec.ragged || has_fletcher32(lengths_.get())) &&
                      (!spec.sequence_targets() || has_fletcher32(targets_.get())) &&
@@ -187,12 +188,17 @@ std::vector<int64_t> ShardFile::read_ints(const H5Handle& d, const char* name, i
 void ShardFile::read(int64_t begin, int64_t n, void* samples, int64_t* records) const {
   check_rows(begin, n);
   if (n == 0) return;
-  h5_quiet();  // may be the loader's thread
   ClipBlock clips;  // frame tables: read under the lock, assembled after it
+  if (chunks_) {    // straight from the file, while other threads read too
+    const std::string why = chunks_->read(begin, n, samples);
+    if (!why.empty())
+      throw Error(path_ + ": cannot read samples " + std::to_string(begin) + ".." + std::to_string(begin + n - 1) + ": " + why);
+  }
   std::unique_lock<std::mutex> lock(h5_mutex());
+  h5_quiet();  // may be a loader's thread
   if (spec_.frame_table) {
     clips = read_clip_block(begin, n);
-  } else {
+  } else if (!chunks_) {
     const RowSelection rows = select_rows(samples_.get(), begin, n);
     if (H5Dread(samples_.get(), h5_type_of(spec_.dtype), rows.memory.get(), rows.file.get(), H5P_DEFAULT, samples) < 0)
       throw Error(read_error("samples", begin, n));
@@ -248,8 +254,8 @@ std::vector<int64_t> ShardFile::read_class_labels(int64_t begin, int64_t n) cons
   LOCKSTEP_REQUIRE(spec_.labeled, path_ + ": has no class labels");
   check_rows(begin, n);
   if (n == 0) return {};
-  h5_quiet();
   std::lock_guard<std::mutex> lock(h5_mutex());
+  h5_quiet();
   std::vector<int64_t> labels = read_ints(labels_, "labels", begin, n, 1);
   for (size_t i = 0; i < labels.size(); ++i)
     LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < spec_.num_classes,

@@ -12,8 +12,9 @@
 // runs and assembled into [C, T, H, W] samples (frame_table.hpp).
 //
 // Integrity (bytes changed after `lockstep shard` are never trained on):
-// - shards with per-chunk Fletcher-32 checksums (every shard lockstep writes): HDF5
-//   verifies each chunk it reads; a mismatch is an error naming the file and samples;
+// - shards with per-chunk Fletcher-32 checksums (every shard lockstep writes): each chunk
+//   read is verified (by HDF5, or by the ChunkReader that reads /samples outside HDF5 where
+//   it applies: chunk_reader.hpp); a mismatch is an error naming the file and samples;
 // - older shards without them: the whole file's CRC-32 is checked against the manifest
 //   once, when the file is opened (one extra read per run, not per epoch).
 #pragma once
@@ -21,9 +22,11 @@
 #include "io/dataset/frame_table.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "io/dataset/chunk_reader.hpp"
 #include "io/util/h5.hpp"
 #include "io/dataset/shard_format.hpp"
 
@@ -66,6 +69,7 @@ class ShardFile {
   bool chunk_checksums_ = false;
   H5Handle file_, samples_, labels_, lengths_, targets_;  // samples_: /frames for a frame table
   H5Handle frame_rows_;                                   // /clip_frames
+  std::unique_ptr<ChunkReader> chunks_;  // /samples read outside HDF5 where it applies (chunk_reader.hpp)
 };
 
 // The attributes of a shard file, for `lockstep inspect FILE.h5` (no manifest needed).

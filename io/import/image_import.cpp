@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
 #include <thread>
 
 #include "core/base/error.hpp"
@@ -16,6 +15,7 @@
 #include "io/import/image_decoder.hpp"
 #include "io/import/image_transform.hpp"
 #include "io/util/file_util.hpp"
+#include "core/base/parallel_for.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -126,28 +126,11 @@ class ImageSource final : public SampleSource {
   // rethrown (the same message whatever the timing).
   template <typename F>
   void parallel(int64_t begin, int64_t n, const F& f) {
-    std::mutex mu;
-    int64_t failed_at = -1;
-    std::string failure;
-    auto work = [&](int t) {
-      for (int64_t i = begin + t; i < begin + n; i += threads_) {
-        try {
-          f(i);
-        } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (failed_at < 0 || i < failed_at) {
-            failed_at = i;
-            failure = e.what();
-          }
-        }
-      }
-    };
-    const int t = static_cast<int>(std::min<int64_t>(threads_, n));
-    std::vector<std::thread> pool;
-    for (int k = 1; k < t; ++k) pool.emplace_back(work, k);
-    if (t > 0) work(0);
-    for (std::thread& th : pool) th.join();
-    if (failed_at >= 0) throw Error(failure + (opt_.skip_bad ? "" : " (--skip-bad skips files that do not decode)"));
+    try {
+      parallel_for(n, threads_, [&](int64_t k) { f(begin + k); });
+    } catch (const std::exception& e) {
+      throw Error(std::string(e.what()) + (opt_.skip_bad ? "" : " (--skip-bad skips files that do not decode)"));
+    }
   }
 
   void drop_bad() {  // --skip-bad: decode everything once; keep what decodes

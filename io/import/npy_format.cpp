@@ -110,7 +110,7 @@ void parse_descr(const std::string& d, const std::string& what, NpyHeader* h) {
 }
 
 template <typename T>
-T load(const unsigned char* p, bool swap) {
+T load_scalar(const unsigned char* p, bool swap) {
   unsigned char b[sizeof(T)];
   if (swap) {
     for (size_t k = 0; k < sizeof(T); ++k) b[k] = p[sizeof(T) - 1 - k];
@@ -125,7 +125,7 @@ T load(const unsigned char* p, bool swap) {
 template <typename Src, typename Dst>
 void convert_as(const unsigned char* in, int64_t n, bool swap, void* out) {
   Dst* o = static_cast<Dst*>(out);
-  for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Dst>(load<Src>(in + k * static_cast<int64_t>(sizeof(Src)), swap));
+  for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Dst>(load_scalar<Src>(in + k * static_cast<int64_t>(sizeof(Src)), swap));
 }
 
 }  // namespace
@@ -248,7 +248,7 @@ void npy_to_int64(const NpyHeader& h, const unsigned char* in, int64_t n, int64_
     default:
       if (u) {  // a uint64 over int64's range would wrap negative: refused by the caller's range check
         for (int64_t k = 0; k < n; ++k) {
-          const uint64_t v = load<uint64_t>(in + 8 * k, swap);
+          const uint64_t v = load_scalar<uint64_t>(in + 8 * k, swap);
           out[k] = v > uint64_t{INT64_MAX} ? -1 : static_cast<int64_t>(v);
         }
       } else {

@@ -4,10 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <deque>
-#include <exception>
 #include <fstream>
 #include <map>
 #include <set>
@@ -20,6 +18,7 @@
 #include "io/import/text_fields.hpp"
 #include "io/import/video_decoder.hpp"
 #include "io/util/file_util.hpp"
+#include "core/base/parallel_for.hpp"
 
 namespace lockstep::io {
 namespace {
@@ -173,25 +172,11 @@ class VideoSource final : public SampleSource {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<uint8_t>> bufs(todo.size());
     std::vector<int64_t> counts(todo.size(), 0);
-    std::vector<std::exception_ptr> errors(todo.size());
-    std::atomic<size_t> next{0};
-    auto work = [&]() {
-      for (size_t k; (k = next.fetch_add(1)) < todo.size();) {
-        const Video& v = videos_[static_cast<size_t>(todo[k])];
-        try {
-          counts[k] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[k], &v.keep);
-        } catch (...) {
-          errors[k] = std::current_exception();
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    const size_t workers = std::min(todo.size(), static_cast<size_t>(threads_));
-    for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-    for (const auto& e : errors)
-      if (e) std::rethrow_exception(e);  // the first failed video in source order
+    // The first failed video in source order is the error.
+    parallel_for(static_cast<int64_t>(todo.size()), threads_, [&](int64_t k) {
+      const Video& v = videos_[static_cast<size_t>(todo[static_cast<size_t>(k)])];
+      counts[static_cast<size_t>(k)] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[static_cast<size_t>(k)], &v.keep);
+    });
     for (size_t k = 0; k < todo.size(); ++k) {
       decoded_[todo[k]] = std::move(bufs[k]);
       frames_decoded_ += counts[k];

@@ -5,12 +5,14 @@
 #include <cstring>
 
 #include "core/base/error.hpp"
+#include "core/base/parallel_for.hpp"
 
 namespace lockstep::io {
 
 RankReader::RankReader(const std::string& dir, const Manifest& m, const std::string& split, int rank, int world,
                        const ReaderOptions& opt)
-    : spec_(m.spec), rank_(rank), world_(world), bucket_batches_(opt.bucket_batches) {
+    : spec_(m.spec), rank_(rank), world_(world), bucket_batches_(opt.bucket_batches),
+      read_threads_(std::max(1, opt.read_threads)) {
   const SplitEntry& entry = m.split(split, dir);
   counts_ = shard_counts(entry);
   ranges_ = plan_rank_ranges(counts_, rank, world);
@@ -28,7 +30,7 @@ RankReader::RankReader(const std::string& dir, const Manifest& m, const std::str
     if (opt.mode != ReadMode::kStream && fits(total)) {
       deal_ = Deal::kSamples;
       size_ = dealt_sample_count(counts_, rank, world);
-      store_.emplace(load_rank_samples(dir, m, split, 0, 1));
+      store_.emplace(load_rank_samples(dir, m, split, 0, 1, read_threads_));
       int64_t at = 0;
       for (const int64_t c : counts_) {
         shard_offset_.push_back(at);
@@ -43,7 +45,7 @@ RankReader::RankReader(const std::string& dir, const Manifest& m, const std::str
     }
   }
   if (memory) {
-    store_.emplace(load_rank_samples(dir, m, split, rank, world));
+    store_.emplace(load_rank_samples(dir, m, split, rank, world, read_threads_));
     return;
   }
   files_.resize(entry.shards.size());
@@ -110,12 +112,15 @@ void RankReader::load_group(const EpochOrder& order, int64_t g, StreamCache& cac
   cache.samples.resize(static_cast<size_t>(n) * sb);
   const int64_t w = spec_.record_width();
   cache.labels.resize(static_cast<size_t>(n * w));
-  int64_t at = 0;
-  for (const Block& b : blocks) {
-    files_[static_cast<size_t>(b.shard)]->read(b.begin, b.size(), cache.samples.data() + static_cast<size_t>(at) * sb,
-                                               cache.labels.data() + at * w);
-    at += b.size();
-  }
+  std::vector<int64_t> at(blocks.size() + 1, 0);  // each block's first sample in the window
+  for (size_t k = 0; k < blocks.size(); ++k) at[k + 1] = at[k] + blocks[k].size();
+  cache.group = -1;  // until every block is in
+  parallel_for(static_cast<int64_t>(blocks.size()), read_threads_, [&](int64_t k) {
+    const Block& b = blocks[static_cast<size_t>(k)];
+    const int64_t a = at[static_cast<size_t>(k)];
+    files_[static_cast<size_t>(b.shard)]->read(b.begin, b.size(), cache.samples.data() + static_cast<size_t>(a) * sb,
+                                               cache.labels.data() + a * w);
+  });
   cache.group = g;
 }
 

@@ -14,7 +14,8 @@
 // Evaluation readers keep the fixed plan (rules 1-2) and visit it in natural order.
 // fill() copies the samples at visiting positions [pos, pos+n) of an EpochOrder; positions
 // past the end wrap around (the "wrap" remainder rule). A StreamCache carries the loaded
-// shuffle window between calls; it belongs to one thread.
+// shuffle window between calls; it belongs to the thread that calls fill() (which has
+// read_threads threads fill its blocks while it waits).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,9 @@ struct ReaderOptions {
   int64_t shuffle_blocks = 16;      // stream: blocks per shuffle window
   int64_t bucket_batches = 0;       // ragged data, memory mode: length-bucketing window (epoch_order.hpp)
   bool redeal = false;              // training: a new share every epoch (above)
+  // Threads that read at once: a shuffle window's blocks (stream) or the share's pieces at
+  // open (memory). Several help where the samples are read outside HDF5 (chunk_reader.hpp).
+  int read_threads = 1;
 };
 
 struct StreamCache {
@@ -86,6 +90,7 @@ class RankReader {
   std::vector<std::unique_ptr<ShardFile>> files_;  // stream mode, by shard index
   int64_t block_ = 1, group_ = 1;
   int64_t bucket_batches_ = 0;
+  int read_threads_ = 1;
 };
 
 }  // namespace lockstep::io

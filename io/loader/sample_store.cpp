@@ -1,11 +1,14 @@
 // sample_store: see sample_store.hpp.
 #include "io/loader/sample_store.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/base/error.hpp"
 #include "io/loader/shard_plan.hpp"
 #include "io/dataset/shard_reader.hpp"
+#include "core/base/parallel_for.hpp"
 
 namespace lockstep::io {
 
@@ -31,7 +34,7 @@ std::vector<int64_t> shard_counts(const SplitEntry& split) {
 }
 
 SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const std::string& split,
-                              int rank, int world) {
+                              int rank, int world, int threads) {
   const SplitEntry& entry = m.split(split, dir);
   const auto ranges = plan_rank_ranges(shard_counts(entry), rank, world);
   int64_t n = 0;
@@ -39,13 +42,33 @@ SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const s
   std::vector<unsigned char> samples(static_cast<size_t>(n) * m.spec.sample_bytes());
   const int64_t w = m.spec.record_width();
   std::vector<int64_t> labels(static_cast<size_t>(n * w));
+  // The samples in pieces of ~16 MiB, read on THREADS threads, a few files open at a time
+  // (a split may have more shards than a process may open files).
+  struct Piece {
+    size_t file;
+    int64_t begin, n, at;
+  };
+  const int64_t piece = std::max<int64_t>(1, (int64_t{16} << 20) / static_cast<int64_t>(m.spec.sample_bytes()));
+  const size_t window = static_cast<size_t>(2 * std::max(1, threads));
   int64_t at = 0;
-  for (const auto& r : ranges) {
-    const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
-    ShardFile f(dir + "/" + s.file, m.spec, &s, m.dataset_id);
-    f.read(r.begin, r.size(), samples.data() + static_cast<size_t>(at) * m.spec.sample_bytes(),
-           labels.data() + at * w);
-    at += r.size();
+  for (size_t r0 = 0; r0 < ranges.size(); r0 += window) {
+    std::vector<std::unique_ptr<ShardFile>> files;
+    std::vector<Piece> pieces;
+    for (size_t k = r0; k < std::min(ranges.size(), r0 + window); ++k) {
+      const SampleRange& r = ranges[k];
+      const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
+      files.push_back(std::make_unique<ShardFile>(dir + "/" + s.file, m.spec, &s, m.dataset_id));
+      for (int64_t b = r.begin; b < r.end; b += piece) {
+        const int64_t n = std::min(piece, r.end - b);
+        pieces.push_back(Piece{files.size() - 1, b, n, at});
+        at += n;
+      }
+    }
+    parallel_for(static_cast<int64_t>(pieces.size()), threads, [&](int64_t k) {
+      const Piece& p = pieces[static_cast<size_t>(k)];
+      files[p.file]->read(p.begin, p.n, samples.data() + static_cast<size_t>(p.at) * m.spec.sample_bytes(),
+                          labels.data() + p.at * w);
+    });
   }
   return SampleStore(m.spec, std::move(samples), std::move(labels));
 }

@@ -1,7 +1,8 @@
 // sample_store: a rank's share of one split, held in memory, and batch assembly from it.
 //
 // load_rank_samples opens the rank's shards (shard_plan), checks each against the
-// manifest and reads its ranges. This is rank_reader's memory mode; its stream mode reads
+// manifest and reads its ranges, in pieces on several threads where the samples are read
+// outside HDF5 (chunk_reader.hpp). This is rank_reader's memory mode; its stream mode reads
 // the shards block by block instead.
 #pragma once
 
@@ -31,9 +32,9 @@ class SampleStore {
   std::vector<int64_t> labels_;
 };
 
-// This rank's share of SPLIT of the dataset in DIR (manifest M).
+// This rank's share of SPLIT of the dataset in DIR (manifest M), read on THREADS threads.
 SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const std::string& split,
-                              int rank, int world);
+                              int rank, int world, int threads = 1);
 
 std::vector<int64_t> shard_counts(const SplitEntry& split);
 

@@ -12,6 +12,7 @@
 //     fed bytes normalised inside the captured step;
 //   - the batch feed's copy stream delivers every batch whole while the host runs ahead;
 //   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step;
+//   - host copies (the best weights) queued behind a busy stream hold their moment's values;
 //   - NVML's gauges of the rank's GPU (gpu_gauges.hpp) read in range.
 // TF32 is off here (cuBLAS/cuDNN), so float32 results compare tightly.
 #include <gtest/gtest.h>
@@ -37,6 +38,7 @@
 #include "core/train/objective.hpp"
 #include "core/train/run_stream.hpp"
 #include "core/train/gpu_gauges.hpp"
+#include "core/train/host_copies.hpp"
 #include "core/train/state_snapshot.hpp"
 #include "core/train/static_step.hpp"
 #include "image_spec.hpp"
@@ -310,6 +312,34 @@ TEST(GpuStep, ASnapshotQueuedBetweenStepsLoadsAsTheStateAtItsStep) {
   for (size_t k = 0; k < got.size(); ++k) {
     EXPECT_TRUE(got[k].is_cuda()) << "loaded onto the model's device";
     EXPECT_TRUE(torch::equal(got[k].cpu(), want[k])) << "tensor " << k;
+  }
+}
+
+// The best weights' host copies (host_copies.hpp, as Checkpointer::update_best makes them):
+// queued behind a busy stream without a host sync, then the tensors change; once waited for
+// on another thread the copies hold the values of the moment they were queued.
+TEST(GpuStep, HostCopiesQueuedBehindABusyStreamHoldTheirMomentsValues) {
+  SKIP_WITHOUT_GPU();
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  const torch::Tensor busy = torch::randn({2048, 2048}, torch::kCUDA);
+  std::vector<torch::Tensor> live{torch::randn({64, 3, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast).cuda(),
+                                  torch::randn({1000}).cuda()};
+  std::vector<torch::Tensor> want;
+  for (const auto& t : live) want.push_back(t.cpu());
+  HostCopies copies;
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  for (int r = 0; r < 32; ++r) (void)busy.mm(busy);
+  for (const auto& t : live) (void)copies.add(t);
+  copies.seal();
+  for (auto& t : live) t.mul_(-3.0).add_(1.0);  // the next steps change the weights
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  std::thread waiter([&] { copies.wait(); });
+  waiter.join();
+  ASSERT_EQ(copies.tensors().size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_TRUE(copies.tensors()[k].is_pinned());
+    EXPECT_EQ(copies.tensors()[k].strides(), want[k].strides()) << "tensor " << k;
+    EXPECT_TRUE(torch::equal(copies.tensors()[k], want[k])) << "tensor " << k;
   }
 }
 

@@ -1,6 +1,7 @@
 // test_helpers: see test_helpers.hpp.
 #include "test_helpers.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,30 @@ io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes) {
   s.sample_shape = std::move(shape);
   s.num_classes = classes;
   return s;
+}
+
+io::DatasetSpec pictures_spec(std::vector<int64_t> shape, io::DType dtype) {
+  io::DatasetSpec s;
+  s.name = "pictures";
+  s.sample_shape = std::move(shape);
+  s.dtype = dtype;
+  s.num_classes = 10;
+  s.mean = {90.0, 110.0, 130.0};
+  s.std = {50.0, 60.0, 70.0};
+  return s;
+}
+
+bool has_line(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const auto& l : lines)
+    if (l.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+long exited_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return static_cast<long>(pid);
 }
 
 io::DatasetSpec speech_spec() {

@@ -20,6 +20,16 @@ io::DatasetSpec tiny_spec(int64_t classes = 3);
 // A spec of float samples of SHAPE with CLASSES classes, named "t" (for building models).
 io::DatasetSpec shape_spec(std::vector<int64_t> shape, int64_t classes);
 
+// A "pictures" spec of uint8 (or DTYPE) samples of SHAPE, 10 classes, per-channel mean
+// 90/110/130 and std 50/60/70 (for the batch maker and feed).
+io::DatasetSpec pictures_spec(std::vector<int64_t> shape, io::DType dtype = io::DType::kUInt8);
+
+// Whether any of LINES contains NEEDLE.
+bool has_line(const std::vector<std::string>& lines, const std::string& needle);
+
+// The pid of a child process that exited and was reaped: a writer that is gone.
+long exited_pid();
+
 // A ragged sequence spec with CTC targets: float [3, 20] (3 channels, 20 time steps), at most
 // 4 target tokens of " ", "a", "b", mean 1 and std 2 in every channel.
 io::DatasetSpec speech_spec();

@@ -14,19 +14,9 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
+using lockstep::testing::pictures_spec;
 
 namespace {
-
-io::DatasetSpec image_spec(std::vector<int64_t> shape, io::DType dtype = io::DType::kUInt8) {
-  io::DatasetSpec s;
-  s.name = "pictures";
-  s.sample_shape = std::move(shape);
-  s.dtype = dtype;
-  s.num_classes = 10;
-  s.mean = {90.0, 110.0, 130.0};
-  s.std = {50.0, 60.0, 70.0};
-  return s;
-}
 
 // RAW bytes of N samples of SPEC: random values of its dtype (finite floats).
 std::vector<unsigned char> random_samples(const io::DatasetSpec& spec, int64_t n, uint64_t seed) {
@@ -87,19 +77,19 @@ void expect_fed_equals_inputs(const io::DatasetSpec& spec, bool channels_last,
 }  // namespace
 
 TEST(BatchFeed, FedImagesNormaliseToTheInputsBitForBit) {
-  expect_fed_equals_inputs(image_spec({3, 9, 7}), false);
-  expect_fed_equals_inputs(image_spec({3, 9, 7}), true);
-  io::DatasetSpec gray = image_spec({1, 8, 8});
+  expect_fed_equals_inputs(pictures_spec({3, 9, 7}), false);
+  expect_fed_equals_inputs(pictures_spec({3, 9, 7}), true);
+  io::DatasetSpec gray = pictures_spec({1, 8, 8});
   gray.mean = {100.0};
   gray.std = {40.0};
   expect_fed_equals_inputs(gray, true);
 }
 
 TEST(BatchFeed, FedClipsAndOtherDtypesNormaliseToTheInputsBitForBit) {
-  expect_fed_equals_inputs(image_spec({3, 4, 6, 6}), false);
-  expect_fed_equals_inputs(image_spec({3, 4, 6, 6}), true);
-  expect_fed_equals_inputs(image_spec({3, 5, 5}, io::DType::kFloat16), true);
-  expect_fed_equals_inputs(image_spec({3, 5, 5}, io::DType::kFloat32), false);
+  expect_fed_equals_inputs(pictures_spec({3, 4, 6, 6}), false);
+  expect_fed_equals_inputs(pictures_spec({3, 4, 6, 6}), true);
+  expect_fed_equals_inputs(pictures_spec({3, 5, 5}, io::DType::kFloat16), true);
+  expect_fed_equals_inputs(pictures_spec({3, 5, 5}, io::DType::kFloat32), false);
 }
 
 TEST(BatchFeed, FedRaggedSequencesAreCutAndMaskedAsInputsDoes) {
@@ -111,7 +101,7 @@ TEST(BatchFeed, FedRaggedSequencesAreCutAndMaskedAsInputsDoes) {
 }
 
 TEST(BatchFeed, ReusesItsBlocksInTurnAndTakesOneBatchAtATime) {
-  const io::DatasetSpec spec = image_spec({3, 4, 4});
+  const io::DatasetSpec spec = pictures_spec({3, 4, 4});
   BatchFeed feed(spec, torch::kCPU, /*stage=*/true);
   std::vector<unsigned char> raw = random_samples(spec, 4, 1);
   const std::vector<int64_t> records{1, 2, 3, 4};

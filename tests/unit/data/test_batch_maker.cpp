@@ -13,19 +13,9 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
+using lockstep::testing::pictures_spec;
 
 namespace {
-
-io::DatasetSpec image_spec(std::vector<int64_t> shape) {
-  io::DatasetSpec s;
-  s.name = "pictures";
-  s.sample_shape = std::move(shape);
-  s.dtype = io::DType::kUInt8;
-  s.num_classes = 10;
-  s.mean = {90.0, 110.0, 130.0};
-  s.std = {50.0, 60.0, 70.0};
-  return s;
-}
 
 std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
   torch::manual_seed(seed);
@@ -62,7 +52,7 @@ TEST(BatchMaker, StagedImagesEqualDirectOnesBitForBit) {
   aug.brightness = 0.2;
   aug.contrast = 0.2;
   aug.erase = 0.5;
-  expect_same_batches(image_spec({3, 16, 16}), aug);
+  expect_same_batches(pictures_spec({3, 16, 16}), aug);
 }
 
 TEST(BatchMaker, StagedClipsEqualDirectOnesBitForBit) {
@@ -71,7 +61,7 @@ TEST(BatchMaker, StagedClipsEqualDirectOnesBitForBit) {
   aug.hflip = true;
   aug.time_jitter = 1;
   aug.erase = 0.5;
-  expect_same_batches(image_spec({3, 4, 12, 12}), aug);
+  expect_same_batches(pictures_spec({3, 4, 12, 12}), aug);
 }
 
 TEST(BatchMaker, StagedSequencesEqualDirectOnesBitForBit) {

@@ -9,16 +9,7 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
-
-namespace {
-
-bool has(const std::vector<std::string>& lines, const std::string& needle) {
-  for (const auto& l : lines)
-    if (l.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
+using lockstep::testing::has_line;
 
 TEST(FlightRecorder, KeepsTheLastEntriesWithStates) {
   FlightRecorder f(3);
@@ -45,15 +36,15 @@ TEST(FlightRecorder, DiagnosisNamesTheRankBehindAndTheMissingOnes) {
   FlightDump b{1, "n1", now, 1041, 1042, "gradient bucket 1", "x", now - 30};
   FlightDump c{2, "n2", now, 1042, 1043, "gradient bucket 0", "loss", now - 30};
   auto lines = diagnose_flight({a, b, c}, 4, now);
-  EXPECT_TRUE(has(lines, "rank 1 (n1) is in collective 1042 (gradient bucket 1) for 30.0 s: rank 1 is behind (others reached collective 1043)"));
-  EXPECT_FALSE(has(lines, "rank 0 is behind"));
-  EXPECT_TRUE(has(lines, "rank(s) 3 left no flight record"));
+  EXPECT_TRUE(has_line(lines, "rank 1 (n1) is in collective 1042 (gradient bucket 1) for 30.0 s: rank 1 is behind (others reached collective 1043)"));
+  EXPECT_FALSE(has_line(lines, "rank 0 is behind"));
+  EXPECT_TRUE(has_line(lines, "rank(s) 3 left no flight record"));
   lines = diagnose_flight({a, c}, 3, now);
-  EXPECT_TRUE(has(lines, "rank(s) 1 left no flight record: stopped, killed, or stuck"));
+  EXPECT_TRUE(has_line(lines, "rank(s) 1 left no flight record: stopped, killed, or stuck"));
   FlightDump c1 = c;
   c1.rank = 1;
   lines = diagnose_flight({a, c1}, 2, now);
-  EXPECT_TRUE(has(lines, "every rank is at collective 1043: no rank is behind"));
+  EXPECT_TRUE(has_line(lines, "every rank is at collective 1043: no rank is behind"));
 }
 
 // Issue 31 (15): SIGUSR2 to one rank diagnosed a stall: the healthy rank "in collective
@@ -63,16 +54,16 @@ TEST(FlightRecorder, ARequestToSomeRanksClaimsNoStall) {
   const double now = unix_seconds();
   FlightDump a{0, "n0", now - 3.0, 1042, 1043, "gradient bucket 0", "loss", now - 3.2};  // dumped 3 s ago
   auto lines = diagnose_flight({a}, 2, now, FlightCause::kRequest);
-  EXPECT_TRUE(has(lines, "rank 0 (n0) is in collective 1043 (gradient bucket 0) for 0.2 s")) << lines[0];
-  EXPECT_TRUE(has(lines, "only rank(s) 0 answered the SIGUSR2 request"));
-  EXPECT_TRUE(has(lines, "scancel --signal=USR2"));
-  EXPECT_FALSE(has(lines, "left no flight record"));
-  EXPECT_FALSE(has(lines, "behind"));
+  EXPECT_TRUE(has_line(lines, "rank 0 (n0) is in collective 1043 (gradient bucket 0) for 0.2 s")) << lines[0];
+  EXPECT_TRUE(has_line(lines, "only rank(s) 0 answered the SIGUSR2 request"));
+  EXPECT_TRUE(has_line(lines, "scancel --signal=USR2"));
+  EXPECT_FALSE(has_line(lines, "left no flight record"));
+  EXPECT_FALSE(has_line(lines, "behind"));
   // Every rank asked: the usual diagnosis. A hang: a missing record is still a stuck rank.
   FlightDump b = a;
   b.rank = 1;
-  EXPECT_TRUE(has(diagnose_flight({a, b}, 2, now, FlightCause::kRequest), "every rank is at collective 1043"));
-  EXPECT_TRUE(has(diagnose_flight({a}, 2, now, FlightCause::kHang), "rank(s) 1 left no flight record"));
+  EXPECT_TRUE(has_line(diagnose_flight({a, b}, 2, now, FlightCause::kRequest), "every rank is at collective 1043"));
+  EXPECT_TRUE(has_line(diagnose_flight({a}, 2, now, FlightCause::kHang), "rank(s) 1 left no flight record"));
 }
 
 TEST(FlightRecorder, RecordsMeetInADirectoryAndTheLowestRankDiagnoses) {
@@ -87,9 +78,9 @@ TEST(FlightRecorder, RecordsMeetInADirectoryAndTheLowestRankDiagnoses) {
   EXPECT_FALSE(diagnose_flight_dir(dir, 1, 2, since, 0.1));  // rank 0 has a record: it prints
   const auto lines = diagnose_flight_dir(dir, 0, 2, since, 0.1);
   ASSERT_TRUE(lines);
-  EXPECT_TRUE(has(*lines, "rank 0 is behind (others reached collective 2)"));
+  EXPECT_TRUE(has_line(*lines, "rank 0 is behind (others reached collective 2)"));
   // Stale records (older than the event) do not count.
   const auto late = diagnose_flight_dir(dir, 0, 2, unix_seconds() + 60, 0.2);
   ASSERT_TRUE(late);
-  EXPECT_TRUE(has(*late, "rank(s) 0, 1 left no flight record"));
+  EXPECT_TRUE(has_line(*late, "rank(s) 0, 1 left no flight record"));
 }

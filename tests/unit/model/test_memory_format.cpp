@@ -12,12 +12,9 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
+using lockstep::testing::shape_spec;
 
 namespace {
-
-io::DatasetSpec spec(std::vector<int64_t> shape, int64_t classes) {
-  return lockstep::testing::shape_spec(std::move(shape), classes);
-}
 
 // Two copies of one model (same weights), the second channels-last.
 std::pair<std::shared_ptr<Net>, std::shared_ptr<Net>> twins(const char* name, const io::DatasetSpec& s) {
@@ -40,7 +37,7 @@ TEST(MemoryFormat, ChannelsLastComputesTheSameFunctionAndGradients) {
   };
   for (const Case& c : {Case{"cnn", {1, 28, 28}}, Case{"resnet", {3, 32, 32}}, Case{"c3d", {1, 8, 16, 16}},
                         Case{"r3d", {1, 8, 16, 16}}}) {
-    auto [a, b] = twins(c.name, spec(c.shape, 5));
+    auto [a, b] = twins(c.name, shape_spec(c.shape, 5));
     EXPECT_FALSE(a->channels_last());
     EXPECT_TRUE(b->channels_last());
     for (const auto& p : b->parameters())
@@ -66,7 +63,7 @@ TEST(MemoryFormat, ChannelsLastComputesTheSameFunctionAndGradients) {
 }
 
 TEST(MemoryFormat, WeightsLeaveInTheSameOrder) {
-  auto [a, b] = twins("cnn", spec({1, 28, 28}, 10));
+  auto [a, b] = twins("cnn", shape_spec({1, 28, 28}, 10));
   const io::SafeTensors sa = to_safetensors(named_state(*a), "cnn", {}), sb = to_safetensors(named_state(*b), "cnn", {});
   ASSERT_EQ(sa.tensors.size(), sb.tensors.size());
   for (size_t i = 0; i < sa.tensors.size(); ++i) EXPECT_EQ(sa.tensors[i].data, sb.tensors[i].data) << sa.tensors[i].name;
@@ -83,8 +80,8 @@ TEST(MemoryFormat, WeightsLeaveInTheSameOrder) {
 }
 
 TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpus) {
-  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, spec({1, 28, 28}, 10));
-  auto mlp = make_model(ModelOptions{"mlp", 0.0, 4, 18}, spec({1, 28, 28}, 10));
+  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, shape_spec({1, 28, 28}, 10));
+  auto mlp = make_model(ModelOptions{"mlp", 0.0, 4, 18}, shape_spec({1, 28, 28}, 10));
   EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/false));
   EXPECT_TRUE(wants_channels_last(MemoryFormat::kAuto, *cnn, "cnn", /*cuda=*/true));  // float32 and AMP alike
   EXPECT_FALSE(wants_channels_last(MemoryFormat::kContiguous, *cnn, "cnn", false));
@@ -99,10 +96,10 @@ TEST(MemoryFormat, AutoPicksConvNetsOnCpuAndOnGpus) {
 // weight gradients and corrupt the heap on CPU. Auto keeps such a model NCHW and says why,
 // an explicit channels-last is refused; GPUs (cuDNN) and wide models are unaffected.
 TEST(MemoryFormat, NarrowStridedOneByOneConvsStayContiguousOnCpu) {
-  auto narrow = make_model(ModelOptions{"resnet", 0.0, 4, 18}, spec({1, 28, 28}, 10));
-  auto wide = make_model(ModelOptions{"resnet", 0.0, 16, 18}, spec({1, 28, 28}, 10));
-  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, spec({1, 28, 28}, 10));
-  auto r3d = make_model(ModelOptions{"r3d", 0.0, 4, 10}, spec({1, 8, 16, 16}, 5));
+  auto narrow = make_model(ModelOptions{"resnet", 0.0, 4, 18}, shape_spec({1, 28, 28}, 10));
+  auto wide = make_model(ModelOptions{"resnet", 0.0, 16, 18}, shape_spec({1, 28, 28}, 10));
+  auto cnn = make_model(ModelOptions{"cnn", 0.0, 4, 18}, shape_spec({1, 28, 28}, 10));
+  auto r3d = make_model(ModelOptions{"r3d", 0.0, 4, 10}, shape_spec({1, 8, 16, 16}, 5));
   EXPECT_EQ(channels_last_hazard(*narrow).rfind("layer layer2_0.down_conv is a 1x1 convolution with stride 2x2 and 4 "
                                                 "input channel(s)", 0), 0u)
       << channels_last_hazard(*narrow);

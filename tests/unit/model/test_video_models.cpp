@@ -20,12 +20,6 @@ io::DatasetSpec clip_spec(std::vector<int64_t> shape = {1, 9, 16, 16}, int64_t c
   return s;
 }
 
-int64_t count_params(Net& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
-
 }  // namespace
 
 TEST(VideoModels, MapClipsToClassLogits) {
@@ -39,9 +33,9 @@ TEST(VideoModels, MapClipsToClassLogits) {
     }
   }
   // The sizes the model help states (1 channel, 5 classes).
-  EXPECT_EQ(count_params(*make_model(ModelOptions{"r3d", 0.0, 0, 18}, clip_spec())), 2074005);
-  EXPECT_EQ(count_params(*make_model(ModelOptions{"r3d", 0.0, 0, 10}, clip_spec())), 898005);
-  EXPECT_EQ(count_params(*make_model(ModelOptions{"c3d", 0.0, 0, 18}, clip_spec())), 1164325);
+  EXPECT_EQ(make_model(ModelOptions{"r3d", 0.0, 0, 18}, clip_spec())->parameter_count(), 2074005);
+  EXPECT_EQ(make_model(ModelOptions{"r3d", 0.0, 0, 10}, clip_spec())->parameter_count(), 898005);
+  EXPECT_EQ(make_model(ModelOptions{"c3d", 0.0, 0, 18}, clip_spec())->parameter_count(), 1164325);
 }
 
 TEST(VideoModels, RefuseDataAndOptionsTheyCannotTake) {

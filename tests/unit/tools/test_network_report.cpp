@@ -14,14 +14,10 @@
 #include "test_helpers.hpp"
 
 using namespace lockstep;
+using lockstep::testing::has_line;
 
 namespace {
 
-bool has(const std::vector<std::string>& v, const std::string& needle) {
-  for (const auto& s : v)
-    if (s.find(needle) != std::string::npos) return true;
-  return false;
-}
 
 NetworkFacts node() {
   NetworkFacts f;
@@ -34,14 +30,14 @@ NetworkFacts node() {
 
 TEST(NetworkReport, FollowsNcclsInterfaceOrder) {
   NetworkFacts f = node();
-  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: ib0 (192.168.1.5)"));
-  EXPECT_TRUE(has(report_network(f).lines, "TCP sockets over ib0"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "NCCL bootstrap interface: ib0 (192.168.1.5)"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "TCP sockets over ib0"));
   f.interfaces.pop_back();
-  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: eth0 (10.0.0.5)"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "NCCL bootstrap interface: eth0 (10.0.0.5)"));
   f.env["NCCL_SOCKET_IFNAME"] = "^eth,lo";
-  EXPECT_TRUE(has(report_network(f).lines, "NCCL bootstrap interface: docker0"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "NCCL bootstrap interface: docker0"));
   f.env["NCCL_SOCKET_IFNAME"] = "=eth";
-  EXPECT_TRUE(has(report_network(f).problems, "NCCL_SOCKET_IFNAME==eth matches no interface on this host"));
+  EXPECT_TRUE(has_line(report_network(f).problems, "NCCL_SOCKET_IFNAME==eth matches no interface on this host"));
   f.env["NCCL_SOCKET_IFNAME"] = "eth";
   EXPECT_TRUE(report_network(f).problems.empty());
 }
@@ -49,27 +45,27 @@ TEST(NetworkReport, FollowsNcclsInterfaceOrder) {
 TEST(NetworkReport, InfinibandAndTheSettingsThatHurt) {
   NetworkFacts f = node();
   f.ib_devices = {"mlx5_0", "mlx5_1"};
-  EXPECT_TRUE(has(report_network(f).lines, "InfiniBand/RoCE (mlx5_0, mlx5_1)"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "InfiniBand/RoCE (mlx5_0, mlx5_1)"));
   f.env = {{"NCCL_IB_DISABLE", "1"}, {"NCCL_P2P_DISABLE", "1"}, {"NCCL_DEBUG", "TRACE"}, {"NCCL_ALGO", "Ring"},
            {"OMPI_MCA_btl", "^tcp"}};
   const NetworkReport r = report_network(f);
-  EXPECT_TRUE(has(r.lines, "TCP sockets over"));
-  EXPECT_TRUE(has(r.warnings, "NCCL_IB_DISABLE=1 with InfiniBand adapters present"));
-  EXPECT_TRUE(has(r.warnings, "NCCL_P2P_DISABLE=1"));
-  EXPECT_TRUE(has(r.warnings, "NCCL_DEBUG=TRACE"));
-  EXPECT_TRUE(has(r.warnings, "NCCL_ALGO=Ring pins NCCL's choice"));
-  EXPECT_TRUE(has(r.warnings, "OMPI_MCA_btl=^tcp leaves out Open MPI's TCP transport"));
-  EXPECT_TRUE(has(r.lines, "NCCL_ALGO=Ring"));
+  EXPECT_TRUE(has_line(r.lines, "TCP sockets over"));
+  EXPECT_TRUE(has_line(r.warnings, "NCCL_IB_DISABLE=1 with InfiniBand adapters present"));
+  EXPECT_TRUE(has_line(r.warnings, "NCCL_P2P_DISABLE=1"));
+  EXPECT_TRUE(has_line(r.warnings, "NCCL_DEBUG=TRACE"));
+  EXPECT_TRUE(has_line(r.warnings, "NCCL_ALGO=Ring pins NCCL's choice"));
+  EXPECT_TRUE(has_line(r.warnings, "OMPI_MCA_btl=^tcp leaves out Open MPI's TCP transport"));
+  EXPECT_TRUE(has_line(r.lines, "NCCL_ALGO=Ring"));
 }
 
 TEST(NetworkReport, LoopbackOnlyIsAProblemAcrossHosts) {
   NetworkFacts f;
   f.interfaces = {{"lo", "127.0.0.1"}};
   f.hosts = 2;
-  EXPECT_TRUE(has(report_network(f).problems, "only the loopback interface"));
+  EXPECT_TRUE(has_line(report_network(f).problems, "only the loopback interface"));
   f.hosts = 1;
   EXPECT_TRUE(report_network(f).problems.empty());
-  EXPECT_TRUE(has(report_network(f).lines, "settings: none (defaults)"));
+  EXPECT_TRUE(has_line(report_network(f).lines, "settings: none (defaults)"));
 }
 
 // CPU gradients through Open MPI's TCP transport between exactly two hosts: the half-rate
@@ -80,14 +76,14 @@ TEST(NetworkReport, TwoRanksOverTcpAreToldAboutTheEagerLimit) {
   f.interfaces = {{"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}};
   f.hosts = f.ranks = 2;
   f.mpi_gradients = true;
-  EXPECT_TRUE(has(report_network(f).warnings, "OMPI_MCA_btl_tcp_eager_limit=4194304"));
+  EXPECT_TRUE(has_line(report_network(f).warnings, "OMPI_MCA_btl_tcp_eager_limit=4194304"));
   for (auto change : std::vector<std::function<void(NetworkFacts&)>>{
            [](NetworkFacts& g) { g.mpi_gradients = false; }, [](NetworkFacts& g) { g.ranks = 4; },
            [](NetworkFacts& g) { g.ib_devices = {"mlx5_0"}; }, [](NetworkFacts& g) { g.env["OMPI_MCA_pml"] = "ucx"; },
            [](NetworkFacts& g) { g.env["OMPI_MCA_btl_tcp_eager_limit"] = "1048576"; }}) {
     NetworkFacts g = f;
     change(g);
-    EXPECT_FALSE(has(report_network(g).warnings, "eager_limit")) << "flagged where it does not apply";
+    EXPECT_FALSE(has_line(report_network(g).warnings, "eager_limit")) << "flagged where it does not apply";
   }
 }
 
@@ -118,10 +114,10 @@ TEST(NetworkReport, DeadUnixSocketIsToldFromLiveOneAndFromOtherFiles) {
 TEST(NetworkReport, DeadMungeDaemonIsNamed) {
   NetworkFacts f;
   f.interfaces = {{"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}};
-  EXPECT_FALSE(has(report_network(f).warnings, "munge"));
+  EXPECT_FALSE(has_line(report_network(f).warnings, "munge"));
   f.munge_socket_dead = true;
   const NetworkReport r = report_network(f);
-  EXPECT_TRUE(has(r.warnings, "mpirun waits ~2.3 s"));
-  EXPECT_TRUE(has(r.warnings, "PMIX_MCA_psec=^munge"));
+  EXPECT_TRUE(has_line(r.warnings, "mpirun waits ~2.3 s"));
+  EXPECT_TRUE(has_line(r.warnings, "PMIX_MCA_psec=^munge"));
   EXPECT_TRUE(r.problems.empty()) << "a slow start, not a failure";
 }

@@ -36,7 +36,7 @@ CheckpointMeta stored(const TrainState& state) {
   return meta_from_json(meta_to_json(m), "mem.ckpt");
 }
 
-WindowStats window(int64_t steps, double loss_sum) {
+WindowStats window_of(int64_t steps, double loss_sum) {
   WindowStats w;
   w.steps = w.finite_steps = steps;
   w.loss_sum = loss_sum;
@@ -54,7 +54,7 @@ TEST(TrainState, StepsWindowsAndTheEpochRollover) {
   s.set_lr(0.1);
   s.advance_step(1, 64);
   s.advance_step(2, 64);
-  s.add_window(window(2, 3.0));
+  s.add_window(window_of(2, 3.0));
   EXPECT_EQ(s.pos().step, 2);
   EXPECT_EQ(s.pos().epoch, 0);
   EXPECT_EQ(s.pos().samples_done_in_epoch, 128);
@@ -70,8 +70,8 @@ TEST(TrainState, StepsWindowsAndTheEpochRollover) {
 TEST(TrainState, AMidEpochCheckpointCountsTheOpenWindowWithoutClosingIt) {
   const Config cfg;
   TrainState s(cfg);
-  s.add_window(window(2, 3.0));
-  const TrainState at = s.with_open_window(window(1, 1.0));
+  s.add_window(window_of(2, 3.0));
+  const TrainState at = s.with_open_window(window_of(1, 1.0));
   EXPECT_EQ(at.epoch_stats().steps, 3);
   EXPECT_EQ(s.epoch_stats().steps, 2);  // the run's own statistics are untouched
 }
@@ -80,7 +80,7 @@ TEST(TrainState, EverythingSavedIsRestored) {
   const Config cfg = early_stopping(3);
   TrainState a(cfg);
   for (int i = 1; i <= 5; ++i) a.advance_step(i, 32);
-  a.add_window(window(5, 4.0));
+  a.add_window(window_of(5, 4.0));
   EXPECT_FALSE(a.observe_eval(accuracy(0.8, 0.7), 1.0));
   EXPECT_FALSE(a.observe_eval(accuracy(0.7, 0.6), 2.0));  // one evaluation without improvement
 
@@ -149,7 +149,7 @@ TEST(TrainState, ACheckpointAtTheEpochsEndResumesAtTheNextEpoch) {
   const Config cfg;
   TrainState a(cfg);
   for (int i = 1; i <= 4; ++i) a.advance_step(i, 32);
-  a.add_window(window(4, 2.0));
+  a.add_window(window_of(4, 2.0));
   TrainState b(cfg);
   b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 4);  // 4 steps per epoch: all done
   EXPECT_EQ(b.pos().epoch, 1);

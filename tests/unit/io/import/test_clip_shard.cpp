@@ -19,7 +19,7 @@ using namespace lockstep::testing;
 
 namespace {
 
-DatasetSpec clip_spec(bool frame_table) {
+DatasetSpec frame_clip_spec(bool frame_table) {
   DatasetSpec s;
   s.name = "clips";
   s.sample_shape = {2, 5, 3, 4};  // C, T, H, W
@@ -78,7 +78,7 @@ std::vector<unsigned char> read_back(const std::string& path, const DatasetSpec&
 
 TEST(ClipShard, FrameTableReadsAsTheWholeClipsInThePlannedOrder) {
   const std::string dir = fresh_dir("clipshard");
-  const DatasetSpec whole = clip_spec(false), table = clip_spec(true);
+  const DatasetSpec whole = frame_clip_spec(false), table = frame_clip_spec(true);
   const Clips c = video_clips(whole, 40, 1);
   // Stored order: a permutation of the clips added in source order.
   std::vector<int64_t> position(static_cast<size_t>(c.count));
@@ -120,7 +120,7 @@ TEST(ClipShard, FrameTableReadsAsTheWholeClipsInThePlannedOrder) {
 
 TEST(ClipShard, AFrameOutsideTheWindowIsStoredAgainAndStillReadsRight) {
   const std::string dir = fresh_dir("clipwindow");
-  const DatasetSpec table = clip_spec(true);
+  const DatasetSpec table = frame_clip_spec(true);
   const Clips a = video_clips(table, 12, 2), b = video_clips(table, 12, 3);
   // a's clips, b's clips, then a's first clip again: its frames left the smallest window.
   std::vector<unsigned char> bytes = a.bytes;
@@ -140,7 +140,7 @@ TEST(ClipShard, AFrameOutsideTheWindowIsStoredAgainAndStillReadsRight) {
 
 TEST(ClipShard, ClipRowsOutsideTheFramesAreRefused) {
   const std::string dir = fresh_dir("cliprows");
-  const DatasetSpec table = clip_spec(true);
+  const DatasetSpec table = frame_clip_spec(true);
   ShardWriter w(dir, "train", 0, 1, table, 2, WriteOptions{});
   std::vector<unsigned char> frames(table.frame_bytes() * 3, 7);
   EXPECT_EQ(w.append_frames(frames.data(), 3), 0);

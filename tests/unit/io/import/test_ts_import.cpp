@@ -27,7 +27,7 @@ TsTable parse(const std::string& text) {
 }
 
 // The message of the Error parse_ts throws for TEXT ("" when it throws none).
-std::string error_of(const std::string& text) {
+std::string parse_error_of(const std::string& text) {
   try {
     parse(text);
   } catch (const Error& e) {
@@ -84,7 +84,7 @@ TEST(TsImport, EveryMalformedFileIsOneErrorNamingFileAndLine) {
       {"@classLabel true a b a\n", "class label 'a' is declared twice"},
   };
   for (const auto& c : cases) {
-    const std::string msg = error_of(c.text);
+    const std::string msg = parse_error_of(c.text);
     EXPECT_NE(msg.find(c.expect), std::string::npos) << "input:\n" << c.text << "\nmessage: " << msg;
   }
 }
@@ -143,6 +143,6 @@ TEST(TsImport, UnequalLengthsBecomeRaggedSamples) {
   std::vector<float> got(16);
   inputs[0].source->read(0, 2, got.data());
   EXPECT_EQ(got, (std::vector<float>{1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 0, 0, 9, 10, 0, 0}));
-  EXPECT_NE(error_of("@classLabel true a\n@data\n1,2,3:4,5:a\n").find("dimension 1 has length 2, dimension 0 has 3"),
+  EXPECT_NE(parse_error_of("@classLabel true a\n@data\n1,2,3:4,5:a\n").find("dimension 1 has length 2, dimension 0 has 3"),
             std::string::npos);
 }

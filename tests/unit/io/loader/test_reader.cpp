@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/loader/epoch_loader.hpp"
+#include "io/loader/epoch_loaders.hpp"
 #include "io/loader/epoch_order.hpp"
 #include "io/util/file_util.hpp"
 #include "io/loader/rank_reader.hpp"
@@ -70,11 +71,16 @@ TEST(ShardPlanWrap, StepsCoverTheLargestRank) {
   EXPECT_THROW(steps_per_epoch({3}, 4, 1, true), Error);
 }
 
+// With several read threads too: a shuffle window's blocks (stream) and the shards' pieces
+// (memory) read at once land where one thread puts them.
 TEST(RankReader, BothModesReturnTheRightBytesForEveryId) {
   const std::string dir = fresh_dir("ds");
   const Manifest m = write_tiny_dataset(dir, 50, 3);
+  for (const int threads : {1, 3})
   for (const char* md : {"memory", "stream"}) {
-    const RankReader reader(dir, m, "train", 0, 1, mode(md));
+    ReaderOptions opt = mode(md);
+    opt.read_threads = threads;
+    const RankReader reader(dir, m, "train", 0, 1, opt);
     EXPECT_EQ(reader.streaming(), std::string(md) == "stream");
     const EpochOrder order = reader.order(true, 3, 0);
     std::vector<unsigned char> samples(50 * 16);
@@ -83,9 +89,9 @@ TEST(RankReader, BothModesReturnTheRightBytesForEveryId) {
     reader.fill(order, 0, 50, samples.data(), labels.data(), cache);
     for (int64_t q = 0; q < 50; ++q) {
       const int64_t id = order.ids[static_cast<size_t>(q)];  // one rank: local id = global index
-      EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3) << md;
+      EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3) << md << " threads " << threads;
       EXPECT_EQ(std::vector<unsigned char>(samples.begin() + q * 16, samples.begin() + (q + 1) * 16), sample_of(m.spec, id))
-          << md << " position " << q;
+          << md << " threads " << threads << " position " << q;
     }
   }
 }
@@ -151,6 +157,37 @@ TEST(EpochLoader, DestroyedMidEpochStopsCleanly) {
     EpochLoader loader(reader, reader.order(true, 0, i), 2, 100, 0, 3);
     ASSERT_NE(loader.next(), nullptr);
   }  // no hang, no crash: each destructor stops a thread with batches still queued
+}
+
+// The next epoch's loader, started while an epoch ends, is the one open() hands out, and
+// serves the batches a loader opened late would; another first step gets a new loader.
+TEST(EpochLoaders, AStartedLoaderServesItsEpochFromTheFirstStep) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 30, 2);
+  for (const char* md : {"memory", "stream"}) {
+    const RankReader reader(dir, m, "train", 0, 1, mode(md));
+    const auto bytes_of = [](EpochLoader& l) {  // every batch's samples, in order
+      std::vector<unsigned char> all;
+      while (const Batch* b = l.next()) all.insert(all.end(), b->samples.begin(), b->samples.end());
+      return all;
+    };
+    EpochLoaders loaders(reader, 5, 4, 6, 2);
+    EpochLoader& first = loaders.open(0, 0);
+    ASSERT_NE(first.next(), nullptr);
+    loaders.start(1);  // releases epoch 0's loader mid-epoch: no hang
+    const std::vector<unsigned char> early = bytes_of(loaders.open(1, 0));
+    const RankReader again(dir, m, "train", 0, 1, mode(md));  // its own reader: one loader per reader
+    EpochLoader late(again, again.order(true, 5, 1, 4), 4, 6, 0, 2);
+    EXPECT_EQ(early, bytes_of(late)) << md;
+    EXPECT_EQ(loaders.open(1, 0).next()->step, 0) << md << ": a loader handed out is not handed out again";
+    loaders.start(2);
+    EpochLoader& from3 = loaders.open(2, 3);  // a resume mid-epoch: not the started loader
+    const Batch* b = from3.next();
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->step, 3) << md;
+    loaders.start(3);
+    loaders.release();  // a run that stops: the started loader's thread ends
+  }
 }
 
 // A training reader deals a new share each epoch, in both modes: for every simulated rank

@@ -30,13 +30,6 @@ using namespace lockstep::testing;
 
 namespace {
 
-long dead_pid() {  // a writer that is gone: a child that exited and was reaped
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  ::waitpid(pid, nullptr, 0);
-  return static_cast<long>(pid);
-}
-
 std::vector<InputSplit> tiny_input(int64_t n) {
   DatasetSpec spec = tiny_spec();
   std::vector<unsigned char> samples;
@@ -224,7 +217,7 @@ TEST(ImportSafety, AFailedReimportLeavesThePreviousDatasetIntact) {
 TEST(ImportSafety, LeftoverTempFilesOfAKilledImportAreRemovedAndAUsersAreNot) {
   const std::string out = fresh_dir("leftover");
   run_import(tiny_input(40), import_opts(out), "tiny", "fp");
-  const std::string half = "train-00000-of-00002.h5.lockstep-tmp." + std::to_string(dead_pid()) + "." + this_writer().host;
+  const std::string half = "train-00000-of-00002.h5.lockstep-tmp." + std::to_string(exited_pid()) + "." + this_writer().host;
   std::ofstream(out + "/" + half) << "half a shard";
   run_import(tiny_input(40), import_opts(out, true), "tiny", "fp2");
   for (const auto& f : list_dir(out)) EXPECT_FALSE(parse_temp_name(f)) << f;
@@ -352,7 +345,7 @@ TEST(RunDirLock, TempFilesAreCleanedAndAReplacedDirectoryIsNoticed) {
   const std::string dir = fresh_dir("run") + "/run";
   { RunDir first(dir); }
   const std::string host = this_writer().host;
-  std::ofstream(dir + "/checkpoints/step-000000010.ckpt.lockstep-tmp." + std::to_string(dead_pid()) + "." + host)
+  std::ofstream(dir + "/checkpoints/step-000000010.ckpt.lockstep-tmp." + std::to_string(exited_pid()) + "." + host)
       << "torn";
   std::ofstream(dir + "/checkpoints/step-000000020.ckpt.lockstep-tmp.1." + host) << "pid 1 is alive";
   std::ofstream(dir + "/checkpoints/step-000000030.ckpt.tmp.777") << "not lockstep's mark";

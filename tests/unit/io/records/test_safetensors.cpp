@@ -21,7 +21,7 @@ SafeTensors sample() {
   return st;
 }
 
-void write_raw(const std::string& path, const std::string& header, const std::string& data) {
+void write_safetensors_raw(const std::string& path, const std::string& header, const std::string& data) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
   std::ofstream(path, std::ios::binary) << out << header << data;
@@ -47,18 +47,18 @@ TEST(SafeTensors, BadHeadersAreOneLineNamingTheFile) {
   const std::string dir = fresh_dir("bad");
   std::ofstream(dir + "/tiny.safetensors") << "abc";
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/tiny.safetensors"), "shorter than its 8-byte header length");
-  write_raw(dir + "/long.safetensors", "{}", "");
+  write_safetensors_raw(dir + "/long.safetensors", "{}", "");
   std::ofstream(dir + "/long.safetensors", std::ios::binary) << std::string("\xff\xff\xff\xff\xff\xff\xff\x7f") << "{}";
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/long.safetensors"), "exceeds the file's 10 bytes");
-  write_raw(dir + "/json.safetensors", "{not json", "");
+  write_safetensors_raw(dir + "/json.safetensors", "{not json", "");
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/json.safetensors"), "not valid JSON");
-  write_raw(dir + "/dtype.safetensors", R"({"w": {"dtype": "F7", "shape": [1], "data_offsets": [0, 4]}})", "abcd");
+  write_safetensors_raw(dir + "/dtype.safetensors", R"({"w": {"dtype": "F7", "shape": [1], "data_offsets": [0, 4]}})", "abcd");
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/dtype.safetensors"), "tensor w has unknown dtype 'F7'");
-  write_raw(dir + "/span.safetensors", R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", "abcd");
+  write_safetensors_raw(dir + "/span.safetensors", R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", "abcd");
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/span.safetensors"), "need 8 bytes, data_offsets give 4");
-  write_raw(dir + "/out.safetensors", R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", "abcd");
+  write_safetensors_raw(dir + "/out.safetensors", R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", "abcd");
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/out.safetensors"), "data_offsets outside the file's 4 data bytes");
-  write_raw(dir + "/lap.safetensors",
+  write_safetensors_raw(dir + "/lap.safetensors",
             R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}})",
             "abcdefgh");
   EXPECT_ERROR_CONTAINS(read_safetensors(dir + "/lap.safetensors"), "data_offsets overlap");

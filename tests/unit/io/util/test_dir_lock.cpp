@@ -23,15 +23,6 @@ using namespace lockstep::testing;
 
 namespace {
 
-// The pid of a child process that has exited (and been reaped): a writer that is gone.
-long dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return static_cast<long>(pid);
-}
-
 std::string marked(const std::string& target, long pid, const std::string& host) {
   return target + ".lockstep-tmp." + std::to_string(pid) + "." + host;
 }
@@ -63,7 +54,7 @@ TEST(TempMark, OnlyLockstepsMarkedNamesParse) {
 TEST(TempMark, OnlyMarkedFilesOfAGoneWriterAreRemoved) {
   const std::string dir = fresh_dir("temps");
   const std::string host = this_writer().host;
-  const long gone = dead_pid();
+  const long gone = exited_pid();
   touch(dir + "/" + marked("a.ckpt", gone, host));              // removed: same host, no such process
   touch(dir + "/" + marked("b.ckpt", 1, host));                 // kept: pid 1 runs
   touch(dir + "/" + marked("c.ckpt", static_cast<long>(::getppid()), host));  // kept: our parent runs
@@ -103,7 +94,7 @@ TEST(DirLock, EmptyMissingAndAdoptableDirectoriesAreTakenAndMarked) {
   EXPECT_TRUE(has_lock_mark(root + "/empty"));
   make_dirs(root + "/doctor");
   touch(root + "/doctor/doctor.json");
-  touch(root + "/doctor/" + marked("doctor.json", dead_pid(), this_writer().host));
+  touch(root + "/doctor/" + marked("doctor.json", exited_pid(), this_writer().host));
   { DirLock lock(root + "/doctor", "run", "--run.dir", [](const std::string& f) { return f == "doctor.json"; }); }
   EXPECT_TRUE(has_lock_mark(root + "/doctor"));
   // Once marked, the directory is lockstep's whatever else it holds (a user's notes beside a run).

@@ -1,0 +1,108 @@
+"""File-local names that would collide in a unity build, found in every build.
+
+The sanitizer builds (.ci/sanitize.sh) compile each target as a unity build: CMake pastes
+its .cpp files, 8 at a time, into one translation unit, which cuts a cold build by ~4x.
+Two files of one target that each define a helper of the same name in an anonymous
+namespace (or `static`) then collide — a redefinition, or an ambiguous overload — but only
+when they land in the same batch, and only in CI. This check finds such names in every
+build instead: a name defined at namespace scope inside `namespace {` (functions, types,
+constants, aliases) or as a `static` function or constant, in the same named namespace of
+two files of one target. Not checked: `using namespace` and macros, which also reach the
+files after theirs in a batch.
+
+A target is approximated by its folder (core/X, io/X, app, tests/mpi, tests/gpu), except
+that tests/unit is one target (unit_tests globs it whole) and each file of bench/ and
+tests/fuzz is its own.
+
+usage: unity_names.py REPO_ROOT       exit 0 when no name repeats, 1 with one line per name
+"""
+import collections
+import os
+import re
+import sys
+
+# A definition at the start of a line (namespace scope): a function (declared on several
+# lines, or defined on one), a type, a constant, an alias.
+FUNCTION = re.compile(r"^(?:static\s+|inline\s+|constexpr\s+|template\s*<[^>]*>\s*)*"
+                      r"[A-Za-z_][\w:<>,\s\*&]*?[\s\*&]([A-Za-z_]\w*)\s*\((?:[^;]*$|.*\)[\w\s]*\{)")
+TYPE = re.compile(r"^(?:struct|class|enum(?:\s+class)?|union)\s+([A-Za-z_]\w*)\s*(?:final\s*)?[:{]")
+VALUE = re.compile(r"^(?:static\s+)?(?:const|constexpr)\s+[\w:<>,\s\*&]+?\s([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*=")
+ALIAS = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=")
+NAMESPACE = re.compile(r"^\s*(?:inline\s+)?namespace\s*([\w:]*)\s*\{")
+LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+KEYWORDS = {"if", "for", "while", "switch", "return", "operator", "main", "TEST", "TEST_F", "TEST_P"}
+
+
+def target_of(path):
+    parts = path.split("/")
+    if parts[0] == "tests":
+        if len(parts) > 2 and parts[1] == "unit":
+            return "tests/unit"
+        if parts[1] == "fuzz":
+            return path  # one executable per target file
+        return "/".join(parts[:2])
+    if parts[0] == "bench":
+        return path  # one executable per tool
+    return "/".join(parts[:-1])
+
+
+def local_names(text):
+    """(enclosing named namespaces, name) of what has internal linkage at namespace scope: every
+    definition inside an anonymous namespace, static functions and constants elsewhere."""
+    names = set()
+    scopes = []  # per open brace: ("ns", name) for a namespace ("" when anonymous), else None
+    in_comment = False
+    for line in text.splitlines():
+        code = line
+        if in_comment:
+            if "*/" not in code:
+                continue
+            code, in_comment = code.split("*/", 1)[1], False
+        code = LITERAL.sub('""', code.split("//")[0])
+        if "/*" in code:
+            code, rest = code.split("/*", 1)
+            in_comment = "*/" not in rest
+        at_namespace_scope = all(s is not None for s in scopes)
+        anonymous = any(s == ("ns", "") for s in scopes)
+        if at_namespace_scope and not line.startswith((" ", "\t", "#")):
+            for rx in (FUNCTION, TYPE, VALUE, ALIAS):
+                m = rx.match(line)
+                if m and m.group(1) not in KEYWORDS:
+                    if anonymous or line.startswith(("static ", "const ", "constexpr ")):
+                        named = "::".join(s[1] for s in scopes if s[1])
+                        names.add((named, m.group(1)))
+                    break
+        m = NAMESPACE.match(code)
+        if m:
+            scopes.append(("ns", m.group(1)))
+            code = code[m.end():]
+        for ch in code:
+            if ch == "{":
+                scopes.append(None)
+            elif ch == "}" and scopes:
+                scopes.pop()
+    return names
+
+
+def main(root):
+    where = collections.defaultdict(lambda: collections.defaultdict(list))  # target -> name -> files
+    for top in ("core", "io", "app", "bench", "tests"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(".cpp"):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, f), root)
+                with open(os.path.join(root, path), encoding="utf-8") as fh:
+                    for named, name in local_names(fh.read()):
+                        where[target_of(path)][(named, name)].append(path)
+    problems = [f"{target}: '{'::'.join(filter(None, key))}' is defined file-locally in {', '.join(paths)}: one unity "
+                "batch may hold both (rename one, or share one helper)"
+                for target, names in sorted(where.items()) for key, paths in sorted(names.items()) if len(paths) > 1]
+    for p in problems:
+        print(p)
+    print(f"unity_names: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
