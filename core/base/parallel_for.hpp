@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -43,7 +42,7 @@ void parallel_for(int64_t n, int threads, const F& f) {
   std::vector<std::thread> pool;
   try {
     for (int k = 1; k < t; ++k) pool.emplace_back(work);
-  } catch (const std::system_error&) {  // no more threads to be had: fewer do the work
+  } catch (...) {  // no more threads to be had: fewer do the work (the started ones are joined)
   }
   work();
   for (std::thread& th : pool) th.join();

@@ -17,7 +17,6 @@ namespace lockstep {
 
 struct HostCopies::Event {
   c10::DeviceIndex device = 0;  // the copies' device
-  bool recorded = false;
 #ifdef LOCKSTEP_HAVE_CUDA
   std::optional<c10::cuda::CUDAStream> stream;  // the stream the copies were queued on
   at::cuda::CUDAEvent event{cudaEventDisableTiming};
@@ -28,6 +27,7 @@ HostCopies::HostCopies() = default;
 HostCopies::~HostCopies() = default;
 
 torch::Tensor HostCopies::add(const torch::Tensor& t) {
+  LOCKSTEP_REQUIRE(!sealed_, "a host copy added after seal()");
   if (!t.defined()) return t;
   torch::NoGradGuard no_grad;
   torch::Tensor c;
@@ -39,7 +39,6 @@ torch::Tensor HostCopies::add(const torch::Tensor& t) {
     }
     if (c.defined()) {
       if (!done_) done_ = std::make_unique<Event>();
-      LOCKSTEP_REQUIRE(!done_->recorded, "a host copy added after seal()");
 #ifdef LOCKSTEP_HAVE_CUDA
       const c10::cuda::CUDAStream now = c10::cuda::getCurrentCUDAStream(t.device().index());
       if (!done_->stream) done_->stream = now;
@@ -55,24 +54,23 @@ torch::Tensor HostCopies::add(const torch::Tensor& t) {
   }
   if (t.requires_grad()) c.set_requires_grad(true);
   copies_.push_back(c);
+  added_ = true;
   return c;
 }
 
 void HostCopies::keep(const torch::Tensor& host) { copies_.push_back(host); }
 
 void HostCopies::seal() {
+  sealed_ = true;
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (done_) {
-    done_->event.record(*done_->stream);  // where the copies were queued, whatever is current now
-    done_->recorded = true;
-  }
+  if (done_) done_->event.record(*done_->stream);  // where the copies were queued, whatever is current now
 #endif
 }
 
 void HostCopies::wait() const {
+  LOCKSTEP_REQUIRE(sealed_ || !added_, "host copies waited for before seal()");
 #ifdef LOCKSTEP_HAVE_CUDA
   if (done_) {
-    LOCKSTEP_REQUIRE(done_->recorded, "host copies waited for before seal()");
     const c10::cuda::CUDAGuard on(done_->device);  // another thread: no context on device 0
     done_->event.synchronize();
   }

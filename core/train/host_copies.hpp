@@ -4,7 +4,8 @@
 //
 // add(T) returns T's copy in host memory: from a GPU, pinned and queued on the current
 // stream (a blocking pageable copy when no page-locked memory is left); on the CPU, made at
-// once. The copy has T's strides and requires_grad flag. Every copy is queued on the stream
+// once. The copy has T's strides and requires_grad flag; no add() after seal(), no wait()
+// before it once something was added (on the CPU too). Every copy is queued on the stream
 // current at the first add() (another is refused), one device's. seal() records where they
 // end in that stream; wait() blocks until they are complete (any thread, once sealed).
 // Between add() and wait() the copies must not be read. Pinned blocks return to torch's
@@ -35,6 +36,7 @@ class HostCopies {
  private:
   struct Event;  // where the queued copies end (CUDA)
   std::vector<torch::Tensor> copies_;
+  bool added_ = false, sealed_ = false;
   std::unique_ptr<Event> done_;  // set when a copy was queued on a GPU stream
 };
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <thread>
 
 #include "core/eval/eval_report.hpp"
 #include "core/train/checkpointer.hpp"
@@ -106,7 +105,8 @@ class Trainer {
       }
       if (!stop && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
       end_epoch(epoch, stop);
-      if ((stop = stop || st_.stopped())) loaders_.release();
+      stop = stop || st_.stopped();
+      if (stop) loaders_.release();
     }
     // A stop during the last validation (or its checkpoint): that checkpoint is the stop's;
     // the final test and the end row run when the job is resumed.

@@ -18,8 +18,9 @@ namespace {
 
 constexpr size_t kChecksumBytes = 4;
 
-// Reads PARTS (N of them, LEN bytes together) from FD at OFFSET, whole. "" or what failed.
-std::string read_whole(int fd, iovec* parts, int n, size_t len, uint64_t offset) {
+// Reads PARTS (N <= 2 of them, LEN bytes together) from FD at OFFSET, whole. "" or what failed.
+std::string read_whole(int fd, const iovec* parts, int n, size_t len, uint64_t offset) {
+  LOCKSTEP_REQUIRE(n >= 1 && n <= 2, "read_whole takes one or two parts");
   size_t got = 0;
   while (got < len) {
     iovec left[2];
@@ -107,6 +108,9 @@ std::unique_ptr<ChunkReader> ChunkReader::open(hid_t file, hid_t dataset, hid_t 
 }
 
 std::string ChunkReader::read(int64_t begin, int64_t n, void* out) const {
+  if (begin < 0 || n < 0 || begin + n > rows_)
+    return "rows [" + std::to_string(begin) + ", " + std::to_string(begin + n) + ") are outside the " +
+           std::to_string(rows_) + " stored";
   auto* dst = static_cast<unsigned char*>(out);
   std::vector<unsigned char> buf;
   const size_t data = chunk_bytes_ - (checksum_ ? kChecksumBytes : 0);
@@ -121,22 +125,23 @@ std::string ChunkReader::read(int64_t begin, int64_t n, void* out) const {
       return "chunk " + std::to_string(c) + " at byte " + std::to_string(addr) + ": " + what;
     };
     std::string why;
+    bool sum_ok = true;
     if (!checksum_) {  // the rows alone
-      iovec part{dst, bytes};
+      const iovec part{dst, bytes};
       why = read_whole(fd_, &part, 1, bytes, addr + skip);
     } else if (bytes == data) {  // the whole chunk straight into OUT, its checksum beside it
       unsigned char sum[kChecksumBytes];
-      iovec parts[2] = {{dst, data}, {sum, kChecksumBytes}};
+      const iovec parts[2] = {{dst, data}, {sum, kChecksumBytes}};
       why = read_whole(fd_, parts, 2, chunk_bytes_, addr);
-      if (why.empty() && !fletcher32_matches(sum, fletcher32(dst, data))) why = "checksum";
+      sum_ok = !why.empty() || fletcher32_matches(sum, fletcher32(dst, data));
     } else {  // a part: the whole chunk through BUF, for its checksum
       buf.resize(chunk_bytes_);
-      iovec part{buf.data(), buf.size()};
+      const iovec part{buf.data(), buf.size()};
       why = read_whole(fd_, &part, 1, buf.size(), addr);
-      if (why.empty() && !fletcher32_matches(buf.data() + data, fletcher32(buf.data(), data))) why = "checksum";
-      if (why.empty()) std::memcpy(dst, buf.data() + skip, bytes);
+      sum_ok = !why.empty() || fletcher32_matches(buf.data() + data, fletcher32(buf.data(), data));
+      if (why.empty() && sum_ok) std::memcpy(dst, buf.data() + skip, bytes);
     }
-    if (why == "checksum")
+    if (!sum_ok)
       return failed("fails its checksum (Fletcher-32): the shard changed after `lockstep shard`; lockstep inspect DIR "
                     "--verify checks every shard");
     if (!why.empty()) return failed(why);

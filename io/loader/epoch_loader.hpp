@@ -7,7 +7,8 @@
 //    spent waiting in next() is the step's data wait, accumulated in wait_seconds().
 // 3. A reader error in the thread is rethrown by next() on the training thread.
 // 4. The destructor stops and joins the thread, also mid-epoch.
-// Only this thread reads the RankReader while the loader lives.
+// Only this thread reads the RankReader while the loader lives (with the read threads the
+// reader starts for a window: ReaderOptions::read_threads).
 #pragma once
 
 #include <condition_variable>

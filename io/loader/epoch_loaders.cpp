@@ -12,9 +12,10 @@ EpochLoader& EpochLoaders::open(int64_t epoch, int64_t first) {
   return *loader_;
 }
 
-void EpochLoaders::start(int64_t epoch) {
+const EpochLoader& EpochLoaders::start(int64_t epoch) {
   make(epoch, 0);
   fresh_ = true;
+  return *loader_;
 }
 
 void EpochLoaders::release() {

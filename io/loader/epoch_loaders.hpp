@@ -26,8 +26,9 @@ class EpochLoaders {
   // Epoch EPOCH's loader from step FIRST: the one start() opened when it matches and nobody
   // took it yet, else a new one. Valid until the next open(), start() or release().
   EpochLoader& open(int64_t epoch, int64_t first);
-  // Epoch EPOCH's loader from its first step, reading from now on.
-  void start(int64_t epoch);
+  // Epoch EPOCH's loader from its first step, reading from now on (returned for tests: the
+  // caller takes it with open()).
+  const EpochLoader& start(int64_t epoch);
   // No loader (a run that stops: a started one stops reading).
   void release();
 

@@ -14,8 +14,8 @@
 // Evaluation readers keep the fixed plan (rules 1-2) and visit it in natural order.
 // fill() copies the samples at visiting positions [pos, pos+n) of an EpochOrder; positions
 // past the end wrap around (the "wrap" remainder rule). A StreamCache carries the loaded
-// shuffle window between calls; it belongs to the thread that calls fill() (which has
-// read_threads threads fill its blocks while it waits).
+// shuffle window between calls; it belongs to the thread that calls fill(), which reads a
+// window's blocks together with read_threads - 1 threads it starts for them.
 #pragma once
 
 #include <cstdint>

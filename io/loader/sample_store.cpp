@@ -42,8 +42,10 @@ SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const s
   std::vector<unsigned char> samples(static_cast<size_t>(n) * m.spec.sample_bytes());
   const int64_t w = m.spec.record_width();
   std::vector<int64_t> labels(static_cast<size_t>(n * w));
-  // The samples in pieces of ~16 MiB, read on THREADS threads, a few files open at a time
-  // (a split may have more shards than a process may open files).
+  // The samples in pieces of ~16 MiB, read on THREADS threads, 2 x THREADS files open at a
+  // time (a split may have more shards than a process may open files). A window's files are
+  // opened before its pieces are read: an open error there comes before a read error of an
+  // earlier file of the same window.
   struct Piece {
     size_t file;
     int64_t begin, n, at;
@@ -59,9 +61,9 @@ SampleStore load_rank_samples(const std::string& dir, const Manifest& m, const s
       const ShardEntry& s = entry.shards[static_cast<size_t>(r.shard)];
       files.push_back(std::make_unique<ShardFile>(dir + "/" + s.file, m.spec, &s, m.dataset_id));
       for (int64_t b = r.begin; b < r.end; b += piece) {
-        const int64_t n = std::min(piece, r.end - b);
-        pieces.push_back(Piece{files.size() - 1, b, n, at});
-        at += n;
+        const int64_t count = std::min(piece, r.end - b);
+        pieces.push_back(Piece{files.size() - 1, b, count, at});
+        at += count;
       }
     }
     parallel_for(static_cast<int64_t>(pieces.size()), threads, [&](int64_t k) {

@@ -1,9 +1,9 @@
 // sample_store: a rank's share of one split, held in memory, and batch assembly from it.
 //
 // load_rank_samples opens the rank's shards (shard_plan), checks each against the
-// manifest and reads its ranges, in pieces on several threads where the samples are read
-// outside HDF5 (chunk_reader.hpp). This is rank_reader's memory mode; its stream mode reads
-// the shards block by block instead.
+// manifest and reads its ranges in pieces on several threads (they read at once where the
+// samples are read outside HDF5: chunk_reader.hpp). This is rank_reader's memory mode; its
+// stream mode reads the shards block by block instead.
 #pragma once
 
 #include <cstdint>

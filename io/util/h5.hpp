@@ -40,7 +40,8 @@ class H5Handle {
   hid_t id_ = H5I_INVALID_HID;
 };
 
-// Shard reads from the loader threads and the training thread take this lock. Debian's
+// HDF5 calls from the loader and read threads and the training thread take this lock (the
+// chunk reader's reads of /samples call no HDF5 function: chunk_reader.hpp). Debian's
 // libhdf5 is built thread-safe (H5_HAVE_THREADSAFE) and needs no lock; a site's HDF5
 // module built without thread safety would corrupt its state under concurrent calls.
 std::mutex& h5_mutex();

@@ -18,7 +18,6 @@ using lockstep::testing::has_line;
 
 namespace {
 
-
 NetworkFacts node() {
   NetworkFacts f;
   f.interfaces = {{"lo", "127.0.0.1"}, {"docker0", "172.17.0.1"}, {"eth0", "10.0.0.5"}, {"ib0", "192.168.1.5"}};

@@ -1,9 +1,10 @@
 // core/train/host_copies on the CPU: each copy holds its tensor's values at add() — not its
 // storage — with the same strides and requires_grad flag; undefined tensors pass through;
-// kept tensors are held as they are; wait() needs seal() only where a copy was queued.
+// kept tensors are held as they are; seal() comes between add() and wait(), on the CPU too.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/base/error.hpp"
 #include "core/train/host_copies.hpp"
 
 using namespace lockstep;
@@ -30,6 +31,15 @@ TEST(HostCopies, EachCopyHoldsItsTensorsValuesAtAdd) {
   EXPECT_EQ(cw.strides(), w.strides());
   EXPECT_TRUE(cw.requires_grad());
   EXPECT_FALSE(cb.requires_grad());
+}
+
+TEST(HostCopies, SealComesBetweenTheCopiesAndTheWait) {
+  HostCopies copies;
+  (void)copies.add(torch::ones({3}));
+  EXPECT_THROW(copies.wait(), Error) << "a wait before seal() would not wait on a GPU";
+  copies.seal();
+  copies.wait();
+  EXPECT_THROW((void)copies.add(torch::ones({3})), Error) << "a copy after seal() is not waited for";
 }
 
 TEST(HostCopies, KeptTensorsAreHeldAsTheyAre) {

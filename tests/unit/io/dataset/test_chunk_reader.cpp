@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <fstream>
 #include <random>
 #include <thread>
@@ -224,6 +226,35 @@ TEST(ChunkReader, AChangedByteIsAnErrorNamingTheChunk) {
   EXPECT_ERROR_CONTAINS(sf.read(18, 10, out.data(), records.data()),
                         s.path + ": cannot read samples 18..27: chunk 3 at byte " + std::to_string(addr) +
                             ": fails its checksum (Fletcher-32)");
+}
+
+// A file cut short after it was opened: the chunk that runs past its end is named, and the
+// chunks before the cut still read; an empty range and the short last chunk read as well.
+TEST(ChunkReader, ACutFileNamesTheChunkPastItsEnd) {
+  const Shard s = write_shard(fresh_dir("ce"), 100, WriteOptions{0, 7, "", true});
+  H5Handle file;
+  const auto chunks = open_chunks(s.path, &file);
+  ASSERT_NE(chunks, nullptr);
+  std::vector<unsigned char> out(100 * 16);
+  EXPECT_EQ(chunks->read(98, 2, out.data()), "");
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + 32, s.samples.begin() + 98 * 16));
+  EXPECT_EQ(chunks->read(40, 0, out.data()), "");
+  EXPECT_NE(chunks->read(95, 6, out.data()).find("outside the 100 stored"), std::string::npos);
+  hsize_t addr = 0;
+  {
+    H5Handle d(H5Dopen2(file.get(), "/samples", H5P_DEFAULT));
+    hsize_t at[4] = {21, 0, 0, 0}, size = 0;
+    unsigned mask = 0;
+    haddr_t a = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), at, &mask, &a, &size), 0);
+    addr = a;
+  }
+  ASSERT_EQ(::truncate(s.path.c_str(), static_cast<off_t>(addr + 50)), 0);
+  EXPECT_EQ(chunks->read(0, 21, out.data()), "");
+  const std::string why = chunks->read(14, 10, out.data());
+  EXPECT_NE(why.find("chunk 3 at byte " + std::to_string(addr) + ": the file ends inside it (truncated)"),
+            std::string::npos)
+      << why;
 }
 
 #endif  // H5_VERSION_GE(1, 10, 5)

@@ -76,22 +76,23 @@ TEST(ShardPlanWrap, StepsCoverTheLargestRank) {
 TEST(RankReader, BothModesReturnTheRightBytesForEveryId) {
   const std::string dir = fresh_dir("ds");
   const Manifest m = write_tiny_dataset(dir, 50, 3);
-  for (const int threads : {1, 3})
-  for (const char* md : {"memory", "stream"}) {
-    ReaderOptions opt = mode(md);
-    opt.read_threads = threads;
-    const RankReader reader(dir, m, "train", 0, 1, opt);
-    EXPECT_EQ(reader.streaming(), std::string(md) == "stream");
-    const EpochOrder order = reader.order(true, 3, 0);
-    std::vector<unsigned char> samples(50 * 16);
-    std::vector<int64_t> labels(50);
-    StreamCache cache;
-    reader.fill(order, 0, 50, samples.data(), labels.data(), cache);
-    for (int64_t q = 0; q < 50; ++q) {
-      const int64_t id = order.ids[static_cast<size_t>(q)];  // one rank: local id = global index
-      EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3) << md << " threads " << threads;
-      EXPECT_EQ(std::vector<unsigned char>(samples.begin() + q * 16, samples.begin() + (q + 1) * 16), sample_of(m.spec, id))
-          << md << " threads " << threads << " position " << q;
+  for (const int threads : {1, 3}) {
+    for (const char* md : {"memory", "stream"}) {
+      ReaderOptions opt = mode(md);
+      opt.read_threads = threads;
+      const RankReader reader(dir, m, "train", 0, 1, opt);
+      EXPECT_EQ(reader.streaming(), std::string(md) == "stream");
+      const EpochOrder order = reader.order(true, 3, 0);
+      std::vector<unsigned char> samples(50 * 16);
+      std::vector<int64_t> labels(50);
+      StreamCache cache;
+      reader.fill(order, 0, 50, samples.data(), labels.data(), cache);
+      for (int64_t q = 0; q < 50; ++q) {
+        const int64_t id = order.ids[static_cast<size_t>(q)];  // one rank: local id = global index
+        EXPECT_EQ(labels[static_cast<size_t>(q)], id % 3) << md << " threads " << threads;
+        EXPECT_EQ(std::vector<unsigned char>(samples.begin() + q * 16, samples.begin() + (q + 1) * 16), sample_of(m.spec, id))
+            << md << " threads " << threads << " position " << q;
+      }
     }
   }
 }
@@ -174,14 +175,16 @@ TEST(EpochLoaders, AStartedLoaderServesItsEpochFromTheFirstStep) {
     EpochLoaders loaders(reader, 5, 4, 6, 2);
     EpochLoader& first = loaders.open(0, 0);
     ASSERT_NE(first.next(), nullptr);
-    loaders.start(1);  // releases epoch 0's loader mid-epoch: no hang
-    const std::vector<unsigned char> early = bytes_of(loaders.open(1, 0));
+    const EpochLoader* started = &loaders.start(1);  // releases epoch 0's loader mid-epoch: no hang
+    EpochLoader& opened = loaders.open(1, 0);
+    EXPECT_EQ(&opened, started) << md << ": the started loader is the one handed out";
+    const std::vector<unsigned char> early = bytes_of(opened);
     const RankReader again(dir, m, "train", 0, 1, mode(md));  // its own reader: one loader per reader
     EpochLoader late(again, again.order(true, 5, 1, 4), 4, 6, 0, 2);
     EXPECT_EQ(early, bytes_of(late)) << md;
     EXPECT_EQ(loaders.open(1, 0).next()->step, 0) << md << ": a loader handed out is not handed out again";
     loaders.start(2);
-    EpochLoader& from3 = loaders.open(2, 3);  // a resume mid-epoch: not the started loader
+    EpochLoader& from3 = loaders.open(2, 3);  // a resume mid-epoch: not the started loader (step 0)
     const Batch* b = from3.next();
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->step, 3) << md;
