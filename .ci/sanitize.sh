@@ -10,9 +10,9 @@
 #         and with a dead rank.
 # Both are unity builds (CMAKE_UNITY_BUILD: 8 sources per translation unit, each load of the
 # precompiled torch header and each template instantiation shared by 8): with an empty
-# compiler cache, ASan's targets below 1255 s -> 344 s and TSan's ~1250 s -> 255 s (fresh
-# clone, 2-core CI VM, 2026-11-27); tests/unity_names.py keeps file-local names from
-# colliding in a batch.
+# compiler cache, ASan's targets below 1255 s -> 344 s and TSan's 1091 s -> 255 s (fresh
+# clones, the 2-core CI VM; 2026-11-26 and -27); tests/unity_names.py keeps file-local names
+# from colliding in a batch.
 # Suppressions (tests/sanitizers/*.supp) name third-party libraries only.
 #   bash .ci/sanitize.sh [asan|tsan|all]      after .ci/setup (same venv and packages)
 set -euo pipefail
