@@ -106,14 +106,13 @@ std::vector<int64_t> RankReader::share_labels(uint64_t seed, int64_t epoch) cons
 
 void RankReader::load_group(const EpochOrder& order, int64_t g, StreamCache& cache) const {
   const auto& blocks = order.groups[static_cast<size_t>(g)];
-  int64_t n = 0;
-  for (const Block& b : blocks) n += b.size();
+  std::vector<int64_t> at(blocks.size() + 1, 0);  // each block's first sample in the window; the last: the total
+  for (size_t k = 0; k < blocks.size(); ++k) at[k + 1] = at[k] + blocks[k].size();
+  const int64_t n = at.back();
   const size_t sb = spec_.sample_bytes();
   cache.samples.resize(static_cast<size_t>(n) * sb);
   const int64_t w = spec_.record_width();
   cache.labels.resize(static_cast<size_t>(n * w));
-  std::vector<int64_t> at(blocks.size() + 1, 0);  // each block's first sample in the window
-  for (size_t k = 0; k < blocks.size(); ++k) at[k + 1] = at[k] + blocks[k].size();
   cache.group = -1;  // until every block is in
   parallel_for(static_cast<int64_t>(blocks.size()), read_threads_, [&](int64_t k) {
     const Block& b = blocks[static_cast<size_t>(k)];
