@@ -8,11 +8,13 @@
 #         writer, video decode threads — through their unit tests (thread_tests, selected in
 #         tests/CMakeLists.txt), the MPI tests and 2-rank training runs with a stop signal
 #         and with a dead rank.
-# Both are unity builds (CMAKE_UNITY_BUILD: 8 sources per translation unit, each load of the
+# Both are unity builds (cmake/unity.cmake: 8 sources per translation unit, each load of the
 # precompiled torch header and each template instantiation shared by 8): with an empty
 # compiler cache, ASan's targets below 1255 s -> 344 s and TSan's 1091 s -> 255 s (fresh
-# clones, the 2-core CI VM; 2026-11-26 and -27); tests/unity_names.py keeps file-local names
-# from colliding in a batch.
+# clones, the 2-core CI VM; 2026-11-26 and -27). Their batch files name sources relative to
+# the source tree, so a clone at another path hits the compiler cache (CMake's own unity
+# files name absolute paths: 100 misses, 299 s for a warm ASan build; 2026-11-27).
+# tests/unity_names.py keeps file-local names from colliding in a batch.
 # Suppressions (tests/sanitizers/*.supp) name third-party libraries only.
 #   bash .ci/sanitize.sh [asan|tsan|all]      after .ci/setup (same venv and packages)
 set -euo pipefail
@@ -30,11 +32,11 @@ export OMPI_MCA_memory=^patcher OMPI_MCA_mca_base_component_disable_dlclose=1
 build() {  # build NAME SANITIZERS TARGET...
   local dir=$ROOT/build-$1
   # Configured every time (a second configure is quick), so an older build directory turns
-  # into a unity build too.
+  # into this unity build too (and off CMake's own, which an older one used).
   cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE=-O1 \
     -DCMAKE_C_FLAGS_SANITIZE=-O1 -DCMAKE_PREFIX_PATH="$PREFIX" \
     -DLOCKSTEP_SANITIZE="$2" -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON="$VENV/bin/python" \
-    -DCMAKE_UNITY_BUILD=ON >"$dir.log" 2>&1 ||
+    -DCMAKE_UNITY_BUILD=OFF -DLOCKSTEP_UNITY=ON >"$dir.log" 2>&1 ||
     { cat "$dir.log"; exit 1; }
   SECONDS=0
   cmake --build "$dir" -j"$(nproc)" --target "${@:3}" >"$dir.log" 2>&1 || { tail -40 "$dir.log"; exit 1; }

@@ -79,8 +79,9 @@ BatchFeed::~BatchFeed() {
 
 int64_t BatchFeed::host_waits() const { return staged_ ? staged_->host->waits() : 0; }
 
-FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records) {
+FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records, Fence* raw_fence) {
   LOCKSTEP_REQUIRE(!held_, "batch feed: feed() twice without done()");
+  LOCKSTEP_REQUIRE(!raw_fence || staged_, "batch feed: a fenced batch needs a staged feed (nothing copies it here)");
   std::vector<int64_t> dims{n};
   dims.insert(dims.end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
   const torch::ScalarType type = stored_scalar_type(spec_.dtype);
@@ -96,20 +97,36 @@ FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records) {
   const size_t sample_bytes = static_cast<size_t>(n) * spec_.sample_bytes();
   const size_t offset = labels_offset(sample_bytes),
                bytes = offset + static_cast<size_t>(n) * sizeof(int64_t);
-  // Pack: the samples, then each record's class column.
-  auto* host = static_cast<unsigned char*>(s.host->acquire(bytes));
+  // The host block: the samples (unless RAW is copied from directly), then each record's
+  // class column.
+  const bool direct = raw_fence != nullptr;
+  const size_t packed_from = direct ? offset : 0;
+  auto* host = static_cast<unsigned char*>(s.host->acquire(bytes - packed_from));
   bool released = false;  // the pinned slot goes back to the ring whatever happens below
   torch::Tensor dest;
   try {
-    std::memcpy(host, raw, sample_bytes);
-    io::record_classes(spec_, records, n, reinterpret_cast<int64_t*>(host + offset));
-    const torch::Tensor packed = torch::from_blob(host, {static_cast<int64_t>(bytes)}, torch::kUInt8);
+    if (!direct) std::memcpy(host, raw, sample_bytes);
+    io::record_classes(spec_, records, n, reinterpret_cast<int64_t*>(host + offset - packed_from));
+    const torch::Tensor packed = torch::from_blob(host, {static_cast<int64_t>(bytes - packed_from)}, torch::kUInt8);
     torch::Tensor& block = s.landing[s.next];
     const bool grow = !block.defined() || static_cast<size_t>(block.numel()) < bytes;
     if (grow)
       block = torch::empty({static_cast<int64_t>(bytes)},
                            torch::TensorOptions().dtype(torch::kUInt8).device(device_));
     dest = block.narrow(0, 0, static_cast<int64_t>(bytes));
+    // The copies, in order on the current stream (the copy stream below): RAW's samples when
+    // direct (then RAW's fence), then the packed block.
+    auto copy = [&] {
+      const bool async = device_.is_cuda();
+      if (direct) {
+        const torch::Tensor samples = torch::from_blob(const_cast<void*>(raw), {static_cast<int64_t>(sample_bytes)}, torch::kUInt8);
+        dest.narrow(0, 0, static_cast<int64_t>(sample_bytes)).copy_(samples, async);
+        raw_fence->record();
+      }
+      dest.narrow(0, static_cast<int64_t>(packed_from), packed.numel()).copy_(packed, async);
+      released = true;
+      s.host->release();  // the pinned slot's fence
+    };
 #ifdef LOCKSTEP_HAVE_CUDA
     if (s.copy) {
       const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device_.index());
@@ -120,23 +137,20 @@ FedBatch BatchFeed::feed(const void* raw, int64_t n, const int64_t* records) {
       {
         const c10::cuda::CUDAStreamGuard on_copy(*s.copy);
         s.consumed[s.next].block(*s.copy);  // the batch that used this block has been read
-        dest.copy_(packed, /*non_blocking=*/true);
-        released = true;
-        s.host->release();  // the pinned slot's fence, on the copy stream
+        copy();
         s.copied[s.next].record(*s.copy);
       }
       s.copied[s.next].block(compute);
     } else
 #endif
     {
-      dest.copy_(packed, /*non_blocking=*/device_.is_cuda());  // in order on the current stream
-      released = true;
-      s.host->release();
+      copy();  // in order on the current stream
     }
   } catch (...) {
     if (!released) s.host->release();
     throw;
   }
+  direct_ += direct ? 1 : 0;
   out.samples = dest.narrow(0, 0, static_cast<int64_t>(sample_bytes)).view(type).view(dims);
   out.labels =
       dest.narrow(0, static_cast<int64_t>(offset), n * static_cast<int64_t>(sizeof(int64_t)))

@@ -4,7 +4,11 @@
 // The loader's batch — the samples in their stored dtype (uint8 images: a quarter of
 // float32's bytes) and the label records' class column — is packed into one pinned host block
 // (a StagingRing slot) and sent by one non_blocking copy into one of kSlots device landing
-// blocks, on the copy stream. Two events order it, both on the device (no host sync):
+// blocks, on the copy stream. When the loader's batch is already in pinned memory
+// (io/loader/batch_pool: the training loader on a GPU) the samples are copied straight out
+// of it and only the labels are packed: no host copy of the batch on the training thread;
+// the batch's fence is recorded after its copy, and the loader fills it again only once the
+// fence is done. Two events order the copies, both on the device (no host sync):
 //   - the compute stream (the current one at feed()) waits for the copy before it reads the
 //     batch;
 //   - the copy stream waits, before it writes a landing block again, for the compute stream
@@ -57,16 +61,20 @@ class BatchFeed {
   BatchFeed& operator=(const BatchFeed&) = delete;
 
   // N samples at RAW (spec.sample_bytes() each) and their label RECORDS. RAW and RECORDS may be
-  // reused when it returns (staged); the result is valid until done().
-  FedBatch feed(const void* raw, int64_t n, const int64_t* records);
+  // reused when it returns (staged); the result is valid until done(). RAW_FENCE (staged only):
+  // RAW is in host_buffers(device) memory (pinned on a GPU) and is copied from directly;
+  // RAW_FENCE is recorded after that copy, and RAW must not be written before it is done.
+  FedBatch feed(const void* raw, int64_t n, const int64_t* records, Fence* raw_fence = nullptr);
   // Every read of the last fed batch has been issued on the current stream.
   void done();
   int64_t host_waits() const;  // feeds that found their pinned slot's copy still in flight
+  int64_t direct_feeds() const { return direct_; }  // feeds copied straight out of RAW (RAW_FENCE)
 
  private:
   io::DatasetSpec spec_;
   torch::Device device_;
   bool held_ = false;
+  int64_t direct_ = 0;
   struct Staged;  // the pinned ring, landing blocks, copy stream and events
   std::unique_ptr<Staged> staged_;
 };

@@ -5,9 +5,9 @@
 // buffer must not be written again until it has. Each slot carries a fence recorded on the
 // copying stream after the copy is issued: acquire() hands out the oldest slot, waiting for
 // its fence only if that copy is still in flight (it was issued SLOTS batches ago, so it
-// normally is long done: no host sync in a steady step). The fence is an interface so that
-// the reuse rule is tested on the CPU with a fake one (tests/unit/data/test_staging_ring.cpp);
-// BatchMaker gives CUDA events on a GPU.
+// normally is long done: no host sync in a steady step). The memory and fences come from
+// HostBuffers (core/base/fence.hpp): pinned memory and CUDA events on a GPU
+// (core/data/host_buffers), fakes in tests/unit/data/test_staging_ring.cpp.
 //   ring.acquire(bytes) -> a buffer; write it; issue the copies from it; ring.release();
 // One batch at a time: acquire, then release, then the next acquire.
 #pragma once
@@ -16,25 +16,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
-namespace lockstep {
+#include "core/base/fence.hpp"
 
-class Fence {
- public:
-  virtual ~Fence() = default;
-  virtual void record() = 0;       // after the copies out of the slot are issued
-  virtual bool done() const = 0;   // those copies have completed (never waits)
-  virtual void wait() = 0;         // blocks until they have
-};
+namespace lockstep {
 
 class StagingRing {
  public:
-  // SLOTS buffers; ALLOC(bytes) makes one (pinned memory on a GPU), FENCE() a fence.
-  StagingRing(size_t slots, std::function<std::shared_ptr<void>(size_t)> alloc,
-              std::function<std::unique_ptr<Fence>()> fence);
+  // SLOTS buffers from BUFFERS (pinned memory on a GPU).
+  StagingRing(size_t slots, HostBuffers buffers);
   void* acquire(size_t bytes);
   void release();
   int64_t waits() const { return waits_; }  // acquires that found their slot's copy in flight
@@ -46,15 +38,15 @@ class StagingRing {
     std::unique_ptr<Fence> fence;  // null until the slot's first release
   };
   std::vector<Slot> slots_;
-  std::function<std::shared_ptr<void>(size_t)> alloc_;
-  std::function<std::unique_ptr<Fence>()> make_fence_;
+  HostBuffers buffers_;
   size_t next_ = 0;
   bool held_ = false;
   int64_t waits_ = 0;
 };
 
-// A ring for DEVICE: on a GPU, pinned memory and CUDA events recorded on the stream current
-// at release(); on the CPU (tests), plain memory and fences that are done at once.
+// A ring for DEVICE: host_buffers(DEVICE) — on a GPU, pinned memory and CUDA events recorded
+// on the stream current at release(); on the CPU (tests), plain memory and fences that are
+// done at once.
 std::unique_ptr<StagingRing> make_staging_ring(size_t slots, c10::Device device);
 
 }  // namespace lockstep

@@ -29,7 +29,7 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
     const SequenceTargets t = maker.targets(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =
-        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), t.lengths, &out_lengths);
+        model.forward_sequence(maker.inputs(b->samples, b->size, b->labels.data()), t.lengths, &out_lengths);
     loss_sum += ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, blank).item<double>() * static_cast<double>(b->size);
     count += static_cast<double>(b->size);
     const auto hyps = greedy_decode(logits, out_lengths, blank);
@@ -73,7 +73,7 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
   torch::Tensor confusion, loss_sum;
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
-    const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
+    const torch::Tensor x = maker.inputs(b->samples, b->size, b->labels.data());
     const torch::Tensor logits = eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), hflip);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));

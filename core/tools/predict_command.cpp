@@ -46,7 +46,7 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
-    const torch::Tensor x = maker.inputs(b->samples.data(), b->size, b->labels.data());
+    const torch::Tensor x = maker.inputs(b->samples, b->size, b->labels.data());
     const torch::Tensor p =
         torch::softmax(eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), cfg.eval_hflip), 1);
     torch::Tensor values = p, classes_of;
@@ -104,7 +104,7 @@ std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data
     const torch::Tensor lengths = maker.lengths(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =
-        model.forward_sequence(maker.inputs(b->samples.data(), b->size, b->labels.data()), lengths, &out_lengths);
+        model.forward_sequence(maker.inputs(b->samples, b->size, b->labels.data()), lengths, &out_lengths);
     const std::vector<TokenSeq> hyps = greedy_decode(logits, out_lengths, blank);
     const torch::Tensor frames = out_lengths.to(torch::kCPU, torch::kLong).contiguous();
     torch::Tensor lp;

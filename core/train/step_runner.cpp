@@ -8,6 +8,7 @@
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/data/augment.hpp"
+#include "core/data/host_buffers.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/optim/amp.hpp"
 #include "core/optim/fused_step.hpp"
@@ -79,6 +80,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
       feed_(s.manifest.spec, s.place.device, s.place.device.is_cuda(), s.cfg.copy_stream) {
   const Config& cfg = s.cfg;
   const bool cuda = s.place.device.is_cuda();
+  if (cuda) batch_memory_ = host_buffers(s.place.device);
   if (cfg.cuda_graph == CudaGraph::kOff || (!cuda && cfg.cuda_graph == CudaGraph::kAuto)) return;
   StaticStepCase c;
   c.cuda = true;  // judged as on a GPU: on the CPU, "on" runs the same fixed-buffer step uncaptured
@@ -125,7 +127,7 @@ StepOutput StepRunner::run_static(io::EpochLoader& loader, int64_t step, int64_t
   timer_.begin_step();
   const io::Batch* b = loader.next();
   LOCKSTEP_REQUIRE(b != nullptr && b->step == step, "data loader ended before step " + std::to_string(step));
-  const FedBatch f = feed_.feed(b->samples.data(), s_.cfg.batch_size, b->labels.data());
+  const FedBatch f = feed_.feed(b->samples, s_.cfg.batch_size, b->labels.data(), b->reuse);
   FeedDone done(feed_);
   // The step normalises the fed bytes itself, unless augmentation prepares them here.
   const torch::Tensor x = s_.augment.enabled() ? inputs(f, *b, step, epoch) : f.samples;
@@ -149,7 +151,7 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
     const io::Batch* b = loader.next();
     LOCKSTEP_REQUIRE(b != nullptr && b->step == micro, "data loader ended before step " + std::to_string(step));
     const int64_t* records = b->labels.data();
-    const FedBatch f = feed_.feed(b->samples.data(), batch, records);
+    const FedBatch f = feed_.feed(b->samples, batch, records, b->reuse);
     FeedDone done(feed_);
     const torch::Tensor x = inputs(f, *b, micro, epoch);
     timer_.mark(Phase::kData);

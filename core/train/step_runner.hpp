@@ -2,8 +2,9 @@
 // the loop around it (when to log, evaluate, checkpoint or stop is Trainer's).
 //
 // Per micro-batch: the batch to the device (BatchFeed: one copy on a copy stream, a batch
-// ahead of the device), normalised (BatchMaker) and augmented (pure in seed, epoch,
-// micro-step and rank), forward under autocast, the loss scaled and backward, with
+// ahead of the device, straight out of the loader's pinned batch: batch_memory()),
+// normalised (BatchMaker) and augmented (pure in seed, epoch, micro-step and rank), forward
+// under autocast, the loss scaled and backward, with
 // the gradient reductions launched bucket by bucket as backward produces them (GradReducer;
 // none on inner micro-steps). Then the wait for the reductions, the loss scaler, clipping and
 // the optimizer (the fused kernels unless --train.fused-optimizer false). The phases are
@@ -26,7 +27,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
+#include "core/base/fence.hpp"
 #include "core/data/batch_feed.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
@@ -48,6 +51,9 @@ class StepRunner {
   StepRunner& operator=(const StepRunner&) = delete;
 
   bool sequence() const { return objective_.sequence(); }
+  // Where the training loader's batches should live (a GPU: pinned memory the feed copies
+  // straight out of, io/loader/batch_pool.hpp); null where the feed reads plain memory.
+  const HostBuffers* batch_memory() const { return batch_memory_ ? &*batch_memory_ : nullptr; }
   // One optimizer step: optimizer step STEP of EPOCH (0-based, within the epoch) at LR;
   // GLOBAL_STEP is the run's step count before it (for --debug.sync-check).
   StepOutput run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step);
@@ -63,6 +69,7 @@ class StepRunner {
   StepTimer& timer_;
   const Objective objective_;
   BatchFeed feed_;
+  std::optional<HostBuffers> batch_memory_;  // a staged feed's (a GPU's)
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
 };

@@ -5,9 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
-#include <csignal>
 
 #include "core/eval/eval_report.hpp"
 #include "core/train/checkpointer.hpp"
@@ -345,7 +343,8 @@ class Trainer {
   TrainState& st_;
   StepTimer timer_;
   StepRunner runner_{s_, timer_};  // the device step
-  io::EpochLoaders loaders_{*s_.train, cfg_.seed, cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum, cfg_.prefetch};
+  io::EpochLoaders loaders_{*s_.train, cfg_.seed, cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum,
+                            cfg_.prefetch, runner_.batch_memory()};  // a GPU: the feed copies out of them
   const bool sequence_ = runner_.sequence();  // CTC on sequence targets
   LogWindow window_;
   RankMonitor ranks_;  // every rank's breakdown at log rows, stragglers

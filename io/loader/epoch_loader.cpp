@@ -8,16 +8,32 @@
 namespace lockstep::io {
 
 EpochLoader::EpochLoader(const RankReader& reader, EpochOrder order, int64_t batch, int64_t steps,
-                         int64_t first_step, int prefetch, bool partial_last)
+                         int64_t first_step, int prefetch, bool partial_last, BatchPool* pool)
     : reader_(reader), order_(std::move(order)), batch_(batch), steps_(steps), first_step_(first_step),
-      partial_last_(partial_last), pool_(static_cast<size_t>(std::max(1, prefetch) + 1)) {
-  LOCKSTEP_REQUIRE(batch >= 1, "batch size must be at least 1");
-  for (Batch& b : pool_) {
-    b.samples.resize(static_cast<size_t>(batch) * reader.spec().sample_bytes());
-    b.labels.resize(static_cast<size_t>(batch * reader.spec().record_width()));
-    free_.push_back(&b);
+      partial_last_(partial_last),
+      own_pool_(pool ? nullptr
+                     : std::make_unique<BatchPool>(reader.spec(), batch, static_cast<size_t>(std::max(1, prefetch) + 1))),
+      pool_(pool ? *pool : *own_pool_) {
+  LOCKSTEP_REQUIRE(batch >= 1 && batch <= pool_.batch(),
+                   "loader: batch size " + std::to_string(batch) + " does not fit the pool's " + std::to_string(pool_.batch()));
+  LOCKSTEP_REQUIRE(pool_.count() == static_cast<size_t>(std::max(1, prefetch) + 1),
+                   "loader: prefetch " + std::to_string(prefetch) + " needs " + std::to_string(std::max(1, prefetch) + 1) +
+                       " batches, the pool has " + std::to_string(pool_.count()));
+  pool_.take();
+  // Batches whose copies have completed first: the thread fills those without a wait.
+  for (size_t i = 0; i < pool_.count(); ++i) {
+    Batch* b = &pool_.at(i);
+    if (b->reuse && !b->reuse->done())
+      free_.push_back(b);
+    else
+      free_.push_front(b);
   }
-  thread_ = std::thread(&EpochLoader::run, this);
+  try {
+    thread_ = std::thread(&EpochLoader::run, this);
+  } catch (...) {
+    pool_.give_back();
+    throw;
+  }
 }
 
 EpochLoader::~EpochLoader() {
@@ -27,6 +43,7 @@ EpochLoader::~EpochLoader() {
   }
   cv_.notify_all();
   thread_.join();
+  pool_.give_back();
 }
 
 void EpochLoader::run() {
@@ -42,10 +59,14 @@ void EpochLoader::run() {
         b = free_.front();
         free_.pop_front();
       }
+      if (BatchPool::wait_for_reuse(*b)) {  // its copy to the device is still in flight
+        std::lock_guard<std::mutex> lock(mu_);
+        ++reuse_waits_;
+      }
       const int64_t pos = step * batch_;
       b->step = step;
       b->size = partial_last_ ? std::min(batch_, total - pos) : batch_;
-      reader_.fill(order_, pos, b->size, b->samples.data(), b->labels.data(), cache);
+      reader_.fill(order_, pos, b->size, b->samples, b->labels.data(), cache);
       {
         std::lock_guard<std::mutex> lock(mu_);
         ready_.push_back(b);
@@ -61,6 +82,11 @@ void EpochLoader::run() {
     done_ = true;
   }
   cv_.notify_all();
+}
+
+int64_t EpochLoader::reuse_waits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reuse_waits_;
 }
 
 const Batch* EpochLoader::next() {

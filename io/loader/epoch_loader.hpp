@@ -6,7 +6,11 @@
 // 2. next() hands out the next batch; the previous one returns to the free list. Time
 //    spent waiting in next() is the step's data wait, accumulated in wait_seconds().
 // 3. A reader error in the thread is rethrown by next() on the training thread.
-// 4. The destructor stops and joins the thread, also mid-epoch.
+// 4. The destructor stops and joins the thread, also mid-epoch (a thread waiting for a
+//    batch's copy to the device finishes that wait first: work already queued).
+// The batches come from a BatchPool: the loader's own (plain memory), or one the caller keeps
+// across epochs (EpochLoaders: pinned memory on a GPU, each batch filled again only once the
+// copy out of it has completed — batch_pool.hpp).
 // Only this thread reads the RankReader while the loader lives (with the read threads the
 // reader starts for a window: ReaderOptions::read_threads).
 #pragma once
@@ -15,33 +19,32 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
+#include "io/loader/batch_pool.hpp"
 #include "io/loader/rank_reader.hpp"
 
 namespace lockstep::io {
 
-struct Batch {
-  std::vector<unsigned char> samples;
-  std::vector<int64_t> labels;  // label records, spec.record_width() per sample
-  int64_t step = 0;
-  int64_t size = 0;  // samples in this batch (the last evaluation batch may be short)
-};
 
 class EpochLoader {
  public:
   // Steps cover positions [step*batch, (step+1)*batch) of ORDER, wrapping; with
-  // PARTIAL_LAST the final step stops at the end of ORDER instead (evaluation).
+  // PARTIAL_LAST the final step stops at the end of ORDER instead (evaluation). POOL: the
+  // batches to fill (max(1, PREFETCH) + 1 of at least BATCH samples; it outlives the loader),
+  // else the loader's own in plain memory.
   EpochLoader(const RankReader& reader, EpochOrder order, int64_t batch, int64_t steps, int64_t first_step,
-              int prefetch, bool partial_last = false);
+              int prefetch, bool partial_last = false, BatchPool* pool = nullptr);
   ~EpochLoader();
   EpochLoader(const EpochLoader&) = delete;
   EpochLoader& operator=(const EpochLoader&) = delete;
 
   const Batch* next();  // nullptr after the last step
   double wait_seconds() const { return wait_s_; }
+  // Batches the thread found still being copied to the device when it came to fill them.
+  int64_t reuse_waits() const;
 
  private:
   void run();
@@ -50,15 +53,17 @@ class EpochLoader {
   const EpochOrder order_;
   const int64_t batch_, steps_, first_step_;
   const bool partial_last_;
-  std::vector<Batch> pool_;
+  std::unique_ptr<BatchPool> own_pool_;  // when no pool was given
+  BatchPool& pool_;
   std::deque<Batch*> ready_, free_;
   Batch* lent_ = nullptr;
   int64_t handed_ = 0;
   bool stop_ = false, done_ = false;
   std::exception_ptr error_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   double wait_s_ = 0.0;
+  int64_t reuse_waits_ = 0;
   std::thread thread_;
 };
 

@@ -8,7 +8,9 @@
 // batch, so its thread reads while the epoch ends; open(E, FIRST) then hands that loader
 // out. Epoch orders are pure in (seed, epoch), so a loader started early serves the batches
 // a late one would. One loader at a time reads the RankReader (EpochLoader's rule): each
-// open or start releases the loader before it.
+// open or start releases the loader before it. Every loader fills the same BatchPool: with
+// HostBuffers (a GPU: pinned memory), the step copies a batch straight out of it, and a copy
+// still in flight at an epoch's end is waited for by the next loader's thread.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,10 @@ namespace lockstep::io {
 
 class EpochLoaders {
  public:
-  // STEPS loader steps per epoch of BATCH samples, in READER's shuffled order for SEED.
-  EpochLoaders(const RankReader& reader, uint64_t seed, int64_t batch, int64_t steps, int prefetch);
+  // STEPS loader steps per epoch of BATCH samples, in READER's shuffled order for SEED; the
+  // batches in BUFFERS' memory (null: plain memory).
+  EpochLoaders(const RankReader& reader, uint64_t seed, int64_t batch, int64_t steps, int prefetch,
+               const HostBuffers* buffers = nullptr);
 
   // Epoch EPOCH's loader from step FIRST: the one start() opened when it matches and nobody
   // took it yet, else a new one. Valid until the next open(), start() or release().
@@ -39,6 +43,7 @@ class EpochLoaders {
   const uint64_t seed_;
   const int64_t batch_, steps_;
   const int prefetch_;
+  BatchPool pool_;                        // declared before loader_: outlives every loader
   std::unique_ptr<EpochLoader> loader_;
   int64_t epoch_ = -1, first_ = -1;  // what loader_ serves
   bool fresh_ = false;               // started, not yet handed out

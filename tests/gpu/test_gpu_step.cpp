@@ -10,7 +10,8 @@
 //     the same fixed buffers (static_step.hpp), fp32 and fp16 with the loss scaler; the
 //     replayed steps make no host sync (c10's sync debug mode as an error); the same with the
 //     fed bytes normalised inside the captured step;
-//   - the batch feed's copy stream delivers every batch whole while the host runs ahead;
+//   - the batch feed's copy stream delivers every batch whole while the host runs ahead, also
+//     straight out of the loader's pinned batches refilled after their fences;
 //   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step;
 //   - host copies (the best weights) queued behind a busy stream hold their moment's values;
 //   - NVML's gauges of the rank's GPU (gpu_gauges.hpp) read in range.
@@ -25,6 +26,7 @@
 
 #include "core/data/batch_feed.hpp"
 #include "core/data/batch_maker.hpp"
+#include "core/data/host_buffers.hpp"
 #include "core/dist/grad_reducer.hpp"
 #include "core/dist/mpi_communicator.hpp"
 #include "core/dist/mpi_runtime.hpp"
@@ -41,6 +43,7 @@
 #include "core/train/host_copies.hpp"
 #include "core/train/state_snapshot.hpp"
 #include "core/train/static_step.hpp"
+#include "io/loader/batch_pool.hpp"
 #include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 #include "step_parts.hpp"
@@ -238,6 +241,44 @@ TEST(GpuStep, TheFeedsCopyStreamDeliversEveryBatchWhole) {
     for (int64_t i = 0; i < 64; ++i) y.push_back((i + k) % 10);
     ASSERT_TRUE(torch::equal(labels[static_cast<size_t>(k)].cpu(), torch::tensor(y, torch::kLong))) << "labels " << k;
   }
+}
+
+// The training loader's batches in pinned memory (io/loader/batch_pool), fed straight to the
+// GPU while the compute stream is far behind the host: each batch is refilled on another
+// thread, as the loader's is (no device set there: the fence sets its own), only after
+// BatchPool::wait_for_reuse — which has to wait, the copies being queued behind the busy
+// compute stream — and every batch arrives whole.
+TEST(GpuStep, PinnedLoaderBatchesArriveWholeWhenRefilledAfterTheirFence) {
+  SKIP_WITHOUT_GPU();
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  const io::DatasetSpec spec = gray_spec();
+  const BatchMaker on_gpu(spec, torch::kCUDA, true), on_cpu(spec, torch::kCPU, false);
+  BatchFeed feed(spec, torch::kCUDA);
+  const HostBuffers pinned = host_buffers(torch::Device(torch::kCUDA, 0));
+  io::BatchPool pool(spec, 64, 3, &pinned);
+  const torch::Tensor busy = torch::randn({2048, 2048}, torch::kCUDA);
+  std::vector<torch::Tensor> got, want;
+  int waited = 0;
+  for (int k = 0; k < 40; ++k) {
+    io::Batch& b = pool.at(static_cast<size_t>(k % 3));
+    std::thread refill([&] {  // the loader's part
+      waited += io::BatchPool::wait_for_reuse(b) ? 1 : 0;
+      torch::manual_seed(700 + k);
+      const torch::Tensor src = torch::randint(0, 256, {64, 1, 28, 28}, torch::kUInt8);
+      std::memcpy(b.samples, src.data_ptr(), static_cast<size_t>(src.numel()));
+      for (int64_t i = 0; i < 64; ++i) b.labels[static_cast<size_t>(i)] = (i + k) % 10;
+    });
+    refill.join();
+    want.push_back(on_cpu.inputs(b.samples, 64));
+    for (int r = 0; r < 16; ++r) (void)busy.mm(busy);  // the compute stream falls far behind the host
+    const FedBatch f = feed.feed(b.samples, 64, b.labels.data(), b.reuse);
+    got.push_back(on_gpu.normalise(f.samples));
+    feed.done();
+  }
+  for (int k = 0; k < 40; ++k)
+    ASSERT_TRUE(torch::equal(got[static_cast<size_t>(k)].cpu(), want[static_cast<size_t>(k)])) << "batch " << k;
+  EXPECT_EQ(feed.direct_feeds(), 40);
+  EXPECT_GT(waited, 0) << "no refill found its copy in flight: the test did not exercise the fence";
 }
 
 // The fed bytes normalised inside the captured step (StepRunner without augmentation) ==

@@ -2,8 +2,14 @@
 // prints GoogleTest's output; the exit code is the worst over all ranks, so a test that
 // fails on rank 1 alone fails the run.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include "core/dist/mpi_runtime.hpp"
+#include "io/util/file_util.hpp"
 #include "mpi_test_env.hpp"
 
 namespace lockstep::testing {
@@ -11,6 +17,23 @@ namespace {
 MpiRuntime* g_mpi = nullptr;
 }
 const MpiRuntime& mpi() { return *g_mpi; }
+
+std::string fresh_shared_dir(const std::string& tag) {
+  const std::string dir = ::testing::TempDir() + "/lockstep-" + tag + "-" + std::to_string(::getpid());
+  std::string made;  // rank 0: the directory, or "" when it could not be made
+  if (g_mpi->rank() == 0) {
+    try {
+      std::filesystem::remove_all(dir);
+      io::make_dirs(dir);
+      made = dir;
+    } catch (const std::exception&) {  // every rank hears of it below: no rank waits alone
+    }
+  }
+  made = g_mpi->broadcast_string(made, 0);
+  if (made.empty())
+    throw std::runtime_error("rank 0 could not make a fresh lockstep-" + tag + "-PID under " + ::testing::TempDir());
+  return made;
+}
 }  // namespace lockstep::testing
 
 int main(int argc, char** argv) {

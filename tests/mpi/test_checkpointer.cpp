@@ -21,6 +21,7 @@
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
+using lockstep::testing::fresh_shared_dir;
 using lockstep::testing::mpi;
 
 namespace {
@@ -64,8 +65,7 @@ bool same_weights(Net& a, Net& b) {
 
 TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   const MpiRuntime& m = mpi();
-  const std::string dir =
-      m.broadcast_string(m.rank() == 0 ? ::testing::TempDir() + "/lockstep-ckpt-" + std::to_string(::getpid()) : "", 0);
+  const std::string dir = fresh_shared_dir("ckpt");
   Config cfg;
   cfg.run_dir = dir;
   cfg.model = "mlp";

@@ -26,6 +26,7 @@
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
+using lockstep::testing::fresh_shared_dir;
 using lockstep::testing::mpi;
 
 namespace {
@@ -218,8 +219,7 @@ TEST(GradReducer, BroadcastMakesEveryRankEqualToRankZero) {
 
 TEST(Evaluator, DistributedEqualsSingleProcess) {
   // Rank 0 writes a dataset of 103 samples (odd, so ranks hold different counts).
-  const std::string dir = mpi().broadcast_string(
-      mpi().rank() == 0 ? ::testing::TempDir() + "/lockstep-eval-" + std::to_string(::getpid()) : "", 0);
+  const std::string dir = fresh_shared_dir("eval");
   io::Manifest m;
   m.spec = spec28();
   const int64_t n = 103;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 
 #include "io/util/file_util.hpp"
 #include "io/dataset/shard_writer.hpp"
@@ -17,6 +18,7 @@ std::string fresh_dir(const std::string& tag) {
   const std::string dir = ::testing::TempDir() + "/lockstep-" + std::to_string(::getpid()) + "-" +
                           (info ? std::string(info->name()) : "x") + "-" + tag + "-" +
                           std::to_string(counter++);
+  std::filesystem::remove_all(dir);  // what an earlier run with the same pid left
   io::make_dirs(dir);
   return dir;
 }
@@ -96,6 +98,67 @@ io::Manifest write_tiny_dataset(const std::string& dir, int64_t n, int shards) {
                                                  shards, io::WriteOptions{}));
   io::write_manifest(dir, m);
   return m;
+}
+
+int FakeCopies::record() {
+  std::lock_guard<std::mutex> lock(mu_);
+  done_[next_] = false;
+  return next_++;
+}
+
+bool FakeCopies::done(int id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return id < 0 || done_.at(id);
+}
+
+void FakeCopies::complete(int id) {
+  if (on_complete) on_complete(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  done_.at(id) = true;
+}
+
+void FakeCopies::wait(int id) {
+  if (on_complete) on_complete(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++waited_;
+  done_.at(id) = true;
+}
+
+int FakeCopies::waited() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waited_;
+}
+
+int FakeCopies::recorded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_;
+}
+
+namespace {
+
+class FakeFence final : public Fence {
+ public:
+  explicit FakeFence(FakeCopies* c) : c_(c) {}
+  void record() override { id_ = c_->record(); }
+  bool done() const override { return c_->done(id_); }
+  void wait() override { c_->wait(id_); }
+
+ private:
+  FakeCopies* c_;
+  int id_ = -1;
+};
+
+}  // namespace
+
+HostBuffers fake_host_buffers(FakeCopies* copies, std::vector<void*>* allocated) {
+  HostBuffers b;
+  b.allocate = [allocated](size_t bytes) {
+    auto p = std::shared_ptr<void>(::operator new(bytes), [](void* q) { ::operator delete(q); });
+    if (allocated) allocated->push_back(p.get());
+    return p;
+  };
+  b.fence = [copies] { return std::make_unique<FakeFence>(copies); };
+  return b;
 }
 
 }  // namespace lockstep::testing

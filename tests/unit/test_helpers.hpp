@@ -3,10 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/base/fence.hpp"
 #include "io/dataset/shard_format.hpp"
 
 namespace lockstep::testing {
@@ -40,6 +44,31 @@ void tiny_data(const io::DatasetSpec& spec, int64_t n, std::vector<unsigned char
 
 // Writes a dataset dir with a "train" split of N samples in SHARDS shards and a manifest.
 io::Manifest write_tiny_dataset(const std::string& dir, int64_t n, int shards);
+
+// Device copies out of host memory, faked for the reuse rule (core/base/fence.hpp): each
+// record() starts a copy that stays in flight until the test completes it or a wait() does.
+// Thread-safe (a loader's thread waits while the test records).
+class FakeCopies {
+ public:
+  int record();                // a new copy in flight: its id
+  bool done(int id) const;     // id < 0 (never recorded): true
+  void complete(int id);       // the device finished it
+  void wait(int id);           // complete(), counted as a wait
+  int waited() const;
+  int recorded() const;
+  // Called with a copy's id as it completes, before its memory may be written again (what a
+  // DMA would read): the test checks the memory still holds what was recorded.
+  std::function<void(int)> on_complete;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int, bool> done_;
+  int next_ = 0, waited_ = 0;
+};
+
+// HostBuffers of plain memory whose fences are COPIES' fakes; ALLOCATED (if given) lists
+// every allocation.
+HostBuffers fake_host_buffers(FakeCopies* copies, std::vector<void*>* allocated = nullptr);
 
 // Asserts that BODY throws lockstep::Error whose message contains NEEDLE.
 #define EXPECT_ERROR_CONTAINS(body, needle)                                         \

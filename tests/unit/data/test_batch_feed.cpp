@@ -11,9 +11,14 @@
 #include "core/base/error.hpp"
 #include "core/data/batch_feed.hpp"
 #include "core/data/batch_maker.hpp"
+#include "io/loader/epoch_loader.hpp"
+#include "io/loader/epoch_loaders.hpp"
+#include "io/loader/rank_reader.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
+using lockstep::testing::FakeCopies;
+using lockstep::testing::fake_host_buffers;
 using lockstep::testing::pictures_spec;
 
 namespace {
@@ -118,4 +123,75 @@ TEST(BatchFeed, ReusesItsBlocksInTurnAndTakesOneBatchAtATime) {
   }
   EXPECT_THROW(feed.done(), Error) << "done() without feed()";
   EXPECT_EQ(feed.host_waits(), 0) << "the CPU's copies are complete when they return";
+}
+
+// The training loader's batch in pinned memory (a GPU: io/loader/batch_pool) is copied
+// straight out of the loader's buffer, with no host copy of the samples, and the feed gives
+// what a packed feed gives: samples and labels. The batch's fence is recorded once per feed,
+// after its copy was issued (the loader writes the batch again only once it is done).
+TEST(BatchFeed, ABatchInPinnedMemoryIsCopiedStraightOutOfTheLoadersBuffer) {
+  for (const io::DatasetSpec& spec : {pictures_spec({3, 5, 5}), pictures_spec({2, 3, 4, 4}, io::DType::kFloat16)}) {
+    FakeCopies copies;
+    const HostBuffers buffers = fake_host_buffers(&copies);
+    const std::unique_ptr<Fence> fence = buffers.fence();
+    BatchFeed packed(spec, torch::kCPU, /*stage=*/true), direct(spec, torch::kCPU, /*stage=*/true);
+    for (uint64_t batch = 0; batch < 2 * BatchFeed::kSlots + 1; ++batch) {
+      const int64_t n = 2 + static_cast<int64_t>(batch % 3);
+      const std::vector<unsigned char> raw = random_samples(spec, n, 7 + batch);
+      std::vector<int64_t> records;
+      for (int64_t i = 0; i < n; ++i) records.push_back((i * 3 + static_cast<int64_t>(batch)) % 10);
+      const FedBatch a = packed.feed(raw.data(), n, records.data());
+      const int recorded = copies.recorded();
+      const FedBatch b = direct.feed(raw.data(), n, records.data(), fence.get());
+      EXPECT_EQ(copies.recorded(), recorded + 1) << "the batch's fence, once per feed";
+      EXPECT_FALSE(copies.done(recorded)) << "recorded, not waited for: the loader's thread waits";
+      copies.complete(recorded);
+      EXPECT_NE(b.samples.data_ptr(), static_cast<const void*>(raw.data())) << "a copy, not a view";
+      EXPECT_TRUE(torch::equal(a.samples, b.samples)) << spec.name << " batch " << batch;
+      EXPECT_TRUE(torch::equal(a.labels, b.labels)) << spec.name << " batch " << batch;
+      packed.done();
+      direct.done();
+    }
+    EXPECT_EQ(direct.direct_feeds(), static_cast<int64_t>(2 * BatchFeed::kSlots + 1));
+    EXPECT_EQ(packed.direct_feeds(), 0);
+  }
+}
+
+// The training path of a GPU, run on the CPU: EpochLoaders in the feed's host buffers (fake
+// fences, left in flight until the loader's thread waits for them), each batch fed straight
+// out of the loader's memory and normalised, over two epochs with the next one started early,
+// equals what a plain-memory loader's bytes give through BatchMaker::inputs.
+TEST(BatchFeed, LoaderBatchesInHostBuffersFeedTheSameInputsAsPlainOnes) {
+  const std::string dir = lockstep::testing::fresh_dir("ds");
+  const io::Manifest m = lockstep::testing::write_tiny_dataset(dir, 30, 2);
+  io::ReaderOptions o;
+  o.mode = io::ReadMode::kStream;
+  o.block_samples = 4;
+  const io::RankReader reader(dir, m, "train", 0, 1, o), plain_reader(dir, m, "train", 0, 1, o);
+  FakeCopies copies;
+  const HostBuffers buffers = fake_host_buffers(&copies);
+  io::EpochLoaders loaders(reader, 3, 4, 6, 2, &buffers);
+  const BatchMaker maker(m.spec, torch::kCPU, /*stage=*/false);
+  BatchFeed feed(m.spec, torch::kCPU, /*stage=*/true);
+  int64_t fed = 0;
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    io::EpochLoader& loader = loaders.open(epoch, 0);
+    io::EpochLoader plain(plain_reader, plain_reader.order(true, 3, epoch, 4), 4, 6, 0, 2);
+    for (int64_t k = 0; k < 6; ++k) {
+      const io::Batch* b = loader.next();
+      const io::Batch* want = plain.next();
+      ASSERT_NE(b, nullptr);
+      const FedBatch f = feed.feed(b->samples, 4, b->labels.data(), b->reuse);
+      ASSERT_TRUE(torch::equal(maker.normalise(f.samples), maker.inputs(want->samples, 4, want->labels.data())))
+          << "epoch " << epoch << " step " << k;
+      EXPECT_TRUE(torch::equal(f.labels, maker.labels(want->labels.data(), 4)));
+      feed.done();
+      ++fed;
+    }
+    if (epoch == 0) loaders.start(1);
+  }
+  loaders.release();
+  EXPECT_EQ(copies.recorded(), fed) << "every batch's copy recorded its fence";
+  EXPECT_GT(copies.waited(), 0) << "the loader waited for copies left in flight";
+  EXPECT_EQ(feed.direct_feeds(), fed);
 }

@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <set>
 
+#include "io/loader/batch_pool.hpp"
 #include "io/loader/epoch_loader.hpp"
 #include "io/loader/epoch_loaders.hpp"
 #include "io/loader/epoch_order.hpp"
@@ -160,6 +164,77 @@ TEST(EpochLoader, DestroyedMidEpochStopsCleanly) {
   }  // no hang, no crash: each destructor stops a thread with batches still queued
 }
 
+// On a GPU the training loader's batches are pinned memory that the step copies straight out
+// of (io/loader/batch_pool): a batch whose copy is still in flight is written again only after
+// the loader's thread waited for that copy — checked where the DMA would read, as each fake
+// copy completes: the memory still holds the batch it was recorded for — and one whose copy
+// has completed is refilled without a wait. Every batch equals a plain-memory loader's; an
+// epoch's loader may go away with copies in flight (the next one, or the pool, waits).
+TEST(EpochLoader, RefillsABatchOnlyOnceTheCopyOutOfItHasCompleted) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 30, 2);
+  for (const char* md : {"memory", "stream"}) {
+    const RankReader reader(dir, m, "train", 0, 1, mode(md)), plain_reader(dir, m, "train", 0, 1, mode(md));
+    const size_t bytes = 4 * reader.spec().sample_bytes();
+    FakeCopies copies;
+    std::mutex mu;
+    std::map<int, std::pair<const unsigned char*, std::vector<unsigned char>>> in_flight;  // id -> memory, bytes
+    int overwritten = 0, finished = 0;
+    copies.on_complete = [&](int id) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      const auto& [at, want] = in_flight.at(id);
+      overwritten += std::memcmp(at, want.data(), want.size()) != 0;
+    };
+    const HostBuffers buffers = fake_host_buffers(&copies);
+    {
+      BatchPool pool(reader.spec(), 4, 3, &buffers);  // prefetch 2
+      for (int64_t epoch = 0; epoch < 2; ++epoch) {
+        const EpochOrder order = reader.order(true, 9, epoch);
+        EpochLoader loader(reader, order, 4, 7, 0, 2, false, &pool), plain(plain_reader, order, 4, 7, 0, 2);
+        for (int64_t k = 0; k < 7; ++k) {
+          const Batch* b = loader.next();
+          const Batch* want = plain.next();
+          ASSERT_NE(b, nullptr);
+          ASSERT_NE(b->reuse, nullptr) << "HostBuffers memory has a fence per batch";
+          ASSERT_EQ(0, std::memcmp(b->samples, want->samples, bytes)) << md << " step " << k;
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            in_flight[copies.recorded()] = {b->samples, std::vector<unsigned char>(b->samples, b->samples + bytes)};
+          }
+          b->reuse->record();  // the copy out of it, left in flight
+          if (k % 3 == 0) copies.complete(copies.recorded() - 1);  // the device finished this one early
+        }
+        EXPECT_EQ(loader.next(), nullptr);
+        // Steps 1 and 2's batches come round with their copies in flight (steps 4 and 5 end the
+        // epoch in flight: the next epoch's loader waits for them before its first fills).
+        EXPECT_EQ(loader.reuse_waits(), epoch == 0 ? 2 : 4) << md;
+      }
+    }  // the pool waits for the copies still in flight
+    EXPECT_EQ(overwritten, 0) << md << ": a batch was written while a copy out of it was in flight";
+    EXPECT_EQ(finished, copies.recorded()) << md << ": every copy completed before its memory was freed";
+    EXPECT_EQ(copies.waited(), 2 + 4 + 2) << md << ": the loaders' waits and the pool's two at the end";
+  }
+}
+
+TEST(EpochLoader, RefusesAPoolThatDoesNotFit) {
+  const std::string dir = fresh_dir("ds");
+  const Manifest m = write_tiny_dataset(dir, 30, 2);
+  const RankReader reader(dir, m, "train", 0, 1, mode("memory"));
+  BatchPool pool(reader.spec(), 4, 3);
+  EXPECT_ERROR_CONTAINS(EpochLoader(reader, reader.order(false, 0, 0), 8, 2, 0, 2, false, &pool),
+                        "batch size 8 does not fit the pool's 4");
+  EXPECT_ERROR_CONTAINS(EpochLoader(reader, reader.order(false, 0, 0), 4, 2, 0, 4, false, &pool),
+                        "prefetch 4 needs 5 batches, the pool has 3");
+  {
+    EpochLoader first(reader, reader.order(false, 0, 0), 4, 2, 0, 2, false, &pool);
+    EXPECT_ERROR_CONTAINS(EpochLoader(reader, reader.order(false, 0, 0), 4, 2, 0, 2, false, &pool),
+                          "a second loader would fill batches the first one fills");
+  }
+  EpochLoader after(reader, reader.order(false, 0, 0), 4, 2, 0, 2, false, &pool);  // the first gave it back
+  EXPECT_NE(after.next(), nullptr);
+}
+
 // The next epoch's loader, started while an epoch ends, is the one open() hands out, and
 // serves the batches a loader opened late would; another first step gets a new loader.
 TEST(EpochLoaders, AStartedLoaderServesItsEpochFromTheFirstStep) {
@@ -167,9 +242,10 @@ TEST(EpochLoaders, AStartedLoaderServesItsEpochFromTheFirstStep) {
   const Manifest m = write_tiny_dataset(dir, 30, 2);
   for (const char* md : {"memory", "stream"}) {
     const RankReader reader(dir, m, "train", 0, 1, mode(md));
-    const auto bytes_of = [](EpochLoader& l) {  // every batch's samples, in order
+    const auto bytes_of = [&](EpochLoader& l) {  // every batch's samples, in order
       std::vector<unsigned char> all;
-      while (const Batch* b = l.next()) all.insert(all.end(), b->samples.begin(), b->samples.end());
+      while (const Batch* b = l.next())
+        all.insert(all.end(), b->samples, b->samples + b->size * reader.spec().sample_bytes());
       return all;
     };
     EpochLoaders loaders(reader, 5, 4, 6, 2);
