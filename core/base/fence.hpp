@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <new>
 
 namespace lockstep {
 
@@ -28,5 +29,10 @@ struct HostBuffers {
   std::function<std::shared_ptr<void>(size_t)> allocate;  // BYTES of memory a device copy may read
   std::function<std::unique_ptr<Fence>()> fence;            // a fence for copies out of it
 };
+
+// BYTES of plain (pageable) host memory: the CPU's HostBuffers memory, and a loader's own.
+inline std::shared_ptr<void> plain_host_memory(size_t bytes) {
+  return std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
+}
 
 }  // namespace lockstep

@@ -52,9 +52,7 @@ class DoneFence final : public Fence {
 
 HostBuffers host_buffers(c10::Device device) {
   HostBuffers b;
-  b.allocate = [](size_t bytes) {
-    return std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
-  };
+  b.allocate = plain_host_memory;
   b.fence = [] { return std::make_unique<DoneFence>(); };
   if (device.is_cuda()) {
 #ifdef LOCKSTEP_HAVE_CUDA

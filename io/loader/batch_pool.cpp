@@ -13,9 +13,7 @@ BatchPool::BatchPool(const DatasetSpec& spec, int64_t batch, size_t count, const
   LOCKSTEP_REQUIRE(count >= 1, "a batch pool needs at least one batch");
   const size_t bytes = static_cast<size_t>(batch) * spec.sample_bytes();
   for (Batch& b : batches_) {
-    std::shared_ptr<void> memory =
-        buffers ? buffers->allocate(bytes)
-                : std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
+    std::shared_ptr<void> memory = buffers ? buffers->allocate(bytes) : plain_host_memory(bytes);
     std::memset(memory.get(), 0, bytes);  // defined bytes before the first fill
     b.samples = static_cast<unsigned char*>(memory.get());
     b.labels.resize(static_cast<size_t>(batch * spec.record_width()));

@@ -11,14 +11,13 @@ EpochLoader::EpochLoader(const RankReader& reader, EpochOrder order, int64_t bat
                          int64_t first_step, int prefetch, bool partial_last, BatchPool* pool)
     : reader_(reader), order_(std::move(order)), batch_(batch), steps_(steps), first_step_(first_step),
       partial_last_(partial_last),
-      own_pool_(pool ? nullptr
-                     : std::make_unique<BatchPool>(reader.spec(), batch, static_cast<size_t>(std::max(1, prefetch) + 1))),
+      own_pool_(pool ? nullptr : std::make_unique<BatchPool>(reader.spec(), batch, pool_size(prefetch))),
       pool_(pool ? *pool : *own_pool_) {
   LOCKSTEP_REQUIRE(batch >= 1 && batch <= pool_.batch(),
                    "loader: batch size " + std::to_string(batch) + " does not fit the pool's " + std::to_string(pool_.batch()));
-  LOCKSTEP_REQUIRE(pool_.count() == static_cast<size_t>(std::max(1, prefetch) + 1),
-                   "loader: prefetch " + std::to_string(prefetch) + " needs " + std::to_string(std::max(1, prefetch) + 1) +
-                       " batches, the pool has " + std::to_string(pool_.count()));
+  LOCKSTEP_REQUIRE(pool_.count() == pool_size(prefetch), "loader: prefetch " + std::to_string(prefetch) + " needs " +
+                                                            std::to_string(pool_size(prefetch)) + " batches, the pool has " +
+                                                            std::to_string(pool_.count()));
   pool_.take();
   // Batches whose copies have completed first: the thread fills those without a wait.
   for (size_t i = 0; i < pool_.count(); ++i) {

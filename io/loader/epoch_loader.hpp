@@ -15,6 +15,7 @@
 // reader starts for a window: ReaderOptions::read_threads).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -28,7 +29,6 @@
 
 namespace lockstep::io {
 
-
 class EpochLoader {
  public:
   // Steps cover positions [step*batch, (step+1)*batch) of ORDER, wrapping; with
@@ -40,6 +40,9 @@ class EpochLoader {
   ~EpochLoader();
   EpochLoader(const EpochLoader&) = delete;
   EpochLoader& operator=(const EpochLoader&) = delete;
+
+  // The batches a loader with PREFETCH keeps: the prefetched ones and the one lent out.
+  static size_t pool_size(int prefetch) { return static_cast<size_t>(std::max(1, prefetch) + 1); }
 
   const Batch* next();  // nullptr after the last step
   double wait_seconds() const { return wait_s_; }

@@ -1,14 +1,12 @@
 // epoch_loaders: see epoch_loaders.hpp.
 #include "io/loader/epoch_loaders.hpp"
 
-#include <algorithm>
-
 namespace lockstep::io {
 
 EpochLoaders::EpochLoaders(const RankReader& reader, uint64_t seed, int64_t batch, int64_t steps, int prefetch,
                            const HostBuffers* buffers)
     : reader_(reader), seed_(seed), batch_(batch), steps_(steps), prefetch_(prefetch),
-      pool_(reader.spec(), batch, static_cast<size_t>(std::max(1, prefetch) + 1), buffers) {}
+      pool_(reader.spec(), batch, EpochLoader::pool_size(prefetch), buffers) {}
 
 EpochLoader& EpochLoaders::open(int64_t epoch, int64_t first) {
   if (!loader_ || !fresh_ || epoch_ != epoch || first_ != first) make(epoch, first);

@@ -118,10 +118,9 @@ void FakeCopies::complete(int id) {
 }
 
 void FakeCopies::wait(int id) {
-  if (on_complete) on_complete(id);
+  complete(id);
   std::lock_guard<std::mutex> lock(mu_);
   ++waited_;
-  done_.at(id) = true;
 }
 
 int FakeCopies::waited() const {
@@ -153,7 +152,7 @@ class FakeFence final : public Fence {
 HostBuffers fake_host_buffers(FakeCopies* copies, std::vector<void*>* allocated) {
   HostBuffers b;
   b.allocate = [allocated](size_t bytes) {
-    auto p = std::shared_ptr<void>(::operator new(bytes), [](void* q) { ::operator delete(q); });
+    std::shared_ptr<void> p = plain_host_memory(bytes);
     if (allocated) allocated->push_back(p.get());
     return p;
   };
