@@ -44,6 +44,11 @@ class Communicator {
   // Whether started operations may run in the background while the caller computes
   // (overlap). Off: they run when wait_all is called, on the caller's thread.
   virtual void set_background(bool on) { (void)on; }
+  // Has the watchdog watch, as WHAT, the work queued so far on the caller's stream. For
+  // collectives that were not started one by one: a replayed CUDA graph's (NCCL: their own
+  // events were captured, never recorded, so nothing else watches them). A no-op where
+  // operations are the host's own (MPI).
+  virtual void watch_queued(const std::string& what) { (void)what; }
   // Ends the communicator on the normal path (NCCL: drain, ncclCommDestroy). Collective.
   // Without it, the destructor aborts instead (the error path).
   virtual void destroy() {}

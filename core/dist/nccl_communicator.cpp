@@ -13,7 +13,12 @@
 #include <nccl.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <future>
+#include <memory>
+#include <thread>
 
 namespace lockstep {
 namespace {
@@ -47,11 +52,27 @@ class NcclCommunicator final : public Communicator {
     }
     // On a watchdog timeout or an error elsewhere, abort NCCL before MPI_Abort so no
     // kernel keeps spinning on a peer that is gone. Removed before this object goes away.
+    // Once a CUDA graph holds this communicator's work, ncclCommAbort may wait for that
+    // graph to be destroyed, which the stuck training thread never does: then it runs on a
+    // thread of its own, given a few seconds, and MPI_Abort ends the process either way.
     hook_ = mpi.add_abort_hook([this] {
-      if (comm_) ncclCommAbort(comm_);
+      ncclComm_t comm = comm_;
       comm_ = nullptr;
+      if (!comm) return;
+      if (!captured_) {
+        ncclCommAbort(comm);
+        return;
+      }
+      auto aborted = std::make_shared<std::promise<void>>();
+      std::future<void> done = aborted->get_future();
+      std::thread([comm, aborted] {
+        ncclCommAbort(comm);
+        aborted->set_value();
+      }).detach();
+      done.wait_for(std::chrono::seconds(5));
     });
     ready_ = std::make_unique<CudaEvent>();
+    captured_done_ = std::make_unique<CudaEvent>();
     for (auto& e : done_) e = std::make_unique<CudaEvent>();
   }
 
@@ -85,7 +106,8 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
 
   // Enqueued on the NCCL stream after the current stream's work so far. The host does not
-  // block: the watchdog polls the op's event.
+  // block: the watchdog polls the op's event. While the current stream is capturing a CUDA
+  // graph the op is captured, not run: nothing is watched (watch_queued watches replays).
   using Communicator::start_allreduce;
   void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override {
     const ncclDataType_t t = type == WireType::kF32 ? ncclFloat32 : type == WireType::kBF16 ? ncclBfloat16 : ncclFloat16;
@@ -100,6 +122,13 @@ class NcclCommunicator final : public Communicator {
     if (!last_done_) return;
     CUDA_CHECK(cudaStreamWaitEvent(current(), last_done_, 0));
     last_done_ = nullptr;
+  }
+
+  void watch_queued(const std::string& what) override {
+    LOCKSTEP_REQUIRE(!capturing(), "watch_queued while capturing a CUDA graph: " + what);
+    cudaEvent_t done = done_[ops_++ % done_.size()]->get();
+    CUDA_CHECK(cudaEventRecord(done, current()));
+    watch(done, what);
   }
 
   void broadcast(float* data, size_t n, int root) override {
@@ -125,10 +154,27 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
   }
 
+  bool capturing() const {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(current(), &status));
+    return status != cudaStreamCaptureStatusNone;
+  }
+
+  // While capturing, the op's event only joins NCCL's stream back into the captured step
+  // (wait_all): one event of its own, never watched — re-recording one of the ring's would
+  // make the watchdog's poll of an older op on it fail (an event last recorded in a
+  // capture cannot be queried).
   void finish_op(const std::string& what) {
-    cudaEvent_t done = done_[ops_++ % done_.size()]->get();
+    const bool captured = capturing();
+    if (captured) captured_ = true;
+    cudaEvent_t done = captured ? captured_done_->get() : done_[ops_++ % done_.size()]->get();
     CUDA_CHECK(cudaEventRecord(done, stream_));
     last_done_ = done;
+    if (!captured) watch(done, what);
+  }
+
+  // The watchdog polls DONE (and NCCL's asynchronous error) as the operation WHAT.
+  void watch(cudaEvent_t done, const std::string& what) {
     Watchdog* w = mpi_.watchdog();
     if (!w) return;
     ncclComm_t comm = comm_;
@@ -151,6 +197,8 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t last_done_ = nullptr;  // the last operation's event until wait_all()
   uint64_t hook_ = 0;
   std::unique_ptr<CudaEvent> ready_;
+  std::unique_ptr<CudaEvent> captured_done_;  // the ops' event while capturing (finish_op)
+  std::atomic<bool> captured_{false};          // a graph has captured work of this communicator
   // A ring: an op's event is re-recorded 64 ops later; by then the watchdog has seen the
   // op complete (ops complete in order), or it polls the newer op, which is as good.
   std::array<std::unique_ptr<CudaEvent>, 64> done_;

@@ -5,8 +5,9 @@
 // 2. One MPI_Allgather carries all hashes to every rank.
 // 3. Every rank compares each field with rank 0's; on any difference every rank throws
 //    the same UsageError, naming the first differing field and the ranks that differ.
-// Collective; run before any other collective of the job, so a rank started with other
-// options or data stops here instead of deadlocking later.
+// Collective; the first check runs before any other collective of the job, so a rank
+// started with other options or data stops here instead of deadlocking later (a later one,
+// e.g. the parameters' layouts once chosen, runs where every rank arrives alike).
 #pragma once
 
 #include <string>

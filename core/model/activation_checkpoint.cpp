@@ -7,15 +7,21 @@
 namespace lockstep {
 namespace {
 
-// Sets the autocast state of a device type for a scope, as the forward pass had it.
+// Sets the autocast state of a device type for a scope, as the forward pass had it. A scope
+// of autocast's own (its nesting count): the low-precision copies of the weights it caches
+// are dropped when the outermost scope ends. Without that they outlived the recomputation
+// and the next step cast nothing: it read the weights of before the optimizer step (the
+// training thread's next forward on the CPU, the engine thread's next recomputation on GPUs).
 class AutocastAs {
  public:
   AutocastAs(c10::DeviceType type, bool on, at::ScalarType dtype)
       : type_(type), was_(at::autocast::is_autocast_enabled(type)), was_dtype_(at::autocast::get_autocast_dtype(type)) {
     at::autocast::set_autocast_enabled(type, on);
     at::autocast::set_autocast_dtype(type, dtype);
+    at::autocast::increment_nesting();
   }
   ~AutocastAs() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     at::autocast::set_autocast_enabled(type_, was_);
     at::autocast::set_autocast_dtype(type_, was_dtype_);
   }

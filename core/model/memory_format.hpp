@@ -5,8 +5,9 @@
 // (AVX-512, one thread per rank, bench/memory_format.sh): the reference CNN trains 1.32x
 // faster at 2 ranks, the video job's c3d 1.34x (profiled, the CNN's two max-pools took 11
 // ms of a 46 ms NCHW step, 1.5 ms channels-last). The function is the same, only the
-// strides differ: checkpoints, safetensors exports and the all-reduced gradients (copied
-// in logical order) do not change.
+// strides differ: checkpoints and safetensors exports do not change; the gradient buckets
+// hold each weight in its own memory order (every rank's layout the same: the trainer's
+// preflight checks it).
 #pragma once
 
 #include "core/config/enums.hpp"

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <set>
+#include <unordered_set>
 
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
@@ -111,6 +112,14 @@ void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
                      "--data.random-erase augment images and clips; " + what + "sequences");
 }
 
+// Each parameter's strides: the layout of its slot in the gradient buckets, which every
+// rank must share (grad_reducer.hpp).
+std::string param_layouts_text(Net& model) {
+  std::string layouts;
+  for (const auto& p : model.named_parameters()) layouts += p.key() + ":" + c10::str(p.value().strides()) + ";";
+  return layouts;
+}
+
 }  // namespace
 
 Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
@@ -182,6 +191,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
     use_channels_last(*model);
   else if (!layout_note.empty())
     log::info0("note: " + layout_note);
+  preflight_check(mpi, {{"model parameter layouts", param_layouts_text(*model)}});
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
   gpu_watch = watch_gpu(*model, manifest.spec, place.device, cfg);
@@ -198,8 +208,9 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
 
   // 3. optimisation
   const double lr = scaled_lr(cfg.lr, cfg.lr_scaling, mpi.size());
+  std::unordered_set<const void*> seen;  // a tensor registered under two names is trained once
   for (const auto& p : model->parameters())
-    if (p.requires_grad()) trainable.push_back(p);
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) trainable.push_back(p);
   LOCKSTEP_REQUIRE(!trainable.empty(), "--model.freeze " + cfg.freeze + " leaves no parameter to train");
   opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
                                                    cfg.beta1, cfg.beta2, 1e-8});

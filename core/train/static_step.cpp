@@ -23,7 +23,9 @@ namespace lockstep {
 
 std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.cuda) return "it needs a CUDA GPU";
-  if (c.world > 1) return "it needs one rank (the gradient all-reduce is not captured yet)";
+  if (c.world > 1 && c.mode != CudaGraph::kOn)
+    return "auto captures a one-rank step only until the gradient all-reduces inside the graph have been measured on "
+           "several GPUs (--train.cuda-graph on captures them)";
   if (!c.class_labels) return "CTC sequence targets change shape every batch";
   if (c.ragged) return "ragged series change shape every batch";
   if (c.grad_accum > 1) return "--train.grad-accum runs several micro-batches per step";
@@ -114,6 +116,14 @@ bool StaticStep::capture() {
     at::autocast::set_autocast_cache_enabled(cache);
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
+    // Several ranks: the others may hold their all-reduces in a graph now; this rank going
+    // eager alone would leave the ranks' collectives to match by luck. Fatal on this rank
+    // (the run aborts on every rank, naming it).
+    if (p_.reducer.world() > 1)
+      throw Error(fmt::format("--train.cuda-graph on: the step could not be captured as a CUDA graph on this rank "
+                              "({}); with several ranks every rank must replay the same graph: rerun with "
+                              "--train.cuda-graph off",
+                              why));
     log::warn0(fmt::format("--train.cuda-graph: the step could not be captured as a CUDA graph ({}); it runs "
                            "eagerly instead",
                            why));
@@ -150,6 +160,7 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
 #ifdef LOCKSTEP_HAVE_CUDA
     graph_->graph.replay();
 #endif
+    p_.reducer.watch_replayed("the gradient all-reduces of this process's CUDA graph replay " + std::to_string(steps_));
     if (timer) {
       timer->mark(Phase::kForward);
       timer->mark(Phase::kBackward);

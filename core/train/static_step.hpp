@@ -10,7 +10,11 @@
 //     PREPARE is empty;
 //   - gradients are set to none before the step, as the eager step does: backward creates
 //     them; in the captured step it creates them in the graph's memory pool, so every
-//     replay writes the same tensors (PyTorch's whole-network capture recipe);
+//     replay writes the same tensors (PyTorch's whole-network capture recipe). At several
+//     ranks the reducer's hooks copy them into the gradient buckets, whose slots become the
+//     gradients (grad_reducer.hpp): the bucketed all-reduces are captured too, on NCCL's
+//     stream forked from and joined back into the step's, and after each replay the
+//     watchdog watches it (the captured collectives' own events are never recorded);
 //   - the learning rate is a device tensor written before each step; fused SGD reads it
 //     there (fused_step.hpp);
 //   - the loss and correct count are written into output tensors; clipped steps are
@@ -20,9 +24,13 @@
 //      momentum buffers, the allocator's first blocks);
 //   2. the next step is captured (nothing runs while capturing) and then replayed: that
 //      replay is the step; a capture that fails is one warning naming why, and the body
-//      runs eagerly from then on;
+//      runs eagerly from then on — at one rank; at several it is an error (the other
+//      ranks' replays hold the all-reduces this rank would then start eagerly);
 //   3. every later step: the batch copied in, the lr written, one replay.
-// The run must be on a side stream (RunStream): CUDA captures no legacy default stream.
+// The run must be on a side stream (RunStream): CUDA captures no legacy default stream; the
+// reducer attaches its hooks in the step, on that stream (grad_reducer.hpp). A graph that
+// holds NCCL work must be destroyed before its communicator (ncclCommDestroy waits for
+// every graph holding it): StaticStep goes with the Trainer, before Session::close().
 // Where it applies: static_step_obstacle(). On the CPU (tests) the body runs without
 // capture, and equals StepRunner's eager step bit for bit.
 // Not thread-safe; the training thread alone calls it.
@@ -66,6 +74,7 @@ struct StaticStepParts {
 
 // The facts static_step_obstacle() judges, gathered by the caller.
 struct StaticStepCase {
+  CudaGraph mode = CudaGraph::kAuto;  // --train.cuda-graph
   bool cuda = false;
   int world = 1;
   bool class_labels = true;  // not CTC sequence targets
@@ -76,8 +85,8 @@ struct StaticStepCase {
   bool sync_bn = false;
   bool checkpoint_activations = false;
 };
-// Why the whole step cannot be one CUDA graph here ("" when it can), e.g. "it needs one
-// rank (the gradient all-reduce is not captured)".
+// Why the whole step cannot be one CUDA graph here ("" when it can), e.g. "ragged series
+// change shape every batch". Several ranks: only with --train.cuda-graph on for now.
 std::string static_step_obstacle(const StaticStepCase& c);
 
 struct StepOutput {

@@ -83,6 +83,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
   if (cuda) batch_memory_ = host_buffers(s.place.device);
   if (cfg.cuda_graph == CudaGraph::kOff || (!cuda && cfg.cuda_graph == CudaGraph::kAuto)) return;
   StaticStepCase c;
+  c.mode = cfg.cuda_graph;
   c.cuda = true;  // judged as on a GPU: on the CPU, "on" runs the same fixed-buffer step uncaptured
   c.world = s.mpi.size();
   c.class_labels = !objective_.sequence();

@@ -16,7 +16,7 @@
 // On GPUs --debug.sync-check N turns this into a check: from global step N on, a host sync
 // inside the step is an error naming the call (c10's sync debug mode), so a regression that
 // stalls the device queue fails the GPU tests instead of slowing every step.
-// On a GPU with one rank (static_step_obstacle() says where else), --train.cuda-graph auto|on
+// On a GPU with one rank (several with `on`; static_step_obstacle() says where else), --train.cuda-graph auto|on
 // hands the device step to StaticStep: the fed batch (stored dtype) is copied into its fixed
 // buffers and normalised inside the step, captured as one CUDA graph after a warm-up and
 // replayed (with augmentation the batch is prepared here, eagerly, and the floats handed

@@ -2,7 +2,6 @@
 #include "core/train/trainer.hpp"
 
 #include <fmt/format.h>
-
 #include <torch/torch.h>
 
 #include <cmath>
@@ -383,8 +382,10 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
     at = nl + 1;
   }
   log::info0("versions: " + version_line());
-  Trainer trainer(session, *recorder, checkpointer, state);
-  const int code = trainer.run();
+  // Gone before the communicator: ncclCommDestroy waits for every CUDA graph holding its work.
+  auto trainer = std::make_unique<Trainer>(session, *recorder, checkpointer, state);
+  const int code = trainer->run();
+  trainer.reset();
   session.close();
   return code;
 }

@@ -115,7 +115,7 @@ pass "AMP bf16 and fp16 (loss scale $(json_rows fp16/metrics.jsonl end loss_scal
 # --train.cuda-graph: on a GPU the step is captured over fixed buffers; on the CPU "on" runs
 # the same fixed-buffer step uncaptured. Through the whole trainer it must equal the eager
 # step bit for bit: every step's loss, dropout, momentum, weight decay, clipping, flips and
-# crops, fp16's loss scaler included. A 2-rank run says why it stays eager.
+# crops, fp16's loss scaler included.
 for amp in none fp16; do
   for g in off on; do
     expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir "graph-$amp-$g" --max-steps 12 --log-every 1 --amp $amp \
@@ -127,9 +127,16 @@ for amp in none fp16; do
   [ "$(json_rows graph-$amp-off/metrics.jsonl end clipped_steps)" = "$(json_rows graph-$amp-on/metrics.jsonl end clipped_steps)" ] ||
     fail "clipped steps differ ($amp)"
 done
-expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir graph-2 --max-steps 2 --train.cuda-graph on
-expect_output 'train.cuda-graph on: the step stays eager here: it needs one rank'
-pass "--train.cuda-graph on (the fixed-buffer step, uncaptured on the CPU) equals the eager step bit for bit, fp32 and fp16"
+# At 2 ranks the fixed-buffer step holds the gradient reduction too (every gradient its
+# bucket slot): the same losses as the eager 2-rank step, bit for bit.
+for g in off on; do
+  expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir "graph-2-$g" --max-steps 8 --log-every 1 --train.cuda-graph $g \
+    --train.weight-decay 0.001 --clip-norm 0.5 --data.hflip true
+done
+expect_output 'the step runs over fixed buffers as a GPU captures it'
+[ "$(json_rows graph-2-off/metrics.jsonl train train_loss)" = "$(json_rows graph-2-on/metrics.jsonl train train_loss)" ] ||
+  fail "the 2-rank fixed-buffer step's losses differ from the eager step's"
+pass "--train.cuda-graph on (the fixed-buffer step, uncaptured on the CPU) equals the eager step bit for bit, fp32 and fp16, 1 and 2 ranks"
 
 expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan --lr 1e20 --max-steps 16 --log-every 8
 expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'

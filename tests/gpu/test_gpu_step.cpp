@@ -9,7 +9,8 @@
 //   - the whole step captured as a CUDA graph and replayed == the same step run eagerly over
 //     the same fixed buffers (static_step.hpp), fp32 and fp16 with the loss scaler; the
 //     replayed steps make no host sync (c10's sync debug mode as an error); the same with the
-//     fed bytes normalised inside the captured step;
+//     fed bytes normalised inside the captured step, and with the gradient all-reduces
+//     (NCCL, every rank of the run) inside the graph;
 //   - the batch feed's copy stream delivers every batch whole while the host runs ahead, also
 //     straight out of the loader's pinned batches refilled after their fences;
 //   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step;
@@ -200,6 +201,65 @@ TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
     EXPECT_EQ(eager.step->clipped_steps(), graphed.step->clipped_steps());
     if (amp == Amp::kFp16) EXPECT_EQ(eager.scaler.current_scale(), graphed.scaler.current_scale());
   }
+}
+
+// --train.cuda-graph on at several ranks: the step captured with its gradient all-reduces. A
+// real NCCL communicator and a reducer that does not pass through (so at one rank too the
+// graph holds the copies into the bucket slots and the bucketed ncclAllReduces, forked onto
+// NCCL's stream and joined back) == the same step run eagerly over the same communicator;
+// the replays make no host sync; every gradient stays its bucket slot, at a fixed address.
+// As in the trainer, the model and reducer are made before the run's stream is set (the
+// reducer's hooks must still run on it), and the graph goes before the communicator. At one
+// rank NCCL enqueues nothing for an in-place all-reduce: there this proves the capture of
+// the hooks, the slot copies and the fork/join onto NCCL's stream, not NCCL inside a graph
+// (that needs 2 GPUs: the same test under mpirun -np 2).
+TEST(GpuStep, CapturedStepHoldsItsGradientAllReduces) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(nccl_compiled()) << "this build has no NCCL backend";
+  const int device = mpi().local_rank() % static_cast<int>(torch::cuda::device_count());
+  const torch::Device gpu(torch::kCUDA, static_cast<c10::DeviceIndex>(device));
+  std::unique_ptr<Communicator> nccl = make_nccl_communicator(mpi(), device);
+  lockstep::testing::StepOptions o = StaticRun::gpu_options(Amp::kNone);
+  o.device = gpu;
+  o.comm = nccl.get();
+  o.pass_through = false;
+  o.bucket_mb = 0.05;  // several buckets
+  lockstep::testing::StepParts eager_parts(o), graphed_parts(o);
+  ASSERT_GT(graphed_parts.reducer->buckets().size(), 2u);
+  const RunStream stream(gpu);
+  auto eager = std::make_unique<StaticStep>(eager_parts.parts(), false);
+  auto graphed = std::make_unique<StaticStep>(graphed_parts.parts(), true);
+  std::vector<const void*> grads_at_capture;
+  for (int i = 0; i < 12; ++i) {
+    torch::manual_seed(700 + i + 1000 * mpi().rank());  // each rank's own batch
+    const torch::Tensor x = torch::randn({32, 1, 28, 28}).to(gpu), y = torch::randint(0, 10, {32}).to(gpu);
+    const double lr = 0.05 * (1.0 - 0.02 * i);
+    const bool steady = i > StaticStep::kWarmupSteps;
+    if (steady) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    StepOutput a = eager->run(x, y, lr, nullptr);
+    StepOutput b = graphed->run(x, y, lr, nullptr);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    ASSERT_EQ(graphed->replaying(), i >= StaticStep::kWarmupSteps) << "step " << i << ": not captured";
+    EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-5 * std::abs(a.loss.item<double>())) << "step " << i;
+    std::vector<const void*> now;
+    for (size_t k = 0; k < graphed_parts.params.size(); ++k) {
+      EXPECT_TRUE(graphed_parts.params[k].grad().is_same(graphed_parts.reducer->slot(k))) << "parameter " << k;
+      now.push_back(graphed_parts.params[k].grad().data_ptr());
+    }
+    if (i == StaticStep::kWarmupSteps) grads_at_capture = now;
+    if (i > StaticStep::kWarmupSteps) EXPECT_EQ(now, grads_at_capture) << "a gradient moved at step " << i;
+  }
+  EXPECT_LT(max_rel_diff(eager_parts.params, graphed_parts.params), 1e-5);
+  // Every rank holds the same parameters: the replayed all-reduces did reduce.
+  for (const auto& p : graphed_parts.params) {
+    auto lo = p.detach().cpu().contiguous(), hi = lo.clone();
+    MPI_Allreduce(MPI_IN_PLACE, lo.data_ptr<float>(), static_cast<int>(lo.numel()), MPI_FLOAT, MPI_MIN, mpi().comm());
+    MPI_Allreduce(MPI_IN_PLACE, hi.data_ptr<float>(), static_cast<int>(hi.numel()), MPI_FLOAT, MPI_MAX, mpi().comm());
+    EXPECT_TRUE(torch::equal(lo, hi));
+  }
+  graphed.reset();  // before the communicator: ncclCommDestroy waits for the graphs holding its work
+  eager.reset();
+  nccl->destroy();
 }
 
 namespace {

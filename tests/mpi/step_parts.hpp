@@ -1,6 +1,6 @@
 // step_parts: everything one training step works on — a model of the cnn family, SGD with
 // momentum, a reducer over this run's ranks (passing through at one rank, as the trainer's
-// does), the loss scaler and the objective — built the same way on the CPU (MPI tests) and
+// does, unless told otherwise; over MPI unless given another communicator), the loss scaler and the objective — built the same way on the CPU (MPI tests) and
 // on a GPU (GPU tests), for the fixed-buffer step (core/train/static_step.hpp).
 #pragma once
 
@@ -29,6 +29,8 @@ struct StepOptions {
   int64_t side = 12, classes = 5;  // square gray images
   double dropout = 0.0, label_smoothing = 0.0, lr = 0.05, weight_decay = 0.0, bucket_mb = 25.0, clip_norm = 0.0;
   uint64_t seed = 5;  // the initial weights
+  Communicator* comm = nullptr;  // the reducer's (null: this rank's MpiCommunicator)
+  bool pass_through = true;      // the reducer passes gradients through at one rank, as the trainer's
 };
 
 struct StepParts {
@@ -51,7 +53,8 @@ struct StepParts {
     model->to(o.device);
     params = model->parameters();
     opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, o.lr, 0.9, false, o.weight_decay});
-    reducer = std::make_unique<GradReducer>(params, comm, o.bucket_mb, true, WireType::kF32, /*alone_pass_through=*/true);
+    reducer = std::make_unique<GradReducer>(params, o.comm ? *o.comm : comm, o.bucket_mb, true, WireType::kF32,
+                                            o.pass_through);
   }
   StaticStepParts parts() { return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device}; }
 };

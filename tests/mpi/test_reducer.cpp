@@ -168,6 +168,7 @@ TEST(GradReducer, CompressedWireMatchesFloat32WithinTheFormat) {
     const double rel = wire == WireType::kBF16 ? 3 * std::ldexp(1.0, -8) * mpi().size() : 3 * std::ldexp(1.0, -11) * mpi().size();
     for (size_t i = 0; i < g32.size(); ++i) {
       ASSERT_EQ(g16[i].scalar_type(), torch::kFloat);
+      EXPECT_TRUE(model->parameters()[i].grad().is_same(r16.slot(i))) << "the widened sums are the gradients";
       const double scale = g32[i].abs().max().item<double>();
       EXPECT_LE((g16[i] - g32[i]).abs().max().item<double>(), rel * scale + 1e-7) << wire_name(wire) << " parameter " << i;
       // bit-identical on every rank
@@ -176,6 +177,156 @@ TEST(GradReducer, CompressedWireMatchesFloat32WithinTheFormat) {
       MPI_Allreduce(MPI_IN_PLACE, hi.data_ptr<float>(), static_cast<int>(hi.numel()), MPI_FLOAT, MPI_MAX, mpi().comm());
       EXPECT_TRUE(torch::equal(lo, hi)) << wire_name(wire) << " parameter " << i;
     }
+  }
+}
+
+namespace {
+
+// A small conv net's parameters, the conv weight in channels-last memory (as on a GPU), and
+// its loss on rank R's batch at STEP (the same data wherever it is computed).
+struct TinyConv {
+  std::vector<torch::Tensor> params;
+  explicit TinyConv(bool channels_last) {
+    torch::manual_seed(17);
+    torch::Tensor w = torch::randn({6, 2, 3, 3}) * 0.3, b = torch::randn({6}) * 0.1, fc = torch::randn({4, 6 * 5 * 5}) * 0.1;
+    if (channels_last) w = w.contiguous(torch::MemoryFormat::ChannelsLast);
+    for (torch::Tensor t : {w, b, fc}) params.push_back(t.requires_grad_());
+  }
+  torch::Tensor loss(int r, int step) const {
+    torch::manual_seed(1000 + 10 * static_cast<uint64_t>(step) + static_cast<uint64_t>(r));
+    const auto x = torch::randn({5, 2, 7, 7}), y = torch::randint(0, 4, {5}, torch::kLong);
+    const auto h = torch::relu(torch::conv2d(x, params[0], params[1])).flatten(1);
+    return torch::nn::functional::cross_entropy(torch::mm(h, params[2].t()), y);
+  }
+};
+
+// The average over every rank of each rank's gradients, computed in this process alone.
+std::vector<torch::Tensor> average_of_ranks(int step) {
+  TinyConv net(/*channels_last=*/false);
+  std::vector<torch::Tensor> sum;
+  for (int r = 0; r < mpi().size(); ++r) {
+    for (auto& p : net.params) p.mutable_grad().reset();
+    net.loss(r, step).backward();
+    for (size_t i = 0; i < net.params.size(); ++i)
+      if (r == 0) sum.push_back(net.params[i].grad().clone());
+      else sum[i] += net.params[i].grad();
+  }
+  for (auto& g : sum) g /= mpi().size();
+  return sum;
+}
+
+}  // namespace
+
+// Gradients as views of their bucket: after a reduction each .grad is the reducer's slot —
+// the parameter's shape and strides (channels-last stays channels-last), at the same address
+// every step — and holds the average over ranks. Several buckets, launched during backward.
+TEST(GradReducer, GradientsAreTheirBucketSlotsWithTheParametersStrides) {
+  MpiCommunicator comm(mpi());
+  TinyConv net(/*channels_last=*/true);
+  GradReducer reducer(net.params, comm, /*bucket_mb=*/0.0);  // a bucket per parameter
+  ASSERT_EQ(reducer.buckets().size(), 3u);
+  std::vector<const void*> where;
+  for (int step = 0; step < 3; ++step) {
+    for (auto& p : net.params) p.mutable_grad().reset();  // zero_grad, set to none
+    reducer.prepare(true);
+    net.loss(mpi().rank(), step).backward();
+    EXPECT_EQ(reducer.launched_in_backward(), 3) << "step " << step;
+    reducer.finish();
+    const auto want = average_of_ranks(step);
+    for (size_t i = 0; i < net.params.size(); ++i) {
+      const torch::Tensor& g = net.params[i].grad();
+      EXPECT_TRUE(g.is_same(reducer.slot(i))) << "step " << step << " parameter " << i << " is not its slot";
+      EXPECT_EQ(g.strides(), net.params[i].strides()) << "parameter " << i;
+      EXPECT_TRUE(torch::allclose(g, want[i], 1e-5, 1e-7)) << "step " << step << " parameter " << i;
+      if (step == 0) where.push_back(g.data_ptr());
+      EXPECT_EQ(g.data_ptr(), where[i]) << "step " << step << ": parameter " << i << "'s gradient moved";
+    }
+  }
+  EXPECT_TRUE(net.params[0].grad().is_contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
+// An optimizer that zeroes gradients in place (set_to_none false) keeps the views: backward
+// accumulates straight into the bucket, over micro-steps too, and the result is bit for bit
+// the one of gradients set to none. An optimizer's step reads them either way.
+TEST(GradReducer, GradientsZeroedInPlaceStayInTheBucketAndAverageTheSame) {
+  MpiCommunicator comm(mpi());
+  TinyConv a(/*channels_last=*/true), b(/*channels_last=*/true);
+  GradReducer ra(a.params, comm, 0.001), rb(b.params, comm, 0.001);
+  torch::optim::SGD opt_a(a.params, torch::optim::SGDOptions(0.1).momentum(0.9)),
+      opt_b(b.params, torch::optim::SGDOptions(0.1).momentum(0.9));
+  for (int step = 0; step < 3; ++step) {
+    opt_a.zero_grad(/*set_to_none=*/false);
+    opt_b.zero_grad(/*set_to_none=*/true);
+    for (int micro = 0; micro < 2; ++micro) {
+      ra.prepare(micro == 1);
+      rb.prepare(micro == 1);
+      (a.loss(mpi().rank(), 2 * step + micro) / 2.0).backward();
+      (b.loss(mpi().rank(), 2 * step + micro) / 2.0).backward();
+      if (step > 0 && micro == 0)  // before any reduction of this step: backward added into the bucket itself
+        for (size_t i = 0; i < a.params.size(); ++i)
+          EXPECT_EQ(a.params[i].grad().data_ptr(), ra.slot(i).data_ptr()) << "step " << step << " parameter " << i;
+    }
+    ra.finish();
+    rb.finish();
+    for (size_t i = 0; i < a.params.size(); ++i) {
+      EXPECT_TRUE(a.params[i].grad().is_same(ra.slot(i))) << "step " << step << " parameter " << i;
+      EXPECT_TRUE(torch::equal(a.params[i].grad(), b.params[i].grad())) << "step " << step << " parameter " << i;
+    }
+    opt_a.step();
+    opt_b.step();
+  }
+  for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(torch::equal(a.params[i], b.params[i])) << i;
+}
+
+// A second gradient for a parameter after its slot was filled (two backward passes under one
+// prepare(true)) is an error: autograd has added it into a bucket that may be on the wire,
+// so the step cannot be trusted (before, the second contribution was silently dropped).
+TEST(GradReducer, ASecondGradientInOneStepIsAnError) {
+  MpiCommunicator comm(mpi());
+  TinyConv net(/*channels_last=*/false);
+  GradReducer reducer(net.params, comm, 25.0);
+  reducer.prepare(true);
+  net.loss(mpi().rank(), 0).backward();
+  try {
+    net.loss(mpi().rank(), 1).backward();
+    FAIL() << "a second backward pass in one step went through";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("received a second gradient in one step"), std::string::npos) << e.what();
+  }
+  reducer.finish();  // the step still ends on every rank (each rank threw alike)
+}
+
+// A .grad replaced between steps (here by code outside the reducer) is copied in, not lost.
+TEST(GradReducer, AReplacedGradientIsCopiedIntoItsSlot) {
+  MpiCommunicator comm(mpi());
+  auto p = torch::zeros({2, 3}, torch::requires_grad());
+  GradReducer reducer({p}, comm, 25.0);
+  for (int step = 0; step < 2; ++step) {
+    p.mutable_grad() = torch::full({2, 3}, static_cast<float>(mpi().rank() + step));
+    reducer.average_gradients();
+    EXPECT_TRUE(p.grad().is_same(reducer.slot(0)));
+    EXPECT_TRUE(torch::allclose(p.grad(), torch::full({2, 3}, (mpi().size() - 1) / 2.0 + step))) << step;
+  }
+}
+
+// A parameter that is a strided view (gaps in its memory) gets a contiguous slot and the right
+// average; one tensor listed twice is refused (its one gradient would fill two slots).
+TEST(GradReducer, AStridedParameterIsAveragedAndATensorListedTwiceRefused) {
+  MpiCommunicator comm(mpi());
+  auto strided = torch::empty_strided({2, 3}, {6, 2}).fill_(1.0).requires_grad_();
+  ASSERT_FALSE(strided.is_non_overlapping_and_dense());
+  GradReducer reducer({strided}, comm, 25.0);
+  reducer.prepare(true);
+  (strided * static_cast<double>(mpi().rank() + 1)).sum().backward();
+  reducer.finish();
+  EXPECT_TRUE(torch::allclose(strided.grad(), torch::full({2, 3}, (mpi().size() + 1) / 2.0)));
+  EXPECT_TRUE(strided.grad().is_same(reducer.slot(0)));
+  auto p = torch::zeros({3}, torch::requires_grad());
+  try {
+    GradReducer twice({p, p}, comm, 25.0);
+    FAIL() << "a parameter listed twice was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("listed twice"), std::string::npos) << e.what();
   }
 }
 

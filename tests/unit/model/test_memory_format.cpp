@@ -56,7 +56,7 @@ TEST(MemoryFormat, ChannelsLastComputesTheSameFunctionAndGradients) {
     for (const auto& item : pa) {
       const torch::Tensor ga = item.value().grad(), gb = pb[item.key()].grad();
       EXPECT_TRUE(torch::allclose(ga, gb, 1e-3, 1e-4)) << c.name << " " << item.key();
-      // what the gradient reducer copies: the logical order, whatever the strides
+      // element by element in the logical order, whatever the strides
       EXPECT_TRUE(torch::allclose(ga.reshape({-1}), gb.reshape({-1}), 1e-3, 1e-4)) << c.name << " " << item.key();
     }
   }

@@ -4,8 +4,13 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "core/base/error.hpp"
 #include "core/model/registry.hpp"
+#include "core/optim/amp.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -73,5 +78,49 @@ TEST(VideoModels, CheckpointedActivationsGiveTheSameStep) {
       for (const auto& buf : ba)
         EXPECT_TRUE(torch::allclose(buf.value(), bb[buf.key()])) << name << " buffer " << buf.key();
     }
+  }
+}
+
+// Under autocast (--amp), over several optimizer steps: the recomputation casts the weights
+// as they are now, not as an earlier recomputation cast them (autocast caches a weight's
+// low-precision copy until the outermost autocast scope ends; a recomputation is a scope of
+// its own), so checkpointed training stays the ordinary one, step after step. Each model
+// trains alone (another model's autocast scope in between would clear the cache).
+TEST(VideoModels, CheckpointedActivationsUnderAutocastUseTheCurrentWeights) {
+  struct Trace {
+    std::vector<torch::Tensor> losses;
+    std::vector<std::map<std::string, torch::Tensor>> grads;
+  };
+  const auto train = [](bool checkpointed) {
+    torch::manual_seed(5);
+    auto net = make_model(ModelOptions{"r3d", 0.0, 4, 10, checkpointed}, clip_spec({1, 8, 16, 16}));
+    net->train();
+    torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.5));
+    Trace t;
+    for (int step = 0; step < 3; ++step) {
+      torch::manual_seed(40 + step);
+      const auto x = torch::randn({3, 1, 8, 16, 16});
+      const auto y = torch::tensor({0, 3, 4});
+      net->zero_grad();
+      torch::Tensor loss;
+      {
+        AutocastGuard autocast(Amp::kBf16, torch::kCPU);
+        loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+      }
+      loss.backward();
+      t.losses.push_back(loss.detach());
+      t.grads.emplace_back();
+      for (const auto& p : net->named_parameters()) t.grads.back()[p.key()] = p.value().grad().clone();
+      opt.step();
+    }
+    return t;
+  };
+  const Trace plain = train(false), ckpt = train(true);
+  for (size_t step = 0; step < plain.losses.size(); ++step) {
+    ASSERT_TRUE(torch::allclose(plain.losses[step], ckpt.losses[step], 1e-5, 1e-6))
+        << "step " << step << ": loss " << plain.losses[step].item<double>() << " vs checkpointed "
+        << ckpt.losses[step].item<double>();
+    for (const auto& [name, g] : plain.grads[step])
+      ASSERT_TRUE(torch::allclose(g, ckpt.grads[step].at(name), 1e-3, 1e-5)) << "step " << step << " " << name;
   }
 }
