@@ -56,6 +56,7 @@ class NcclCommunicator final : public Communicator {
     // graph to be destroyed, which the stuck training thread never does: then it runs on a
     // thread of its own, given a few seconds, and MPI_Abort ends the process either way.
     hook_ = mpi.add_abort_hook([this] {
+      aborting_ = true;  // the training thread stops at its next operation or replay
       ncclComm_t comm = comm_;
       comm_ = nullptr;
       if (!comm) return;
@@ -111,9 +112,12 @@ class NcclCommunicator final : public Communicator {
   using Communicator::start_allreduce;
   void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override {
     const ncclDataType_t t = type == WireType::kF32 ? ncclFloat32 : type == WireType::kBF16 ? ncclBfloat16 : ncclFloat16;
+    stop_if_aborting();
+    const bool captured = capturing();
+    if (captured) captured_ = true;  // before NCCL counts the graph's hold on the communicator
     after_current();
     NCCL_CHECK(ncclAllReduce(data, data, n, t, ncclSum, comm_, stream_));
-    finish_op("ncclAllReduce of " + what);
+    finish_op("ncclAllReduce of " + what, captured);
   }
 
   // The current stream waits (on the device) for every operation started so far: the last
@@ -126,15 +130,19 @@ class NcclCommunicator final : public Communicator {
 
   void watch_queued(const std::string& what) override {
     LOCKSTEP_REQUIRE(!capturing(), "watch_queued while capturing a CUDA graph: " + what);
+    stop_if_aborting();  // after every replay: an aborted communicator's replays reduce nothing
     cudaEvent_t done = done_[ops_++ % done_.size()]->get();
     CUDA_CHECK(cudaEventRecord(done, current()));
     watch(done, what);
   }
 
   void broadcast(float* data, size_t n, int root) override {
+    stop_if_aborting();
+    const bool captured = capturing();
+    if (captured) captured_ = true;
     after_current();
     NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, stream_));
-    finish_op("ncclBroadcast");
+    finish_op("ncclBroadcast", captured);
     wait_all();
   }
 
@@ -154,6 +162,10 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
   }
 
+  void stop_if_aborting() const {
+    if (aborting_) throw Error("the NCCL communicator was aborted (the run is stopping on every rank)");
+  }
+
   bool capturing() const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     CUDA_CHECK(cudaStreamIsCapturing(current(), &status));
@@ -164,9 +176,7 @@ class NcclCommunicator final : public Communicator {
   // (wait_all): one event of its own, never watched — re-recording one of the ring's would
   // make the watchdog's poll of an older op on it fail (an event last recorded in a
   // capture cannot be queried).
-  void finish_op(const std::string& what) {
-    const bool captured = capturing();
-    if (captured) captured_ = true;
+  void finish_op(const std::string& what, bool captured) {
     cudaEvent_t done = captured ? captured_done_->get() : done_[ops_++ % done_.size()]->get();
     CUDA_CHECK(cudaEventRecord(done, stream_));
     last_done_ = done;
@@ -199,6 +209,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<CudaEvent> ready_;
   std::unique_ptr<CudaEvent> captured_done_;  // the ops' event while capturing (finish_op)
   std::atomic<bool> captured_{false};          // a graph has captured work of this communicator
+  std::atomic<bool> aborting_{false};          // the abort hook ran
   // A ring: an op's event is re-recorded 64 ops later; by then the watchdog has seen the
   // op complete (ops complete in order), or it polls the newer op, which is as good.
   std::array<std::unique_ptr<CudaEvent>, 64> done_;

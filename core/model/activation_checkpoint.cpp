@@ -8,10 +8,10 @@ namespace lockstep {
 namespace {
 
 // Sets the autocast state of a device type for a scope, as the forward pass had it. A scope
-// of autocast's own (its nesting count): the low-precision copies of the weights it caches
-// are dropped when the outermost scope ends. Without that they outlived the recomputation
-// and the next step cast nothing: it read the weights of before the optimizer step (the
-// training thread's next forward on the CPU, the engine thread's next recomputation on GPUs).
+// of autocast's own (its thread's nesting count): the low-precision copies of the weights
+// it caches (one cache for the process) are dropped when the outermost scope ends. Without
+// that they outlived the recomputation, and the next forward pass or recomputation cast
+// nothing: it read the weights of before the optimizer step.
 class AutocastAs {
  public:
   AutocastAs(c10::DeviceType type, bool on, at::ScalarType dtype)
