@@ -65,6 +65,7 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, Communicator& comm, dou
 // autograd view (an optimizer's zero_grad calls detach_() on a .grad, which autograd
 // refuses for a view).
 void GradReducer::make_slots() {
+  if (pass_through_ || slots_made_) return;
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (size_t j = 0; j < buckets_[b].params.size(); ++j) {
       const size_t i = buckets_[b].params[j];
@@ -102,7 +103,7 @@ GradReducer::~GradReducer() {
 
 void GradReducer::prepare(bool sync) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!pass_through_ && !slots_made_) make_slots();
+  make_slots();
   if (overlap_ && !pass_through_ && accumulators_.empty()) attach_hooks();
   begin_step(sync);
 }
@@ -200,7 +201,7 @@ void GradReducer::watch_replayed(const std::string& what) {
 void GradReducer::average_gradients() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!pass_through_ && !slots_made_) make_slots();
+    make_slots();
     begin_step(true);  // nothing is filled yet: finish() takes every gradient from .grad (no hooks attached here)
   }
   finish();

@@ -91,7 +91,7 @@ class GradReducer {
   int launched_in_backward() const { return launched_in_backward_; }  // of the last step
 
  private:
-  void make_slots();    // mu_ held
+  void make_slots();    // mu_ held; once (none when passing through)
   void attach_hooks();  // mu_ held
   void begin_step(bool sync);  // mu_ held
   void on_grad(size_t param);

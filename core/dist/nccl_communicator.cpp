@@ -112,10 +112,7 @@ class NcclCommunicator final : public Communicator {
   using Communicator::start_allreduce;
   void start_allreduce(void* data, size_t n, WireType type, const std::string& what) override {
     const ncclDataType_t t = type == WireType::kF32 ? ncclFloat32 : type == WireType::kBF16 ? ncclBfloat16 : ncclFloat16;
-    stop_if_aborting();
-    const bool captured = capturing();
-    if (captured) captured_ = true;  // before NCCL counts the graph's hold on the communicator
-    after_current();
+    const bool captured = begin_op();
     NCCL_CHECK(ncclAllReduce(data, data, n, t, ncclSum, comm_, stream_));
     finish_op("ncclAllReduce of " + what, captured);
   }
@@ -137,10 +134,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void broadcast(float* data, size_t n, int root) override {
-    stop_if_aborting();
-    const bool captured = capturing();
-    if (captured) captured_ = true;
-    after_current();
+    const bool captured = begin_op();
     NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, stream_));
     finish_op("ncclBroadcast", captured);
     wait_all();
@@ -160,6 +154,17 @@ class NcclCommunicator final : public Communicator {
   void after_current() {
     CUDA_CHECK(cudaEventRecord(ready_->get(), current()));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_->get(), 0));
+  }
+
+  // Before each operation: stop if aborted; note a capture (before NCCL counts the graph's
+  // hold on the communicator, so the abort hook knows); order NCCL's stream after the
+  // current one. Whether the operation is being captured.
+  bool begin_op() {
+    stop_if_aborting();
+    const bool captured = capturing();
+    if (captured) captured_ = true;
+    after_current();
+    return captured;
   }
 
   void stop_if_aborting() const {
