@@ -9,9 +9,13 @@
 #          the whole-step CUDA graph, the copy stream)
 #   probe  bench/gpu_probe.py: BatchNorm + ReLU forward and backward on ResNet-18's bf16
 #          channels-last shapes (ATen's kernels, cuDNN's, torch.compile's) and the pinned
-#          host-to-device bandwidth: data for the next lever, no lockstep run (under a minute)
-# quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default, and
-# ResNet-18 with --train.copy-stream false (the batch copied on the compute stream).
+#          host-to-device bandwidth; bench/bn_act_bench (bundled): lockstep's fused kernels
+#          (--model.fused-bn) vs ATen's on the same shapes, bf16 and fp32, summed per step: data
+#          for the next lever, no lockstep run (under two minutes)
+# quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
+# ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
+# --model.fused-bn on (rows "-fused-bn": BatchNorm + add + ReLU as one node; full has them for
+# fp32 and fp16 too): the measurement that decides its auto.
 # Writes gpu-report.md (one dated table naming the GPU, for docs/gpu.md) and every log under
 # GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
 # exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
@@ -53,6 +57,11 @@ say "GPU: $GPU; report: $REPORT"
 if [ "$STAGE" = probe ]; then
   "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl"
   { echo "### Probes (bench/gpu_probe.py)"; echo; sed 's/^/    /' "$OUTDIR/probe.jsonl"; echo; } >>"$REPORT"
+  BN_BENCH=$(command -v bn_act_bench || echo "$ROOT/build/bench/bn_act_bench")
+  if [ -x "$BN_BENCH" ]; then
+    for dtype in bf16 fp32; do "$BN_BENCH" --dtype $dtype; done 2>&1 | tee "$OUTDIR/bn_act_bench.txt"
+    { echo "### Fused BatchNorm+ReLU vs ATen (bench/bn_act_bench)"; echo; sed 's/^/    /' "$OUTDIR/bn_act_bench.txt"; echo; } >>"$REPORT"
+  fi
   exit 0
 fi
 
@@ -134,13 +143,14 @@ anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS
 # --trace.steps with --trace.ops: LibTorch's operator profile of a few steady steps (kernels,
 # launches, host syncs, device busy share); the summary goes into the report, the Chrome
 # traces (gzipped) beside it.
-profile_run() {  # profile_run NAME DATA MODEL DTYPE BATCH STEPS RANGE
+profile_run() {  # profile_run NAME DATA MODEL DTYPE BATCH STEPS RANGE [ARGS...]
   local name=$1 data=$2 model=$3 dtype=$4 batch=$5 steps=$6 range=$7 run=$WORK/runs/prof-$1 amp=none
+  shift 7
   [ "$dtype" != fp32 ] && amp=$dtype
   rm -rf "$run"
   "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
     --max-steps "$steps" --log-every $((steps / 4)) --epochs 100000 --data.val-split none --data.test-split none \
-    --run-dir "$run" --threads 4 --trace.steps "$range" >"$OUTDIR/prof-$name.txt" 2>&1 || say "prof-$name: exit $?"
+    --run-dir "$run" --threads 4 --trace.steps "$range" "$@" >"$OUTDIR/prof-$name.txt" 2>&1 || say "prof-$name: exit $?"
   if [ -f "$run/trace/ops-rank-0.txt" ]; then
     cp "$run/trace/ops-rank-0.txt" "$OUTDIR/ops-$name.txt"
     gzip -c "$run/trace/ops-rank-0.json" >"$OUTDIR/ops-$name.json.gz" 2>/dev/null || true
@@ -159,18 +169,21 @@ if [ "$STAGE" = quick ]; then
   say "operator profiles of lockstep's steady steps"
   profile_run cnn-b64 img28 cnn fp32 64 80 61-70
   profile_run r18-bf16 img224 resnet bf16 256 40 31-35
+  profile_run r18-bf16-fused-bn img224 resnet bf16 256 40 31-35 --model.fused-bn on
   { echo "### Operator profiles (lockstep --trace.steps, --trace.ops)"; echo; cat "$REPORT.ops"; echo; } >>"$REPORT"
   rm -f "$REPORT.ops"
   for b in 64 256; do
     say "reference CNN, batch $b, fp32"
     lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" 400
     lockstep_run "cnn-b$b-eager" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --train.cuda-graph off
+    lockstep_run "cnn-b$b-fused-bn" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --model.fused-bn on
     for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" 300; done
     table "Reference CNN (28x28x1), batch $b, fp32 (lockstep: whole-step CUDA graph, and -eager without)"
   done
   say "ResNet-18 224x224, batch 256, bf16"
   lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
   lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
+  lockstep_run r18-bf16-fused-bn img224 resnet "$FLOPS_R18" bf16 256 120 --model.fused-bn on
   lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
   for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
   table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
@@ -178,6 +191,7 @@ else
   for dtype in fp32 fp16; do
     say "ResNet-18 224x224, batch 256, $dtype"
     lockstep_run "r18-$dtype" img224 resnet "$FLOPS_R18" "$dtype" 256 120
+    lockstep_run "r18-$dtype-fused-bn" img224 resnet "$FLOPS_R18" "$dtype" 256 120 --model.fused-bn on
     for mode in eager channels_last graph compile; do anchor_run "r18-$dtype-$mode" img224 resnet18 "$dtype" 256 "$mode" 60; done
     table "ResNet-18 (224x224x3, 100 classes), batch 256, $dtype"
   done

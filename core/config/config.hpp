@@ -43,6 +43,7 @@ struct Config {
   bool checkpoint_activations = false;  // recompute block activations in backward (resnet, r3d, c3d)
   MemoryFormat memory_format = MemoryFormat::kAuto;  // activations' layout (core/model/memory_format.hpp)
   bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
+  FusedBn fused_bn = FusedBn::kAuto;  // BatchNorm (+ residual) + ReLU as one node (core/model/bn_act.hpp)
   std::string init_from;             // a checkpoint or safetensors file: warm start, weights only
   std::string init_exclude;          // comma-separated name prefixes not loaded (a new head)
   std::string freeze;                // comma-separated name prefixes kept untrainable

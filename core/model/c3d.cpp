@@ -18,8 +18,9 @@ class ConvBlockImpl : public RecomputableBlock {
   ConvBlockImpl(int64_t in, int64_t out, std::vector<int64_t> pool)
       : conv_(register_module("conv", conv3d(in, out, 3))), bn_(register_module("bn", BatchNorm(out))), pool_(pool) {}
   torch::Tensor run(const torch::Tensor& x) override {
-    torch::Tensor y = bn_(conv_(x));
-    return pool_ == std::vector<int64_t>{1, 1, 1} ? torch::relu(y) : relu_max_pool3d(y, F::MaxPool3dFuncOptions(pool_));
+    const torch::Tensor y = conv_(x);
+    return pool_ == std::vector<int64_t>{1, 1, 1} ? bn_->forward_relu(y)
+                                                  : bn_relu_max_pool3d(*bn_, y, F::MaxPool3dFuncOptions(pool_));
   }
 
  private:

@@ -26,8 +26,8 @@ class ReferenceCnn final : public Net {
   bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
-    x = relu_max_pool2d(bn1_(conv1_(x)), F::MaxPool2dFuncOptions(2));
-    x = relu_max_pool2d(bn2_(conv2_(x)), F::MaxPool2dFuncOptions(2));
+    x = bn_relu_max_pool2d(*bn1_, conv1_(x), F::MaxPool2dFuncOptions(2));
+    x = bn_relu_max_pool2d(*bn2_, conv2_(x), F::MaxPool2dFuncOptions(2));
     x = torch::relu(fc1_(x.flatten(1)));
     return fc2_(drop_(x));
   }

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
+#include "core/model/sync_bn.hpp"
 
 namespace lockstep {
 
@@ -24,6 +25,18 @@ torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functiona
 
 torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool) {
   return torch::nn::functional::max_pool3d(x, pool).relu_();
+}
+
+torch::Tensor bn_relu_max_pool2d(BatchNormImpl& bn, const torch::Tensor& x,
+                                 const torch::nn::functional::MaxPool2dFuncOptions& pool) {
+  if (bn.fuses(x)) return torch::nn::functional::max_pool2d(bn.forward_relu(x), pool);
+  return relu_max_pool2d(bn.forward(x), pool);
+}
+
+torch::Tensor bn_relu_max_pool3d(BatchNormImpl& bn, const torch::Tensor& x,
+                                 const torch::nn::functional::MaxPool3dFuncOptions& pool) {
+  if (bn.fuses(x)) return torch::nn::functional::max_pool3d(bn.forward_relu(x), pool);
+  return relu_max_pool3d(bn.forward(x), pool);
 }
 
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side) {

@@ -12,6 +12,8 @@
 
 namespace lockstep {
 
+class BatchNormImpl;
+
 // KxK convolution, padding K/2, no bias (a BatchNorm follows).
 torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1);
 // 3-D convolution, kernel K (T x H x W), padding K/2, no bias (a BatchNorm follows).
@@ -23,6 +25,12 @@ torch::nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, to
 // The reference CNN's step is ~10% faster for it (docs/accuracy.md).
 torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functional::MaxPool2dFuncOptions& pool);
 torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool);
+// BN's output, ReLU, then max-pool: BN and ReLU as one fused node where BN fuses
+// (sync_bn.hpp), else BN, then relu_max_pool*d's cheaper order. The same values either way.
+torch::Tensor bn_relu_max_pool2d(BatchNormImpl& bn, const torch::Tensor& x,
+                                 const torch::nn::functional::MaxPool2dFuncOptions& pool);
+torch::Tensor bn_relu_max_pool3d(BatchNormImpl& bn, const torch::Tensor& x,
+                                 const torch::nn::functional::MaxPool3dFuncOptions& pool);
 // Throws UsageError naming MODEL unless SPEC's samples are clips [C,T,H,W] with T >=
 // MIN_T and H,W >= MIN_SIDE.
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side);

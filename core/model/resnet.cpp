@@ -26,8 +26,9 @@ class BasicBlockImpl : public RecomputableBlock {
     }
   }
   torch::Tensor run(const torch::Tensor& x) override {
-    torch::Tensor y = bn2_(conv2_(torch::relu(bn1_(conv1_(x)))));
-    return torch::relu(y + (down_conv_ ? down_bn_(down_conv_(x)) : x));
+    const torch::Tensor y = conv2_(bn1_->forward_relu(conv1_(x)));
+    const torch::Tensor shortcut = down_conv_ ? down_bn_(down_conv_(x)) : x;
+    return bn2_->forward_relu(y, shortcut);
   }
 
  private:
@@ -66,8 +67,9 @@ class ResNet final : public Net {
   bool checkpoints_activations() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
-    x = stem_bn_(stem_(x));
-    x = small_input_ ? torch::relu(x) : relu_max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+    x = stem_(x);
+    x = small_input_ ? stem_bn_->forward_relu(x)
+                     : bn_relu_max_pool2d(*stem_bn_, x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
     for (auto& block : blocks_) x = run_block(*block, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3})));
   }

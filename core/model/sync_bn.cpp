@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/dist/communicator.hpp"
+#include "core/model/bn_act.hpp"
 
 namespace lockstep {
 namespace {
@@ -49,6 +50,20 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
                            /*cudnn_enabled=*/true);
 }
 
+bool BatchNormImpl::fuses(const torch::Tensor& x, const torch::Tensor& residual) const {
+  if (!fused_ || !is_training() || (comm_ != nullptr && comm_->size() > 1)) return false;
+  return bn_act_obstacle({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_}).empty();
+}
+
+torch::Tensor BatchNormImpl::forward_relu(const torch::Tensor& x, const torch::Tensor& residual) {
+  if (!fuses(x, residual)) return torch::relu(residual.defined() ? forward(x) + residual : forward(x));
+  {
+    torch::NoGradGuard no_grad;
+    num_batches_tracked_ += 1;
+  }
+  return bn_act({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
+}
+
 torch::Tensor BatchNormImpl::forward_synced(const torch::Tensor& x) {
   const int64_t channels = x.size(1);
   std::vector<int64_t> dims{0};
@@ -81,6 +96,16 @@ int set_sync_bn(torch::nn::Module& module, Communicator* comm) {
   for (const auto& m : module.modules(/*include_self=*/true))
     if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get())) {
       bn->set_comm(comm);
+      ++found;
+    }
+  return found;
+}
+
+int set_fused_bn(torch::nn::Module& module, bool on) {
+  int found = 0;
+  for (const auto& m : module.modules(/*include_self=*/true))
+    if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get())) {
+      bn->set_fused(on);
       ++found;
     }
   return found;

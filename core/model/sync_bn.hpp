@@ -11,6 +11,8 @@
 //    input gradients also match the single-rank computation.
 // Collective in forward and backward when synchronised: every rank runs the same layers
 // in the same order (autograd's order is the graph's, the same on every rank).
+// Fused (--model.fused-bn, set_fused_bn): forward_relu runs BatchNorm, the residual add and
+// the ReLU as one node (bn_act.hpp) where it can; the state and checkpoints are the same.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -25,12 +27,20 @@ class BatchNormImpl : public torch::nn::Module {
   explicit BatchNormImpl(int64_t channels, double momentum = 0.1, double eps = 1e-5);
   torch::Tensor forward(const torch::Tensor& x);  // [N, C, ...]
   void set_comm(Communicator* comm) { comm_ = comm; }
+  // relu(forward(x) [+ residual]): one fused node (bn_act.hpp) where fuses(); otherwise the
+  // separate operations, exactly as before.
+  torch::Tensor forward_relu(const torch::Tensor& x, const torch::Tensor& residual = {});
+  // Whether forward_relu takes the fused node: set_fused(true), training, not synchronised,
+  // and bn_act_obstacle finds nothing.
+  bool fuses(const torch::Tensor& x, const torch::Tensor& residual = {}) const;
+  void set_fused(bool on) { fused_ = on; }
 
  private:
   torch::Tensor forward_synced(const torch::Tensor& x);
 
   double momentum_, eps_;
   Communicator* comm_ = nullptr;
+  bool fused_ = false;
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
 TORCH_MODULE(BatchNorm);
@@ -42,5 +52,9 @@ torch::Tensor allreduce_sum(const torch::Tensor& x, Communicator& comm);
 // Makes every BatchNorm under MODULE synchronise through COMM (nullptr: local again).
 // Returns how many layers it found.
 int set_sync_bn(torch::nn::Module& module, Communicator* comm);
+
+// Makes every BatchNorm under MODULE fuse its ReLU (forward_relu) or not. Returns how many
+// layers it found.
+int set_fused_bn(torch::nn::Module& module, bool on);
 
 }  // namespace lockstep

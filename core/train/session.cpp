@@ -195,6 +195,21 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   model->to(place.device);
   broadcast_tensors(model->state_tensors(), *place.comm);
   gpu_watch = watch_gpu(*model, manifest.spec, place.device, cfg);
+  // auto stays off until bench/gpu.sh has measured the fused kernels on a GPU (docs/gpu.md).
+  if (cfg.fused_bn == FusedBn::kOn) {
+    // The fused pass takes channels-last activations, unsynchronised: say so where none are.
+    const std::string unfused = !model->conv_net()        ? "it is not a conv net (cnn, resnet, c3d, r3d)"
+                                : !model->channels_last() ? "its activations are not channels-last"
+                                : cfg.sync_bn && mpi.size() > 1 ? "--model.sync-bn synchronises its BatchNorm layers"
+                                                                : "";
+    if (unfused.empty()) fused_bn_layers = set_fused_bn(*model, true);
+    if (fused_bn_layers == 0)
+      log::info0("note: --model.fused-bn on: nothing fuses in model '" + cfg.model + "': " +
+                 (unfused.empty() ? std::string("it has no BatchNorm layers of lockstep's") : unfused));
+    else if (!place.device.is_cuda())
+      log::info0("note: --model.fused-bn on the CPU runs the CUDA kernels' steps as plain loops, several times slower "
+                 "than ATen's BatchNorm (bench/bn_act_bench): it is meant for GPUs");
+  }
   if (cfg.sync_bn) {
     sync_bn_layers = set_sync_bn(*model, place.comm.get());
     const int foreign = foreign_batchnorms(*model, sync_bn_layers);
@@ -271,7 +286,8 @@ std::string Session::describe() const {
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
       model->parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +
-          (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : ""),
+          (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "") +
+          (fused_bn_layers > 0 ? fmt::format(", fused BatchNorm+ReLU where a ReLU follows ({} BatchNorm layer(s))", fused_bn_layers) : ""),
       reducer->passes_through()
           ? std::string("gradients not reduced: one rank")
           : fmt::format("{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step", reducer->buckets().size(),

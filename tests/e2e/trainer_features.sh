@@ -138,6 +138,31 @@ expect_output 'the step runs over fixed buffers as a GPU captures it'
   fail "the 2-rank fixed-buffer step's losses differ from the eager step's"
 pass "--train.cuda-graph on (the fixed-buffer step, uncaptured on the CPU) equals the eager step bit for bit, fp32 and fp16, 1 and 2 ranks"
 
+# --model.fused-bn on: each BatchNorm and its ReLU as one node (on the CPU, the CUDA kernels'
+# steps as loops): the start line says so; the losses follow the unfused run's within float
+# rounding; the fixed-buffer step runs it bit for bit as the eager step does. lr 0.01: at
+# 0.05 this run is chaotic enough that ATen alone on 1 vs 2 threads parts by 5% in 6 steps.
+for f in off on; do
+  expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir "fbn-$f" --max-steps 12 --log-every 1 --model.fused-bn $f
+done
+expect_output 'fused BatchNorm\+ReLU where a ReLU follows \(2 BatchNorm layer\(s\)\)'
+expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir fbn-graph --max-steps 12 --log-every 1 --model.fused-bn on \
+  --train.cuda-graph on
+"$PYTHON" - "$(json_rows fbn-off/metrics.jsonl train train_loss)" "$(json_rows fbn-on/metrics.jsonl train train_loss)" <<'PY' ||
+import sys
+off, on = ([float(v) for v in a.split()] for a in sys.argv[1:3])
+assert len(off) == len(on) == 12, (off, on)
+worst = max(abs(a - b) / (1 + abs(a)) for a, b in zip(off, on))
+assert worst < 5e-3, f"fused vs unfused losses differ by {worst}: {off} {on}"
+print(f"fused vs unfused: largest loss difference {worst:.2e} over 12 steps")
+PY
+  fail "--model.fused-bn on: the losses left the unfused run's"
+[ "$(json_rows fbn-on/metrics.jsonl train train_loss)" = "$(json_rows fbn-graph/metrics.jsonl train train_loss)" ] ||
+  fail "--model.fused-bn on: the fixed-buffer step's losses differ from the eager step's"
+expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fbn-nchw --max-steps 2 --model.fused-bn on --model.memory-format contiguous
+expect_output "note: --model.fused-bn on: nothing fuses in model 'cnn': its activations are not channels-last"
+pass "--model.fused-bn on trains as the unfused layers do (float rounding), eagerly and over fixed buffers; where nothing can fuse it says why"
+
 expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan --lr 1e20 --max-steps 16 --log-every 8
 expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'
 [ ! -e nan/checkpoints/step-000000016.ckpt ] || fail "a diverged run wrote a checkpoint"

@@ -3,7 +3,8 @@
 # bugs: bench/gpu_data.py makes data lockstep imports; bench/gpu_report.py reads a lockstep
 # run's rows into a table row (wall-clock throughput from the rows' unix_time); the PyTorch
 # anchor bench/gpu_anchor.py runs each mode with --device cpu (graph mode says it needs a GPU)
-# and its JSON becomes a row. Nothing here is a measurement.
+# and its JSON becomes a row; bench/bn_act_bench runs its CPU path on a small batch. Nothing
+# here is a measurement.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
 source "$ROOT/tests/e2e/common.sh" "$@"
 
@@ -34,6 +35,10 @@ PY
   echo "$row" | grep -Eq "^\| pytorch $model $mode \| ([0-9]+|skipped: CUDA graphs need a GPU) \|" || fail "report row: $row"
 done
 pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
+BN_BENCH=$(dirname "$LOCKSTEP")/bench/bn_act_bench  # built beside lockstep (LOCKSTEP_BUILD_BENCH, on by default)
+expect_rc 0 "$BN_BENCH" --device cpu --batch 2 --reps 1 --dtype fp32
+expect_output 'ResNet-18 step, 17 BatchNorm\+ReLU layers: aten [0-9.]+ ms, fused [0-9.]+ ms'
+pass "bench/bn_act_bench runs its CPU path"
 GPU_REPORT_DIR=$WORK/report bash "$ROOT/bench/gpu.sh" tests | grep -q "skipped: no GPU" || fail "bench/gpu.sh without a GPU should say so"
 pass "bench/gpu.sh without a GPU says so and exits 0"
 echo "gpu bench smoke: all passed"

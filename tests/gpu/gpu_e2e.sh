@@ -2,8 +2,8 @@
 # End to end on one GPU (ctest -L gpu; bench/gpu.sh runs it from the GPU bundle): a 1-rank
 # job on the GPU (NCCL backend, the whole step a CUDA graph by default) against the same job on
 # the CPU (MPI backend), the graph against the eager step, fp16 with the loss scaler, resume on
-# the GPU, cuDNN benchmark on, no host sync inside a steady step, and the GPU gauges and MFU in
-# the log rows.
+# the GPU, cuDNN benchmark on, no host sync inside a steady step, the GPU gauges and MFU in
+# the log rows, and the fused BatchNorm+ReLU kernels (--model.fused-bn on) against the unfused step.
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -76,4 +76,15 @@ for amp in none bf16; do
     --run-dir sync-$amp
 done
 pass "no host sync inside a steady step (fp32, bf16)"
+
+# 5. --model.fused-bn on (core/model/bn_act_kernels.cu): the CUDA graph with the fused kernels
+# == the unfused eager step within 1e-3 of max(loss, 0.1) (TF32 off), and no host sync inside
+# a steady step in bf16.
+expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir fused \
+  --model.fused-bn on
+expect_output 'fused BatchNorm\+ReLU where a ReLU follows'
+judge fused eager "fused BatchNorm+ReLU vs unfused" || fail "the fused BatchNorm's losses differ from the unfused step's"
+expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
+  --run-dir sync-fused --model.fused-bn on
+pass "--model.fused-bn on: the fused kernels train as the unfused step does, with no host sync"
 echo "e2e gpu: all passed"

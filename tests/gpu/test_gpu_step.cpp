@@ -47,6 +47,7 @@
 #include "io/loader/batch_pool.hpp"
 #include "image_spec.hpp"
 #include "mpi_test_env.hpp"
+#include "skip_without_gpu.hpp"
 #include "step_parts.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -58,13 +59,6 @@ using namespace lockstep;
 using lockstep::testing::mpi;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                              \
-  do {                                                                  \
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: no GPU"; \
-    at::globalContext().setAllowTF32CuBLAS(false);                      \
-    at::globalContext().setAllowTF32CuDNN(false);                       \
-  } while (0)
 
 std::vector<torch::Tensor> make_params(torch::Device device, uint64_t seed) {
   torch::manual_seed(seed);
