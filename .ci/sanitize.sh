@@ -36,7 +36,7 @@ build() {  # build NAME SANITIZERS TARGET...
   cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE=-O1 \
     -DCMAKE_C_FLAGS_SANITIZE=-O1 -DCMAKE_PREFIX_PATH="$PREFIX" \
     -DLOCKSTEP_SANITIZE="$2" -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON="$VENV/bin/python" \
-    -DCMAKE_UNITY_BUILD=OFF -DLOCKSTEP_UNITY=ON >"$dir.log" 2>&1 ||
+    -DCMAKE_UNITY_BUILD=OFF -DLOCKSTEP_UNITY=ON -DLOCKSTEP_CUDA_ARCHITECTURES=90-real >"$dir.log" 2>&1 ||
     { cat "$dir.log"; exit 1; }
   SECONDS=0
   cmake --build "$dir" -j"$(nproc)" --target "${@:3}" >"$dir.log" 2>&1 || { tail -40 "$dir.log"; exit 1; }

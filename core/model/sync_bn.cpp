@@ -29,6 +29,15 @@ class AllReduceSum : public torch::autograd::Function<AllReduceSum> {
   }
 };
 
+// F(bn) for every BatchNorm under MODULE; how many returned true.
+template <typename F>
+int count_batchnorms(torch::nn::Module& module, const F& f) {
+  int n = 0;
+  for (const auto& m : module.modules(/*include_self=*/true))
+    if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get()); bn != nullptr && f(*bn)) ++n;
+  return n;
+}
+
 }  // namespace
 
 torch::Tensor allreduce_sum(const torch::Tensor& x, Communicator& comm) {
@@ -61,6 +70,7 @@ torch::Tensor BatchNormImpl::forward_relu(const torch::Tensor& x, const torch::T
     torch::NoGradGuard no_grad;
     num_batches_tracked_ += 1;
   }
+  ran_fused_ = true;
   return bn_act({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
 }
 
@@ -92,23 +102,15 @@ torch::Tensor BatchNormImpl::forward_synced(const torch::Tensor& x) {
 }
 
 int set_sync_bn(torch::nn::Module& module, Communicator* comm) {
-  int found = 0;
-  for (const auto& m : module.modules(/*include_self=*/true))
-    if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get())) {
-      bn->set_comm(comm);
-      ++found;
-    }
-  return found;
+  return count_batchnorms(module, [comm](BatchNormImpl& bn) { return bn.set_comm(comm), true; });
 }
 
 int set_fused_bn(torch::nn::Module& module, bool on) {
-  int found = 0;
-  for (const auto& m : module.modules(/*include_self=*/true))
-    if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get())) {
-      bn->set_fused(on);
-      ++found;
-    }
-  return found;
+  return count_batchnorms(module, [on](BatchNormImpl& bn) { return bn.set_fused(on), true; });
+}
+
+int fused_bn_runs(torch::nn::Module& module) {
+  return count_batchnorms(module, [](BatchNormImpl& bn) { return bn.ran_fused(); });
 }
 
 }  // namespace lockstep

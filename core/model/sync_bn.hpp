@@ -34,13 +34,15 @@ class BatchNormImpl : public torch::nn::Module {
   // and bn_act_obstacle finds nothing.
   bool fuses(const torch::Tensor& x, const torch::Tensor& residual = {}) const;
   void set_fused(bool on) { fused_ = on; }
+  // Whether forward_relu has taken the fused node since set_fused(true).
+  bool ran_fused() const { return ran_fused_; }
 
  private:
   torch::Tensor forward_synced(const torch::Tensor& x);
 
   double momentum_, eps_;
   Communicator* comm_ = nullptr;
-  bool fused_ = false;
+  bool fused_ = false, ran_fused_ = false;
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
 TORCH_MODULE(BatchNorm);
@@ -56,5 +58,7 @@ int set_sync_bn(torch::nn::Module& module, Communicator* comm);
 // Makes every BatchNorm under MODULE fuse its ReLU (forward_relu) or not. Returns how many
 // layers it found.
 int set_fused_bn(torch::nn::Module& module, bool on);
+// How many BatchNorm layers under MODULE have run fused (ran_fused()).
+int fused_bn_runs(torch::nn::Module& module);
 
 }  // namespace lockstep

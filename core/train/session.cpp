@@ -287,7 +287,7 @@ std::string Session::describe() const {
       model->parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +
           (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "") +
-          (fused_bn_layers > 0 ? fmt::format(", fused BatchNorm+ReLU where a ReLU follows ({} BatchNorm layer(s))", fused_bn_layers) : ""),
+          (fused_bn_layers > 0 ? std::string(", BatchNorm+ReLU fused where they can be (--model.fused-bn on)") : ""),
       reducer->passes_through()
           ? std::string("gradients not reduced: one rank")
           : fmt::format("{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step", reducer->buckets().size(),

@@ -1,6 +1,7 @@
 // step_runner: see step_runner.hpp.
 #include "core/train/step_runner.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/data/augment.hpp"
 #include "core/data/host_buffers.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/model/sync_bn.hpp"
 #include "core/optim/amp.hpp"
 #include "core/optim/fused_step.hpp"
 #include "core/optim/optimizer.hpp"
@@ -139,6 +141,17 @@ StepOutput StepRunner::run_static(io::EpochLoader& loader, int64_t step, int64_t
 }
 
 StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
+  StepOutput out = run_step(loader, step, epoch, lr, global_step);
+  // --model.fused-bn on: what the first step's forward pass actually fused (bn_act.hpp).
+  if (!fused_reported_ && s_.fused_bn_layers > 0) {
+    fused_reported_ = true;
+    log::info0(fmt::format("fused BatchNorm+ReLU: {} of {} BatchNorm layer(s) ran fused in the first step",
+                           fused_bn_runs(*s_.model), s_.fused_bn_layers));
+  }
+  return out;
+}
+
+StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
   const Config& cfg = s_.cfg;
   const int64_t batch = cfg.batch_size, accum = cfg.grad_accum;
   const SyncCheckScope sync_check(s_.place.device.is_cuda() && cfg.sync_check > 0 && global_step + 1 >= cfg.sync_check);

@@ -64,6 +64,7 @@ class StepRunner {
   // Fed batch F's inputs, normalised and augmented (micro-step MICRO of EPOCH).
   torch::Tensor inputs(const FedBatch& f, const io::Batch& b, int64_t micro, int64_t epoch) const;
   StepOutput run_static(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr);
+  StepOutput run_step(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step);
 
   Session& s_;
   StepTimer& timer_;
@@ -72,6 +73,7 @@ class StepRunner {
   std::optional<HostBuffers> batch_memory_;  // a staged feed's (a GPU's)
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
+  bool fused_reported_ = false;  // --model.fused-bn on: the first step's fused layers logged
 };
 
 }  // namespace lockstep

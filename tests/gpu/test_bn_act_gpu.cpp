@@ -2,11 +2,12 @@
 // on a GPU. Each test prints "skipped: no GPU" and skips where torch sees none (CI).
 //   - every result against ATen's float64 batch_norm + add + relu, as the CPU unit test does
 //     for the CPU loops: ResNet-18's and R3D's shapes, channels that leave threads idle,
-//     bf16 / fp16 / fp32, with and without the residual;
+//     bf16 / fp16 / fp32, with and without the residual; a gradient at an odd offset;
 //   - the passes captured in a CUDA graph and replayed == eager, no host sync in the eager
 //     steady state (c10's sync debug mode as an error);
-//   - ResNet-18 trains the same fused and unfused (float32 without TF32: within float
-//     rounding; bf16 autocast: gradients as close to float32's as ATen's bf16 ones).
+//   - ResNet-18 trains the same fused (its 17 BatchNorm+ReLU nodes) and unfused (float32
+//     without TF32: within float rounding; bf16 autocast: gradients as close to float32's as
+//     ATen's bf16 ones).
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -33,10 +34,10 @@ using namespace lockstep::testing;
 
 TEST(BnActGpu, KernelsEqualAtenBatchNormAddRelu) {
   SKIP_WITHOUT_GPU();
-  // ResNet-18's stem and stages at batch 32, R3D's 5-d, a [N, C] batch, odd row counts,
+  // ResNet-18's stem and stages at batch 16, R3D's 5-d, a [N, C] batch, odd row counts,
   // and channel counts whose vectors do not fill the block's 32 lanes (96 bf16: 12 of 16;
   // 36 float: 9 of 16) or span several blocks (1024 float: 256 vectors).
-  const std::vector<std::vector<int64_t>> shapes{{32, 64, 56, 56}, {32, 128, 28, 28}, {32, 512, 7, 7},
+  const std::vector<std::vector<int64_t>> shapes{{16, 64, 56, 56}, {16, 128, 28, 28}, {32, 512, 7, 7},
                                                  {4, 64, 4, 14, 14}, {256, 512}, {3, 96, 5, 7}, {7, 36, 3, 3},
                                                  {5, 1024, 3, 3}};
   for (const auto& shape : shapes)
@@ -47,6 +48,8 @@ TEST(BnActGpu, KernelsEqualAtenBatchNormAddRelu) {
         expect_matches(c, run(c, true, torch::kCUDA), run(c, false));
       }
     }
+  // The kernels read the incoming gradient 16 bytes at a time: one at an odd offset is copied.
+  EXPECT_TRUE(torch::equal(grad_at_offset(true, torch::kCUDA), grad_at_offset(false, torch::kCUDA)));
 }
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -70,13 +73,18 @@ TEST(BnActGpu, CapturedPassesReplayTheEagerOnesWithoutHostSync) {
     dx = x.grad(), dr = r.grad(), dw = w.grad();
   };
   step();  // warm-up: the multiprocessor count is asked once
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
-  step();
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  {
+    // Any host sync in the eager passes is an error (and the mode is off again on the way out).
+    struct SyncIsError {
+      SyncIsError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR); }
+      ~SyncIsError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED); }
+    } sync_is_error;
+    step();
+  }
   const torch::Tensor y0 = y.detach().clone(), dx0 = dx.clone(), dr0 = dr.clone(), dw0 = dw.clone();
   const torch::Tensor rv_before = rv.clone();
   at::cuda::CUDAGraph graph;
-  graph.capture_begin();
+  graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);  // as the trainer's step (static_step.cpp)
   step();
   graph.capture_end();
   rv.copy_(rv_before);
@@ -118,6 +126,7 @@ TEST(BnActGpu, ResNet18TrainsTheSameFusedAndUnfused) {
         AutocastGuard autocast(bf16 ? Amp::kBf16 : Amp::kNone, torch::kCUDA);
         loss = torch::nn::functional::cross_entropy(net->forward(x), y);
       }
+      if (step == 0) EXPECT_EQ(fused_nodes(loss), fuse ? 17 : 0) << (bf16 ? "bf16" : "float32");
       loss.backward();
       if (step == 0) {
         std::vector<torch::Tensor> g;
