@@ -60,8 +60,12 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
 }
 
 bool BatchNormImpl::fuses(const torch::Tensor& x, const torch::Tensor& residual) const {
-  if (!fused_ || !is_training() || (comm_ != nullptr && comm_->size() > 1)) return false;
-  return bn_act_obstacle({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_}).empty();
+  if (!fused_ || !is_training()) return false;
+  relu_after_ = true;
+  why_unfused_ = comm_ != nullptr && comm_->size() > 1
+                     ? "synchronised (--model.sync-bn)"
+                     : bn_act_obstacle({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
+  return why_unfused_.empty();
 }
 
 torch::Tensor BatchNormImpl::forward_relu(const torch::Tensor& x, const torch::Tensor& residual) {
@@ -109,8 +113,18 @@ int set_fused_bn(torch::nn::Module& module, bool on) {
   return count_batchnorms(module, [on](BatchNormImpl& bn) { return bn.set_fused(on), true; });
 }
 
-int fused_bn_runs(torch::nn::Module& module) {
-  return count_batchnorms(module, [](BatchNormImpl& bn) { return bn.ran_fused(); });
+std::string fused_bn_report(torch::nn::Module& module) {
+  int relu = 0, ran = 0;
+  std::string first_not;
+  for (const auto& item : module.named_modules("", /*include_self=*/true)) {
+    const auto* bn = dynamic_cast<const BatchNormImpl*>(item.value().get());
+    if (bn == nullptr || !bn->relu_after_) continue;
+    ++relu;
+    if (bn->ran_fused_) ++ran;
+    else if (first_not.empty()) first_not = "; not " + item.key() + ": " + bn->why_unfused_;
+  }
+  return "fused BatchNorm+ReLU: " + std::to_string(ran) + " of " + std::to_string(relu) +
+         " BatchNorm+ReLU layer(s) ran fused" + first_not;
 }
 
 }  // namespace lockstep

@@ -18,6 +18,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
+
 namespace lockstep {
 
 class Communicator;
@@ -31,18 +33,21 @@ class BatchNormImpl : public torch::nn::Module {
   // separate operations, exactly as before.
   torch::Tensor forward_relu(const torch::Tensor& x, const torch::Tensor& residual = {});
   // Whether forward_relu takes the fused node: set_fused(true), training, not synchronised,
-  // and bn_act_obstacle finds nothing.
+  // and bn_act_obstacle finds nothing. Asking notes that a ReLU follows this layer, and why
+  // it does not fuse (fused_bn_report).
   bool fuses(const torch::Tensor& x, const torch::Tensor& residual = {}) const;
   void set_fused(bool on) { fused_ = on; }
-  // Whether forward_relu has taken the fused node since set_fused(true).
-  bool ran_fused() const { return ran_fused_; }
 
  private:
   torch::Tensor forward_synced(const torch::Tensor& x);
 
   double momentum_, eps_;
   Communicator* comm_ = nullptr;
-  bool fused_ = false, ran_fused_ = false;
+  bool fused_ = false;
+  // What training passes so far saw: a ReLU after this layer; it ran fused; why not.
+  mutable bool relu_after_ = false, ran_fused_ = false;
+  mutable std::string why_unfused_;
+  friend std::string fused_bn_report(torch::nn::Module& module);
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
 TORCH_MODULE(BatchNorm);
@@ -58,7 +63,8 @@ int set_sync_bn(torch::nn::Module& module, Communicator* comm);
 // Makes every BatchNorm under MODULE fuse its ReLU (forward_relu) or not. Returns how many
 // layers it found.
 int set_fused_bn(torch::nn::Module& module, bool on);
-// How many BatchNorm layers under MODULE have run fused (ran_fused()).
-int fused_bn_runs(torch::nn::Module& module);
+// --model.fused-bn on, after a training step: "fused BatchNorm+ReLU: N of M BatchNorm+ReLU
+// layer(s) ran fused", and the first that did not with its reason.
+std::string fused_bn_report(torch::nn::Module& module);
 
 }  // namespace lockstep

@@ -1,7 +1,6 @@
 // step_runner: see step_runner.hpp.
 #include "core/train/step_runner.hpp"
 
-#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <string>
@@ -145,8 +144,7 @@ StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch,
   // --model.fused-bn on: what the first step's forward pass actually fused (bn_act.hpp).
   if (!fused_reported_ && s_.fused_bn_layers > 0) {
     fused_reported_ = true;
-    log::info0(fmt::format("fused BatchNorm+ReLU: {} of {} BatchNorm layer(s) ran fused in the first step",
-                           fused_bn_runs(*s_.model), s_.fused_bn_layers));
+    log::info0(fused_bn_report(*s_.model) + " (the first step)");
   }
   return out;
 }

@@ -145,7 +145,7 @@ pass "--train.cuda-graph on (the fixed-buffer step, uncaptured on the CPU) equal
 for f in off on; do
   expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir "fbn-$f" --max-steps 12 --log-every 1 --model.fused-bn $f
 done
-expect_output 'fused BatchNorm\+ReLU: 2 of 2 BatchNorm layer\(s\) ran fused in the first step'
+expect_output 'fused BatchNorm\+ReLU: 2 of 2 BatchNorm\+ReLU layer\(s\) ran fused \(the first step\)'
 expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir fbn-graph --max-steps 12 --log-every 1 --model.fused-bn on \
   --train.cuda-graph on
 "$PYTHON" - "$(json_rows fbn-off/metrics.jsonl train train_loss)" "$(json_rows fbn-on/metrics.jsonl train train_loss)" <<'PY' ||

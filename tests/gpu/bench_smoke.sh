@@ -35,13 +35,13 @@ PY
   echo "$row" | grep -Eq "^\| pytorch $model $mode \| ([0-9]+|skipped: CUDA graphs need a GPU) \|" || fail "report row: $row"
 done
 pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
-BN_BENCH=$(dirname "$LOCKSTEP")/bench/bn_act_bench  # built beside lockstep (LOCKSTEP_BUILD_BENCH, on by default)
-if [ -x "$BN_BENCH" ]; then
-  expect_rc 0 "$BN_BENCH" --device cpu --batch 2 --reps 1 --dtype fp32
+# LOCKSTEP_BN_BENCH: the bench's path, set by CTest where it is built (-DLOCKSTEP_BUILD_BENCH=ON).
+if [ -n "${LOCKSTEP_BN_BENCH:-}" ]; then
+  expect_rc 0 "$LOCKSTEP_BN_BENCH" --device cpu --batch 2 --reps 1 --dtype fp32
   expect_output 'ResNet-18 step, 17 BatchNorm\+ReLU layers: aten [0-9.]+ ms, fused [0-9.]+ ms'
   pass "bench/bn_act_bench runs its CPU path"
 else
-  echo "bench/bn_act_bench not built (-DLOCKSTEP_BUILD_BENCH=OFF): not run"
+  echo "bench/bn_act_bench not configured (-DLOCKSTEP_BUILD_BENCH=OFF): not run"
 fi
 GPU_REPORT_DIR=$WORK/report bash "$ROOT/bench/gpu.sh" tests | grep -q "skipped: no GPU" || fail "bench/gpu.sh without a GPU should say so"
 pass "bench/gpu.sh without a GPU says so and exits 0"

@@ -82,7 +82,7 @@ pass "no host sync inside a steady step (fp32, bf16)"
 # a steady step in bf16.
 expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir fused \
   --model.fused-bn on
-expect_output 'fused BatchNorm\+ReLU: 2 of 2 BatchNorm layer\(s\) ran fused in the first step'
+expect_output 'fused BatchNorm\+ReLU: 2 of 2 BatchNorm\+ReLU layer\(s\) ran fused \(the first step\)'
 judge fused eager "fused BatchNorm+ReLU vs unfused" || fail "the fused BatchNorm's losses differ from the unfused step's"
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-fused --model.fused-bn on

@@ -49,7 +49,10 @@ TEST(BnActGpu, KernelsEqualAtenBatchNormAddRelu) {
       }
     }
   // The kernels read the incoming gradient 16 bytes at a time: one at an odd offset is copied.
-  EXPECT_TRUE(torch::equal(grad_at_offset(true, torch::kCUDA), grad_at_offset(false, torch::kCUDA)));
+  bool odd = false, even = true;
+  EXPECT_TRUE(torch::equal(grad_at_offset(true, torch::kCUDA, &odd), grad_at_offset(false, torch::kCUDA, &even)));
+  EXPECT_TRUE(odd) << "the sliced gradient should arrive misaligned";
+  EXPECT_FALSE(even);
 }
 
 #ifdef LOCKSTEP_HAVE_CUDA

@@ -104,13 +104,18 @@ inline int fused_nodes(const torch::Tensor& loss) {
 
 // x's gradient through bn_act on DEVICE when the incoming gradient is a dense view at an odd
 // offset (a slice of a larger one: OFFSET) or an aligned one: the two must be equal (the
-// CUDA kernels' 16-byte loads need alignment; bn_act copies such a gradient).
-inline torch::Tensor grad_at_offset(bool offset, torch::Device device) {
+// CUDA kernels' 16-byte loads need alignment; bn_act copies such a gradient). *MISALIGNED:
+// whether the gradient arriving at bn_act's node was off 16 bytes (the premise).
+inline torch::Tensor grad_at_offset(bool offset, torch::Device device, bool* misaligned) {
   torch::manual_seed(8);
   const torch::Tensor x = torch::randn({8, 16}).to(device).requires_grad_(true), w = torch::randn({129}).to(device);
   const auto o = torch::TensorOptions().device(device);
   const torch::Tensor y = bn_act({x, {}, torch::ones({16}, o), torch::zeros({16}, o), {}, {}, 0.1, 1e-5});
   const torch::Tensor one = torch::ones({1}, o);
+  y.register_hook([misaligned](const torch::Tensor& g) {
+    *misaligned = reinterpret_cast<uintptr_t>(g.data_ptr()) % 16 != 0;
+    return g;
+  });
   if (offset)
     (torch::cat({one, y.view(-1)}) * w).sum().backward();
   else

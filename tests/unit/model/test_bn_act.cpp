@@ -59,7 +59,10 @@ TEST(BnAct, NaNPassesTheReluLikeAtens) {
 // A gradient arriving as a dense view at an odd offset (a slice of a larger one) is taken
 // as the aligned one would be (on the CPU the path; the GPU test checks the copy it needs).
 TEST(BnAct, TakesAGradientAtAnyOffset) {
-  EXPECT_TRUE(torch::equal(grad_at_offset(true, torch::kCPU), grad_at_offset(false, torch::kCPU)));
+  bool odd = false, even = true;
+  EXPECT_TRUE(torch::equal(grad_at_offset(true, torch::kCPU, &odd), grad_at_offset(false, torch::kCPU, &even)));
+  EXPECT_TRUE(odd) << "the sliced gradient should arrive misaligned";
+  EXPECT_FALSE(even);
 }
 
 TEST(BnAct, RefusesWhatItCannotTake) {
@@ -99,6 +102,13 @@ TEST(BnAct, BatchNormFusesOnlyWhereAsked) {
   EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5));
   EXPECT_EQ(fused->named_buffers()["num_batches_tracked"].item<int64_t>(), 1);
   EXPECT_TRUE(torch::allclose(fused->named_buffers()["running_var"], plain->named_buffers()["running_var"], 1e-6, 1e-6));
+  EXPECT_EQ(fused_bn_report(*fused), "fused BatchNorm+ReLU: 1 of 1 BatchNorm+ReLU layer(s) ran fused");
+  BatchNorm nchw(8);
+  nchw->set_fused(true);
+  nchw->forward_relu(torch::randn({4, 8, 5, 5}));  // unfused, and the report says why
+  EXPECT_EQ(fused_bn_report(*nchw),
+            "fused BatchNorm+ReLU: 0 of 1 BatchNorm+ReLU layer(s) ran fused; not : the channels are not innermost "
+            "(channels-last)");
   fused->eval();
   EXPECT_FALSE(fused->fuses(cl));  // evaluation: the running estimates, by ATen
   EXPECT_EQ(set_fused_bn(*fused, false), 1);
@@ -144,6 +154,8 @@ TEST(BnAct, ModelsTrainTheSameFusedAndUnfused) {
           loss = torch::nn::functional::cross_entropy(net->forward(x), y);
         }
         if (step == 0 && !checkpoint) EXPECT_EQ(fused_nodes(loss) > 0, fuse) << s.name << (bf16 ? " bf16" : "");
+        if (step == 0 && fuse && s.name == "resnet")  // the stem and 2 per block; the 3 shortcut BNs have no ReLU
+          EXPECT_EQ(fused_bn_report(*net), "fused BatchNorm+ReLU: 17 of 17 BatchNorm+ReLU layer(s) ran fused");
         loss.backward();
         if (step == 0) {
           std::vector<torch::Tensor> g;
