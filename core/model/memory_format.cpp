@@ -90,4 +90,18 @@ int use_channels_last(Net& model) {
   return changed;
 }
 
+int use_contiguous(Net& model) {
+  torch::NoGradGuard no_grad;
+  int changed = 0;
+  const auto relayout = [&](torch::Tensor& t) {
+    if ((t.dim() != 4 && t.dim() != 5) || t.is_contiguous()) return;
+    t.set_data(t.contiguous());
+    ++changed;
+  };
+  for (auto& p : model.parameters()) relayout(p);
+  for (auto& b : model.buffers()) relayout(b);
+  model.set_channels_last(false);
+  return changed;
+}
+
 }  // namespace lockstep

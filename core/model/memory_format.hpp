@@ -42,5 +42,10 @@ std::string channels_last_hazard(const Net& model);
 // what contiguous(ChannelsLast) leaves: for a one-channel tensor (a first conv's weight,
 // a gray image batch) that keeps NCHW strides, and the whole net then ran NCHW.
 int use_channels_last(Net& model);
+// The reverse: MODEL's 4-D and 5-D parameters and buffers contiguous (NCHW / NCDHW) in place,
+// forward() no longer converting. For weights read with a channels-last file's strides into
+// a model that runs contiguous (a GPU run's checkpoint resumed on a CPU whose oneDNN must not
+// run a layer channels-last: channels_last_hazard). Returns how many tensors changed layout.
+int use_contiguous(Net& model);
 
 }  // namespace lockstep

@@ -165,7 +165,12 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
     else root.load_from(in, params.front().device());
     root.read("model", model_ar);
     model.load(model_ar);
-    if (model.channels_last()) use_channels_last(model);  // the tensors read take the file's strides
+    // The tensors read take the file's strides: back to the layout this run chose (a
+    // channels-last file into a contiguous run would otherwise run channels-last).
+    if (model.channels_last())
+      use_channels_last(model);
+    else
+      use_contiguous(model);
     if (opt) {
       root.read("optimizer", opt_ar);
       try {

@@ -70,7 +70,8 @@ TEST(TrainState, ModelAndOptimizerRoundTrip) {
 }
 
 // A checkpoint written by a contiguous run resumes into a channels-last one (and back):
-// the same next step, and the resumed model keeps its layout (--model.memory-format).
+// the same next step, and the resumed model keeps its layout (--model.memory-format) — its
+// parameters too, not the file's strides.
 TEST(TrainState, ACheckpointCrossesMemoryFormats) {
   const auto x = torch::randn({4, 1, 28, 28});
   const auto y = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
@@ -88,6 +89,10 @@ TEST(TrainState, ACheckpointCrossesMemoryFormats) {
     load_state(payload, *b, &opt_b, "mem");
     EXPECT_EQ(b->channels_last(), !from_channels_last);
     if (b->channels_last()) EXPECT_EQ(b->parameters()[0].suggest_memory_format(), torch::MemoryFormat::ChannelsLast);
+    for (const auto& p : b->parameters())
+      if (p.dim() == 4 && !b->channels_last()) EXPECT_TRUE(p.is_contiguous()) << "a channels-last file's strides kept";
+    if (b->channels_last()) EXPECT_NE(b->named_parameters()["conv2.weight"].suggest_memory_format(),
+                                      torch::MemoryFormat::Contiguous);
     sgd_step(*a, opt_a, x, y);
     sgd_step(*b, opt_b, x, y);
     const auto pa = a->parameters(), pb = b->parameters();
