@@ -18,8 +18,16 @@ namespace {
 constexpr int64_t kParts = 64;
 
 int64_t parts_of(int64_t rows) { return std::min(rows, kParts); }
-// Rows [begin, end) of row block P.
-int64_t part_begin(int64_t p, int64_t rows) { return p * rows / parts_of(rows); }
+
+// F(p, begin, end) for every row block p of ROWS (rows [begin, end)), on torch's intra-op
+// threads: the partial sums' blocks, as the CUDA kernels' grid rows.
+template <typename F>
+void each_row_block(int64_t rows, const F& f) {
+  const int64_t parts = parts_of(rows);
+  at::parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) f(p, p * rows / parts, (p + 1) * rows / parts);
+  });
+}
 
 template <typename T>
 void forward_as(const ForwardArgs& a) {
@@ -28,20 +36,18 @@ void forward_as(const ForwardArgs& a) {
   float* part_m2 = part_mean + parts * C;
   float* part_n = part_m2 + parts * C;
   const T* x = static_cast<const T*>(a.x);
-  at::parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      float* mean = part_mean + p * C;
-      float* m2 = part_m2 + p * C;
-      std::fill(mean, mean + C, 0.0f);
-      std::fill(m2, m2 + C, 0.0f);
-      float n = 0.0f;
-      for (int64_t r = part_begin(p, a.rows); r < part_begin(p + 1, a.rows); ++r) {
-        n += 1.0f;
-        const float inv_n = 1.0f / n;
-        for (int64_t c = 0; c < C; ++c) add_value(mean[c], m2[c], static_cast<float>(x[r * C + c]), inv_n);
-      }
-      part_n[p] = n;
+  each_row_block(a.rows, [&](int64_t p, int64_t begin, int64_t end) {
+    float* mean = part_mean + p * C;
+    float* m2 = part_m2 + p * C;
+    std::fill(mean, mean + C, 0.0f);
+    std::fill(m2, m2 + C, 0.0f);
+    float n = 0.0f;
+    for (int64_t r = begin; r < end; ++r) {
+      n += 1.0f;
+      const float inv_n = 1.0f / n;
+      for (int64_t c = 0; c < C; ++c) add_value(mean[c], m2[c], static_cast<float>(x[r * C + c]), inv_n);
     }
+    part_n[p] = n;
   });
   for (int64_t c = 0; c < C; ++c) {
     Moments m{0.0f, 0.0f, 0.0f};
@@ -81,20 +87,18 @@ void backward_as(const BackwardArgs& a) {
     const float v = y ? static_cast<float>(y[i]) : pre_act(xv, s[static_cast<size_t>(c)]);
     return relu_grad(static_cast<float>(dy[i]), v);
   };
-  at::parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      float* sg = part_g + p * C;
-      float* sgx = part_gx + p * C;
-      std::fill(sg, sg + C, 0.0f);
-      std::fill(sgx, sgx + C, 0.0f);
-      for (int64_t r = part_begin(p, a.rows); r < part_begin(p + 1, a.rows); ++r)
-        for (int64_t c = 0; c < C; ++c) {
-          const float xv = static_cast<float>(x[r * C + c]);
-          const float g = masked(r * C + c, c, xv);
-          sg[c] += g;
-          sgx[c] = fmaf(g, xv - s[static_cast<size_t>(c)].mean, sgx[c]);
-        }
-    }
+  each_row_block(a.rows, [&](int64_t p, int64_t begin, int64_t end) {
+    float* sg = part_g + p * C;
+    float* sgx = part_gx + p * C;
+    std::fill(sg, sg + C, 0.0f);
+    std::fill(sgx, sgx + C, 0.0f);
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        const float xv = static_cast<float>(x[r * C + c]);
+        const float g = masked(r * C + c, c, xv);
+        sg[c] += g;
+        sgx[c] = fmaf(g, xv - s[static_cast<size_t>(c)].mean, sgx[c]);
+      }
   });
   std::vector<InputGradCoeffs> k(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {

@@ -295,7 +295,8 @@ struct Grid {
   dim3 block, grid;
   size_t shared;  // the reductions' tree
 };
-Grid grid_for(int sms, int64_t rows, int64_t cvecs, int blocks_per_sm, int vec) {
+Grid grid_for(int sms, int64_t rows, int64_t channels, int blocks_per_sm, int vec) {
+  const int64_t cvecs = channels / vec;
   unsigned bx = 1;
   while (bx < cvecs && bx < 32) bx <<= 1;
   const unsigned by = kThreads / bx;
@@ -306,11 +307,18 @@ Grid grid_for(int sms, int64_t rows, int64_t cvecs, int blocks_per_sm, int vec) 
           sizeof(float) * (by / 2) * bx * (2 * vec + 1)};
 }
 constexpr int kReduceBlocksPerSm = 4, kValueBlocksPerSm = 8;
+// The reductions' grid; its row blocks are the partials the workspace holds (cuda_work_floats).
+Grid reduce_grid(int sms, int64_t rows, int64_t channels, int vec) {
+  return grid_for(sms, rows, channels, kReduceBlocksPerSm, vec);
+}
+Grid values_grid(int sms, int64_t rows, int64_t channels, int vec) {
+  return grid_for(sms, rows, channels, kValueBlocksPerSm, vec);
+}
 
 template <typename T>
 cudaError_t forward_as(const ForwardArgs& a, int sms, cudaStream_t stream) {
   const int64_t C = a.channels;
-  const Grid g = grid_for(sms, a.rows, C / kVec<T>, kReduceBlocksPerSm, kVec<T>);
+  const Grid g = reduce_grid(sms, a.rows, C, kVec<T>);
   const int64_t parts = g.grid.y;
   float* part_mean = a.work;
   float* part_m2 = part_mean + parts * C;
@@ -320,7 +328,7 @@ cudaError_t forward_as(const ForwardArgs& a, int sms, cudaStream_t stream) {
   finish_stats_kernel<<<static_cast<unsigned>((C + kFinishC - 1) / kFinishC), dim3(kFinishC, kLanes), 0, stream>>>(
       part_mean, part_m2, part_n, parts, C, a.weight, a.bias, a.eps, a.momentum, a.running_mean, a.running_var,
       a.stats);
-  const Grid v = grid_for(sms, a.rows, C / kVec<T>, kValueBlocksPerSm, kVec<T>);
+  const Grid v = values_grid(sms, a.rows, C, kVec<T>);
   if (a.residual != nullptr)
     values_kernel<T, true><<<v.grid, v.block, 0, stream>>>(x, static_cast<const T*>(a.residual),
                                                            static_cast<T*>(a.y), a.rows, C, a.stats);
@@ -332,7 +340,7 @@ cudaError_t forward_as(const ForwardArgs& a, int sms, cudaStream_t stream) {
 template <typename T, bool kResidual>
 cudaError_t backward_as(const BackwardArgs& a, int sms, cudaStream_t stream) {
   const int64_t C = a.channels;
-  const Grid g = grid_for(sms, a.rows, C / kVec<T>, kReduceBlocksPerSm, kVec<T>);
+  const Grid g = reduce_grid(sms, a.rows, C, kVec<T>);
   const int64_t parts = g.grid.y;
   float* part_g = a.work;
   float* part_gx = part_g + parts * C;
@@ -343,7 +351,7 @@ cudaError_t backward_as(const BackwardArgs& a, int sms, cudaStream_t stream) {
   grad_sums_kernel<T, kResidual><<<g.grid, g.block, g.shared, stream>>>(dy, x, y, a.rows, C, a.stats, part_g, part_gx);
   finish_grad_kernel<<<static_cast<unsigned>((C + kFinishC - 1) / kFinishC), dim3(kFinishC, kLanes), 0, stream>>>(
       part_g, part_gx, parts, C, static_cast<float>(a.rows), a.weight, a.stats, a.dweight, a.dbias, coeffs);
-  const Grid v = grid_for(sms, a.rows, C / kVec<T>, kValueBlocksPerSm, kVec<T>);
+  const Grid v = values_grid(sms, a.rows, C, kVec<T>);
   input_grad_kernel<T, kResidual><<<v.grid, v.block, 0, stream>>>(dy, x, y, a.rows, C, a.stats, coeffs,
                                                                   static_cast<T*>(a.dx), static_cast<T*>(a.dresidual));
   return cudaGetLastError();
@@ -360,8 +368,7 @@ cudaError_t cuda_work_floats(Dtype dtype, int device, int64_t rows, int64_t chan
   int sms = 0;
   const cudaError_t rc = multiprocessors(device, &sms);
   if (rc != cudaSuccess) return rc;
-  const int vec = vector_width(dtype);
-  const int64_t parts = grid_for(sms, rows, channels / vec, kReduceBlocksPerSm, vec).grid.y;
+  const int64_t parts = reduce_grid(sms, rows, channels, vector_width(dtype)).grid.y;
   // Forward: moments [parts][C] x 2 + counts [parts]; backward: sums [parts][C] x 2 + coefficients [3][C].
   *floats = 2 * parts * channels + std::max<int64_t>(parts, 3 * channels);
   return cudaSuccess;

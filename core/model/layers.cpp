@@ -29,13 +29,13 @@ torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functiona
 
 torch::Tensor bn_relu_max_pool2d(BatchNormImpl& bn, const torch::Tensor& x,
                                  const torch::nn::functional::MaxPool2dFuncOptions& pool) {
-  if (bn.fuses(x)) return torch::nn::functional::max_pool2d(bn.forward_relu(x), pool);
+  if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return torch::nn::functional::max_pool2d(y, pool);
   return relu_max_pool2d(bn.forward(x), pool);
 }
 
 torch::Tensor bn_relu_max_pool3d(BatchNormImpl& bn, const torch::Tensor& x,
                                  const torch::nn::functional::MaxPool3dFuncOptions& pool) {
-  if (bn.fuses(x)) return torch::nn::functional::max_pool3d(bn.forward_relu(x), pool);
+  if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return torch::nn::functional::max_pool3d(y, pool);
   return relu_max_pool3d(bn.forward(x), pool);
 }
 

@@ -59,23 +59,29 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
                            /*cudnn_enabled=*/true);
 }
 
-bool BatchNormImpl::fuses(const torch::Tensor& x, const torch::Tensor& residual) const {
-  if (!fused_ || !is_training()) return false;
-  relu_after_ = true;
-  why_unfused_ = comm_ != nullptr && comm_->size() > 1
-                     ? "synchronised (--model.sync-bn)"
-                     : bn_act_obstacle({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
-  return why_unfused_.empty();
+std::string BatchNormImpl::why_unfused(const torch::Tensor& x, const torch::Tensor& residual) const {
+  if (!fused_) return "not asked (--model.fused-bn)";
+  if (!is_training()) return "evaluation";
+  if (comm_ != nullptr && comm_->size() > 1) return "synchronised (--model.sync-bn)";
+  return bn_act_obstacle({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
 }
 
-torch::Tensor BatchNormImpl::forward_relu(const torch::Tensor& x, const torch::Tensor& residual) {
-  if (!fuses(x, residual)) return torch::relu(residual.defined() ? forward(x) + residual : forward(x));
+torch::Tensor BatchNormImpl::forward_relu_fused(const torch::Tensor& x, const torch::Tensor& residual) {
+  if (!fused_ || !is_training()) return {};
+  relu_after_ = true;
+  why_unfused_ = why_unfused(x, residual);
+  if (!why_unfused_.empty()) return {};
   {
     torch::NoGradGuard no_grad;
     num_batches_tracked_ += 1;
   }
   ran_fused_ = true;
   return bn_act({x, residual, weight_, bias_, running_mean_, running_var_, momentum_, eps_});
+}
+
+torch::Tensor BatchNormImpl::forward_relu(const torch::Tensor& x, const torch::Tensor& residual) {
+  if (torch::Tensor y = forward_relu_fused(x, residual); y.defined()) return y;
+  return torch::relu(residual.defined() ? forward(x) + residual : forward(x));
 }
 
 torch::Tensor BatchNormImpl::forward_synced(const torch::Tensor& x) {

@@ -32,21 +32,25 @@ class BatchNormImpl : public torch::nn::Module {
   // relu(forward(x) [+ residual]): one fused node (bn_act.hpp) where fuses(); otherwise the
   // separate operations, exactly as before.
   torch::Tensor forward_relu(const torch::Tensor& x, const torch::Tensor& residual = {});
+  // The fused node where it applies, else an undefined tensor and nothing run. In training
+  // with set_fused(true) it notes that a ReLU follows this layer, whether it ran fused and
+  // why not (fused_bn_report). forward_relu and bn_relu_max_pool*d (layers.hpp) decide here.
+  torch::Tensor forward_relu_fused(const torch::Tensor& x, const torch::Tensor& residual = {});
   // Whether forward_relu takes the fused node: set_fused(true), training, not synchronised,
-  // and bn_act_obstacle finds nothing. Asking notes that a ReLU follows this layer, and why
-  // it does not fuse (fused_bn_report).
-  bool fuses(const torch::Tensor& x, const torch::Tensor& residual = {}) const;
+  // and bn_act_obstacle finds nothing.
+  bool fuses(const torch::Tensor& x, const torch::Tensor& residual = {}) const { return why_unfused(x, residual).empty(); }
   void set_fused(bool on) { fused_ = on; }
 
  private:
   torch::Tensor forward_synced(const torch::Tensor& x);
+  std::string why_unfused(const torch::Tensor& x, const torch::Tensor& residual) const;  // "": fuses
 
   double momentum_, eps_;
   Communicator* comm_ = nullptr;
   bool fused_ = false;
   // What training passes so far saw: a ReLU after this layer; it ran fused; why not.
-  mutable bool relu_after_ = false, ran_fused_ = false;
-  mutable std::string why_unfused_;
+  bool relu_after_ = false, ran_fused_ = false;
+  std::string why_unfused_;
   friend std::string fused_bn_report(torch::nn::Module& module);
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
