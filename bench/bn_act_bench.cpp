@@ -1,8 +1,9 @@
-// bn_act_bench: the fused BatchNorm (+ residual) + ReLU (core/model/bn_act, --model.fused-bn)
-// against ATen's batch_norm + [add] + relu, forward and backward, on ResNet-18's training
-// shapes (224x224 input, channels-last): per shape the milliseconds of each and their ratio,
-// then both summed over ResNet-18's 17 BatchNorm+ReLU layers per step — the time the fused
-// kernels would save a step. On a GPU: CUDA events around REPS iterations after warm-up. On the
+// bn_act_bench: lockstep's own kernels against ATen's, forward and backward, on ResNet-18's
+// training shapes (224x224 input, channels-last): the fused BatchNorm (+ residual) + ReLU
+// (core/model/bn_act, --model.fused-bn) against batch_norm + [add] + relu per shape, then
+// summed over ResNet-18's 17 BatchNorm+ReLU layers per step, and the stem's max-pool
+// (core/model/max_pool, --model.max-pool) against max_pool2d — the milliseconds of each, their
+// ratio, and the time lockstep's kernels would save a step. On a GPU: CUDA events around REPS iterations after warm-up. On the
 // CPU (--device cpu, a small batch): the same code path, a smoke run (bench/gpu.sh probe runs it
 // on the GPU; tests/gpu/bench_smoke.sh on the CPU).
 //
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/model/bn_act.hpp"
+#include "core/model/max_pool.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -108,5 +110,27 @@ int main(int argc, char** argv) {
   }
   std::printf("ResNet-18 step, 17 BatchNorm+ReLU layers: aten %.2f ms, fused %.2f ms, %.2fx, saves %.2f ms\n", aten_step,
               fused_step, aten_step / fused_step, aten_step - fused_step);
+  // The stem's max-pool: 3x3, stride 2, padding 1, 64 x 112² -> 56².
+  const auto o = torch::TensorOptions().device(device);
+  const auto cl = c10::MemoryFormat::ChannelsLast;
+  torch::Tensor x = torch::randn({batch, 64, 112, 112}, o).to(dtype).contiguous(cl).requires_grad_(true);
+  const torch::Tensor dy = torch::randn({batch, 64, 56, 56}, o).to(dtype).contiguous(cl);
+  const PoolWindow stem{{3, 3}, {2, 2}, {1, 1}};
+  const double aten = time_ms(
+      [&] {
+        x.mutable_grad() = torch::Tensor();
+        torch::max_pool2d(x, stem.kernel, stem.stride, stem.padding).backward(dy);
+      },
+      device, reps);
+  const double own = time_ms(
+      [&] {
+        x.mutable_grad() = torch::Tensor();
+        max_pool(x, stem).backward(dy);
+      },
+      device, reps);
+  std::printf("%-22s %9.3f %9.3f %6.2fx  (x1 per step; aten vs lockstep's max-pool)\n", "max-pool 64x112² 3x3/2", aten,
+              own, aten / own);
+  std::printf("ResNet-18 step, BatchNorm+ReLU and max-pool: aten %.2f ms, lockstep %.2f ms, saves %.2f ms\n",
+              aten_step + aten, fused_step + own, aten_step + aten - fused_step - own);
   return 0;
 }

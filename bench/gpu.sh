@@ -9,13 +9,15 @@
 #          the whole-step CUDA graph, the copy stream)
 #   probe  bench/gpu_probe.py: BatchNorm + ReLU forward and backward on ResNet-18's bf16
 #          channels-last shapes (ATen's kernels, cuDNN's, torch.compile's) and the pinned
-#          host-to-device bandwidth; bench/bn_act_bench (bundled): lockstep's fused kernels
-#          (--model.fused-bn) vs ATen's on the same shapes, bf16 and fp32, summed per step: data
-#          for the next lever, no lockstep run (under two minutes)
+#          host-to-device bandwidth; bench/bn_act_bench (bundled): lockstep's own kernels
+#          (--model.fused-bn, --model.max-pool) vs ATen's on the same shapes, bf16 and fp32,
+#          summed per step: data for the next lever, no lockstep run (under two minutes)
 # quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
 # ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
-# --model.fused-bn on (rows "-fused-bn": BatchNorm + add + ReLU as one node, the CNN at batch 64
-# and ResNet-18; full has them for fp32 and fp16 too): the measurement that decides its auto.
+# lockstep's own kernels (rows "-own-kernels": --model.fused-bn on, BatchNorm + add + ReLU as
+# one node, and --model.max-pool lockstep, 1-byte argmax; the CNN at batch 64 and ResNet-18;
+# full has them for fp32 and fp16 too): the measurement that decides both autos (probe's
+# bn_act_bench times each apart).
 # Writes gpu-report.md (one dated table naming the GPU, for docs/gpu.md) and every log under
 # GPU_REPORT_DIR (default: $OUT when set, else ./gpu-report). Without a GPU it says so and
 # exits 0: CI runs the GPU tests' skip paths through ctest -L gpu instead.
@@ -28,6 +30,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
 case $STAGE in tests | quick | full | probe) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe]" >&2; exit 2 ;; esac
 OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
+# Lockstep's own kernels, each auto until measured here (rows "-own-kernels").
+OWN_KERNELS="--model.fused-bn on --model.max-pool lockstep"
 WORK=${GPU_WORK:-/tmp/lockstep-gpu}
 PY=${LOCKSTEP_PYTHON:-python3}
 LOCKSTEP=$(command -v lockstep || echo "$ROOT/build/lockstep")
@@ -178,14 +182,14 @@ if [ "$STAGE" = quick ]; then
     say "reference CNN, batch $b, fp32"
     lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" 400
     lockstep_run "cnn-b$b-eager" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --train.cuda-graph off
-    if [ "$b" = 64 ]; then lockstep_run "cnn-b$b-fused-bn" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --model.fused-bn on; fi
+    if [ "$b" = 64 ]; then lockstep_run "cnn-b$b-own-kernels" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 $OWN_KERNELS; fi
     for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" 300; done
     table "Reference CNN (28x28x1), batch $b, fp32 (lockstep: whole-step CUDA graph, and -eager without)"
   done
   say "ResNet-18 224x224, batch 256, bf16"
   lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
   lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
-  lockstep_run r18-bf16-fused-bn img224 resnet "$FLOPS_R18" bf16 256 120 --model.fused-bn on
+  lockstep_run r18-bf16-own-kernels img224 resnet "$FLOPS_R18" bf16 256 120 $OWN_KERNELS
   lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
   for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
   table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
@@ -193,7 +197,7 @@ else
   for dtype in fp32 fp16; do
     say "ResNet-18 224x224, batch 256, $dtype"
     lockstep_run "r18-$dtype" img224 resnet "$FLOPS_R18" "$dtype" 256 120
-    lockstep_run "r18-$dtype-fused-bn" img224 resnet "$FLOPS_R18" "$dtype" 256 120 --model.fused-bn on
+    lockstep_run "r18-$dtype-own-kernels" img224 resnet "$FLOPS_R18" "$dtype" 256 120 $OWN_KERNELS
     for mode in eager channels_last graph compile; do anchor_run "r18-$dtype-$mode" img224 resnet18 "$dtype" 256 "$mode" 60; done
     table "ResNet-18 (224x224x3, 100 classes), batch 256, $dtype"
   done

@@ -44,6 +44,7 @@ struct Config {
   MemoryFormat memory_format = MemoryFormat::kAuto;  // activations' layout (core/model/memory_format.hpp)
   bool sync_bn = false;     // BatchNorm statistics over the global batch (core/model/sync_bn.hpp)
   FusedBn fused_bn = FusedBn::kAuto;  // BatchNorm (+ residual) + ReLU as one node (core/model/bn_act.hpp)
+  PoolKernel max_pool = PoolKernel::kAuto;  // whose max-pool kernels (core/model/max_pool_layer.hpp)
   std::string init_from;             // a checkpoint or safetensors file: warm start, weights only
   std::string init_exclude;          // comma-separated name prefixes not loaded (a new head)
   std::string freeze;                // comma-separated name prefixes kept untrainable

@@ -15,6 +15,8 @@ LOCKSTEP_ENUM_NAMES(Backend, {Backend::kAuto, "auto"}, {Backend::kMpi, "mpi"}, {
 LOCKSTEP_ENUM_NAMES(Overlap, {Overlap::kAuto, "auto"}, {Overlap::kOn, "true"}, {Overlap::kOff, "false"})
 LOCKSTEP_ENUM_NAMES(CudaGraph, {CudaGraph::kAuto, "auto"}, {CudaGraph::kOn, "on"}, {CudaGraph::kOff, "off"})
 LOCKSTEP_ENUM_NAMES(FusedBn, {FusedBn::kAuto, "auto"}, {FusedBn::kOn, "on"}, {FusedBn::kOff, "off"})
+LOCKSTEP_ENUM_NAMES(PoolKernel, {PoolKernel::kAuto, "auto"}, {PoolKernel::kLockstep, "lockstep"},
+                    {PoolKernel::kAten, "aten"})
 LOCKSTEP_ENUM_NAMES(Compress, {Compress::kNone, "none"}, {Compress::kBf16, "bf16"}, {Compress::kFp16, "fp16"})
 LOCKSTEP_ENUM_NAMES(OptimizerKind, {OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"},
                     {OptimizerKind::kAdamW, "adamw"})

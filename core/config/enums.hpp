@@ -21,6 +21,7 @@ enum class Schedule { kConstant, kCosine, kStep };  // train.schedule
 enum class Amp { kNone, kBf16, kFp16 };          // train.amp
 enum class MemoryFormat { kAuto, kContiguous, kChannelsLast };  // model.memory-format
 enum class FusedBn { kAuto, kOn, kOff };         // model.fused-bn: auto | on | off
+enum class PoolKernel { kAuto, kLockstep, kAten };  // model.max-pool: auto | lockstep | aten
 enum class BestMetric { kValF1, kValAcc, kValLoss, kValCer, kValWer, kNone };  // ckpt.best-metric
 // Smaller is better: the loss and the sequence error rates.
 inline bool lower_is_better(BestMetric m) {
@@ -50,6 +51,7 @@ const EnumNames<Schedule>& enum_names(Schedule);
 const EnumNames<Amp>& enum_names(Amp);
 const EnumNames<MemoryFormat>& enum_names(MemoryFormat);
 const EnumNames<FusedBn>& enum_names(FusedBn);
+const EnumNames<PoolKernel>& enum_names(PoolKernel);
 const EnumNames<BestMetric>& enum_names(BestMetric);
 const EnumNames<ProgressMode>& enum_names(ProgressMode);
 const EnumNames<Fault>& enum_names(Fault);
@@ -85,6 +87,6 @@ std::string enum_choices() {
 template <typename... E>
 struct EnumList {};
 using ConfigEnums = EnumList<DataMode, Remainder, Backend, Overlap, CudaGraph, Compress, OptimizerKind, LrScaling, Schedule, Amp,
-                             MemoryFormat, FusedBn, BestMetric, ProgressMode, Fault>;
+                             MemoryFormat, FusedBn, PoolKernel, BestMetric, ProgressMode, Fault>;
 
 }  // namespace lockstep

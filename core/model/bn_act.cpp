@@ -5,6 +5,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/bn_act_kernels.hpp"
+#include "core/model/kernel_tensor.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -19,22 +20,9 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The channels-innermost layout of an N-d tensor (the rows x channels of bn_act_kernels.hpp).
-c10::MemoryFormat rows_format(int64_t dim) {
-  return dim == 4 ? c10::MemoryFormat::ChannelsLast
-                  : dim == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::Contiguous;
-}
-
-bool dtype_of(at::ScalarType t, bnact::Dtype* d) {
-  switch (t) {
-    case at::kFloat: *d = bnact::Dtype::kFloat; return true;
-    case at::kHalf: *d = bnact::Dtype::kHalf; return true;
-    case at::kBFloat16: *d = bnact::Dtype::kBFloat16; return true;
-    default: return false;
-  }
-}
-
-bool aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+using kernel::aligned16;
+using kernel::channels_innermost;
+using kernel::dtype_of;
 
 bool float_vector(const at::Tensor& t, int64_t c, const at::Tensor& x) {
   return t.defined() && t.scalar_type() == at::kFloat && t.dim() == 1 && t.size(0) == c && t.is_contiguous() &&
@@ -101,8 +89,8 @@ class BnActFunction : public torch::autograd::Function<BnActFunction> {
     const int64_t c = x.size(1), rows = x.numel() / c;
     // The incoming gradient may be a dense view at any offset: the kernels' 16-byte loads need
     // an aligned one.
-    at::Tensor dy = grads[0].contiguous(rows_format(x.dim()));
-    if (!aligned(dy)) dy = dy.clone(rows_format(x.dim()));
+    at::Tensor dy = grads[0].contiguous(channels_innermost(x.dim()));
+    if (!aligned16(dy)) dy = dy.clone(channels_innermost(x.dim()));
     bnact::BackwardArgs a{};
     dtype_of(x.scalar_type(), &a.dtype);
     at::Tensor dx = at::empty_like(x);
@@ -138,15 +126,15 @@ std::string bn_act_obstacle(const BnActInputs& in) {
 #else
   if (!x.is_cpu()) return "device " + x.device().str() + " (this build has no CUDA)";
 #endif
-  if (!x.is_contiguous(rows_format(x.dim()))) return "the channels are not innermost (channels-last)";
+  if (!x.is_contiguous(channels_innermost(x.dim()))) return "the channels are not innermost (channels-last)";
   const int64_t c = x.size(1);
   if (c % bnact::vector_width(d) != 0)
     return std::to_string(c) + " channels, not a multiple of " + std::to_string(bnact::vector_width(d));
   if (c == 0 || x.numel() / c < 2) return "fewer than 2 values per channel";
-  if (!aligned(x)) return "the input is not 16-byte aligned";
+  if (!aligned16(x)) return "the input is not 16-byte aligned";
   if (in.residual.defined() && (in.residual.sizes() != x.sizes() || in.residual.strides() != x.strides() ||
                                 in.residual.scalar_type() != x.scalar_type() ||
-                                in.residual.device() != x.device() || !aligned(in.residual)))
+                                in.residual.device() != x.device() || !aligned16(in.residual)))
     return "the residual's sizes, layout, dtype or device differ from the input's";
   if (!float_vector(in.weight, c, x) || !float_vector(in.bias, c, x)) return "the parameters are not float32 [C]";
   if (in.running_mean.defined() != in.running_var.defined() ||

@@ -11,53 +11,23 @@
 // two, for the tree reductions). The ATen passes this replaces: batch_norm's statistics,
 // its elementwise pass, the residual add and relu_ forward; threshold_backward and
 // batch_norm's two backward passes — 13 to 16 passes over the activations, here 8 to 12.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <atomic>
 
 #include "core/model/bn_act_kernels.hpp"
 #include "core/model/bn_act_math.hpp"
+#include "core/model/kernel_vec.cuh"
 
 namespace lockstep::bnact {
 namespace {
 
+using kernel::kVec;
+using kernel::load_vec;
+using kernel::store_vec;
+
 constexpr int kThreads = 256;
 constexpr int kLanes = 8;    // finish kernels: partials combined by 8 lanes per channel
 constexpr int kFinishC = 32;  // finish kernels: channels per block
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-template <typename T>
-constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-
-// One 16-byte load or store of kVec<T> values (16-byte aligned: bn_act_obstacle, and bn_act.cpp for dy).
-template <typename T>
-__device__ __forceinline__ void load_vec(const T* p, float* out) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int k = 0; k < kVec<T>; ++k) out[k] = to_float(e[k]);
-}
-template <typename T>
-__device__ __forceinline__ void store_vec(T* p, const float* in) {
-  uint4 raw;
-  T* e = reinterpret_cast<T*>(&raw);
-#pragma unroll
-  for (int k = 0; k < kVec<T>; ++k) e[k] = from_float<T>(in[k]);
-  *reinterpret_cast<uint4*>(p) = raw;
-}
 
 // The row-walk every pass shares: this thread's channel vector, first row and row step.
 struct Walk {

@@ -16,15 +16,17 @@
 
 #include <cstdint>
 
+#include "core/model/kernel_dtype.hpp"
+
 #ifdef LOCKSTEP_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace lockstep::bnact {
 
-enum class Dtype { kFloat, kHalf, kBFloat16 };
-// Elements of DTYPE per 16-byte vector: CHANNELS must be a multiple (bn_act_obstacle).
-inline int vector_width(Dtype d) { return d == Dtype::kFloat ? 4 : 8; }
+// CHANNELS must be a multiple of vector_width (bn_act_obstacle).
+using kernel::Dtype;
+using kernel::vector_width;
 
 struct ForwardArgs {
   Dtype dtype;

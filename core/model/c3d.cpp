@@ -3,30 +3,31 @@
 
 #include "core/model/activation_checkpoint.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
 
 namespace lockstep {
 namespace {
 
-namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
 // conv 3x3x3, BatchNorm, ReLU, then max-pool POOL (T x H x W; {1,1,1}: none).
 class ConvBlockImpl : public RecomputableBlock {
  public:
   ConvBlockImpl(int64_t in, int64_t out, std::vector<int64_t> pool)
-      : conv_(register_module("conv", conv3d(in, out, 3))), bn_(register_module("bn", BatchNorm(out))), pool_(pool) {}
+      : conv_(register_module("conv", conv3d(in, out, 3))), bn_(register_module("bn", BatchNorm(out))) {
+    if (pool != std::vector<int64_t>{1, 1, 1}) pool_ = register_module("pool", MaxPool(PoolWindow{pool}));
+  }
   torch::Tensor run(const torch::Tensor& x) override {
     const torch::Tensor y = conv_(x);
-    return pool_ == std::vector<int64_t>{1, 1, 1} ? bn_->forward_relu(y)
-                                                  : bn_relu_max_pool3d(*bn_, y, F::MaxPool3dFuncOptions(pool_));
+    return pool_.is_empty() ? bn_->forward_relu(y) : bn_relu_max_pool(*bn_, y, *pool_);
   }
 
  private:
   nn::Conv3d conv_;
   BatchNorm bn_;
-  std::vector<int64_t> pool_;
+  MaxPool pool_{nullptr};
 };
 TORCH_MODULE(ConvBlock);
 

@@ -3,13 +3,13 @@
 
 #include "core/base/error.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
 
 namespace lockstep {
 namespace {
 
-namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
 class ReferenceCnn final : public Net {
@@ -19,6 +19,8 @@ class ReferenceCnn final : public Net {
         bn1_(register_module("bn1", BatchNorm(w))),
         conv2_(register_module("conv2", conv(w, 2 * w, 3))),
         bn2_(register_module("bn2", BatchNorm(2 * w))),
+        pool1_(register_module("pool1", MaxPool(PoolWindow{{2, 2}}))),
+        pool2_(register_module("pool2", MaxPool(PoolWindow{{2, 2}}))),
         fc1_(register_module("fc1", nn::Linear(2 * w * (height / 4) * (width / 4), 128))),
         drop_(register_module("drop", nn::Dropout(dropout))),
         fc2_(register_module("fc2", nn::Linear(128, classes))) {}
@@ -26,8 +28,8 @@ class ReferenceCnn final : public Net {
   bool conv_net() const override { return true; }
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
-    x = bn_relu_max_pool2d(*bn1_, conv1_(x), F::MaxPool2dFuncOptions(2));
-    x = bn_relu_max_pool2d(*bn2_, conv2_(x), F::MaxPool2dFuncOptions(2));
+    x = bn_relu_max_pool(*bn1_, conv1_(x), *pool1_);
+    x = bn_relu_max_pool(*bn2_, conv2_(x), *pool2_);
     x = torch::relu(fc1_(x.flatten(1)));
     return fc2_(drop_(x));
   }
@@ -37,6 +39,7 @@ class ReferenceCnn final : public Net {
   BatchNorm bn1_;
   nn::Conv2d conv2_;
   BatchNorm bn2_;
+  MaxPool pool1_, pool2_;
   nn::Linear fc1_;
   nn::Dropout drop_;
   nn::Linear fc2_;

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/sync_bn.hpp"
 
 namespace lockstep {
@@ -19,24 +20,11 @@ nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, torch::Ex
   return nn::Conv3d(nn::Conv3dOptions(in, out, k).stride(stride).padding(pad).bias(false));
 }
 
-torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functional::MaxPool2dFuncOptions& pool) {
-  return torch::nn::functional::max_pool2d(x, pool).relu_();
-}
+torch::Tensor relu_max_pool(MaxPoolImpl& pool, const torch::Tensor& x) { return pool.forward(x).relu_(); }
 
-torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool) {
-  return torch::nn::functional::max_pool3d(x, pool).relu_();
-}
-
-torch::Tensor bn_relu_max_pool2d(BatchNormImpl& bn, const torch::Tensor& x,
-                                 const torch::nn::functional::MaxPool2dFuncOptions& pool) {
-  if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return torch::nn::functional::max_pool2d(y, pool);
-  return relu_max_pool2d(bn.forward(x), pool);
-}
-
-torch::Tensor bn_relu_max_pool3d(BatchNormImpl& bn, const torch::Tensor& x,
-                                 const torch::nn::functional::MaxPool3dFuncOptions& pool) {
-  if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return torch::nn::functional::max_pool3d(y, pool);
-  return relu_max_pool3d(bn.forward(x), pool);
+torch::Tensor bn_relu_max_pool(BatchNormImpl& bn, const torch::Tensor& x, MaxPoolImpl& pool) {
+  if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return pool.forward(y);
+  return relu_max_pool(pool, bn.forward(x));
 }
 
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/options/pooling.h>
 
 #include <cstdint>
 #include <string>
@@ -13,6 +12,7 @@
 namespace lockstep {
 
 class BatchNormImpl;
+class MaxPoolImpl;
 
 // KxK convolution, padding K/2, no bias (a BatchNorm follows).
 torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1);
@@ -23,14 +23,10 @@ torch::nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, to
 // ReLU is monotone, so it commutes with max, and both orders send a window's gradient to
 // the same element (or none: a window whose maximum is <= 0 gets zero either way).
 // The reference CNN's step is ~10% faster for it (docs/accuracy.md).
-torch::Tensor relu_max_pool2d(const torch::Tensor& x, const torch::nn::functional::MaxPool2dFuncOptions& pool);
-torch::Tensor relu_max_pool3d(const torch::Tensor& x, const torch::nn::functional::MaxPool3dFuncOptions& pool);
+torch::Tensor relu_max_pool(MaxPoolImpl& pool, const torch::Tensor& x);
 // BN's output, ReLU, then max-pool: BN and ReLU as one fused node where BN fuses
-// (sync_bn.hpp), else BN, then relu_max_pool*d's cheaper order. The same values either way.
-torch::Tensor bn_relu_max_pool2d(BatchNormImpl& bn, const torch::Tensor& x,
-                                 const torch::nn::functional::MaxPool2dFuncOptions& pool);
-torch::Tensor bn_relu_max_pool3d(BatchNormImpl& bn, const torch::Tensor& x,
-                                 const torch::nn::functional::MaxPool3dFuncOptions& pool);
+// (sync_bn.hpp), else BN, then relu_max_pool's cheaper order. The same values either way.
+torch::Tensor bn_relu_max_pool(BatchNormImpl& bn, const torch::Tensor& x, MaxPoolImpl& pool);
 // Throws UsageError naming MODEL unless SPEC's samples are clips [C,T,H,W] with T >=
 // MIN_T and H,W >= MIN_SIDE.
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side);

@@ -4,13 +4,13 @@
 #include "core/base/error.hpp"
 #include "core/model/activation_checkpoint.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
 
 namespace lockstep {
 namespace {
 
-namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
 // Two 3x3x3 convolutions with a shortcut (1x1x1 + BatchNorm when the shape changes).
@@ -49,6 +49,8 @@ class R3d final : public Net {
     small_input_ = spec.sample_shape[2] <= 64 && spec.sample_shape[3] <= 64;
     stem_ = register_module("stem", small_input_ ? conv3d(c, w, 3) : conv3d(c, w, {3, 7, 7}, {1, 2, 2}));
     stem_bn_ = register_module("stem_bn", BatchNorm(w));
+    if (!small_input_)
+      stem_pool_ = register_module("stem_pool", MaxPool(PoolWindow{{1, 3, 3}, {1, 2, 2}, {0, 1, 1}}));
     const int per_stage = depth == 10 ? 1 : 2;
     int64_t in = w;
     for (int stage = 0; stage < 4; ++stage) {
@@ -68,9 +70,7 @@ class R3d final : public Net {
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
     x = stem_(x);
-    x = small_input_ ? stem_bn_->forward_relu(x)
-                     : bn_relu_max_pool3d(*stem_bn_, x,
-                                          F::MaxPool3dFuncOptions({1, 3, 3}).stride({1, 2, 2}).padding({0, 1, 1}));
+    x = small_input_ ? stem_bn_->forward_relu(x) : bn_relu_max_pool(*stem_bn_, x, *stem_pool_);
     for (auto& b : blocks_) x = run_block(*b, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3, 4})));
   }
@@ -79,6 +79,7 @@ class R3d final : public Net {
   bool checkpoint_, small_input_ = true;
   nn::Conv3d stem_{nullptr};
   BatchNorm stem_bn_{nullptr};
+  MaxPool stem_pool_{nullptr};
   std::vector<Block3d> blocks_;
   nn::Dropout drop_{nullptr};
   nn::Linear fc_{nullptr};

@@ -4,13 +4,13 @@
 #include "core/base/error.hpp"
 #include "core/model/activation_checkpoint.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/registry.hpp"
 #include "core/model/sync_bn.hpp"
 
 namespace lockstep {
 namespace {
 
-namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
 class BasicBlockImpl : public RecomputableBlock {
@@ -48,6 +48,7 @@ class ResNet final : public Net {
     small_input_ = spec.sample_shape[1] <= 64 && spec.sample_shape[2] <= 64;
     stem_ = register_module("stem", small_input_ ? conv(channels, w, 3) : conv(channels, w, 7, 2));
     stem_bn_ = register_module("stem_bn", BatchNorm(w));
+    if (!small_input_) stem_pool_ = register_module("stem_pool", MaxPool(PoolWindow{{3, 3}, {2, 2}, {1, 1}}));
     const std::vector<int> blocks = depth == 34 ? std::vector<int>{3, 4, 6, 3} : std::vector<int>{2, 2, 2, 2};
     int64_t in = w;
     for (size_t stage = 0; stage < blocks.size(); ++stage) {
@@ -68,8 +69,7 @@ class ResNet final : public Net {
   torch::Tensor forward(torch::Tensor x) override {
     x = formatted(x);
     x = stem_(x);
-    x = small_input_ ? stem_bn_->forward_relu(x)
-                     : bn_relu_max_pool2d(*stem_bn_, x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+    x = small_input_ ? stem_bn_->forward_relu(x) : bn_relu_max_pool(*stem_bn_, x, *stem_pool_);
     for (auto& block : blocks_) x = run_block(*block, x, checkpoint_);
     return fc_(drop_(x.mean({2, 3})));
   }
@@ -78,6 +78,7 @@ class ResNet final : public Net {
   bool checkpoint_, small_input_ = true;
   nn::Conv2d stem_{nullptr};
   BatchNorm stem_bn_{nullptr};
+  MaxPool stem_pool_{nullptr};
   std::vector<BasicBlock> blocks_;
   nn::Dropout drop_{nullptr};
   nn::Linear fc_{nullptr};

@@ -14,6 +14,7 @@
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/tensor_sync.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/memory_format.hpp"
 #include "core/model/sync_bn.hpp"
 #include "core/optim/optimizer.hpp"
@@ -210,6 +211,17 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
       log::info0("note: --model.fused-bn on the CPU runs the CUDA kernels' steps as plain loops, several times slower "
                  "than ATen's BatchNorm (bench/bn_act_bench): it is meant for GPUs");
   }
+  // auto is ATen's until bench/gpu.sh has measured lockstep's max-pool on a GPU (docs/gpu.md).
+  if (cfg.max_pool == PoolKernel::kLockstep) {
+    if (model->channels_last()) own_pool_layers = set_max_pool_kernel(*model, true);
+    if (own_pool_layers == 0)
+      log::info0("note: --model.max-pool lockstep: model '" + cfg.model + "' keeps ATen's: " +
+                 (model->channels_last() ? "it has no max-pool layers of lockstep's"
+                                         : "its activations are not channels-last"));
+    else if (!place.device.is_cuda())
+      log::info0("note: --model.max-pool lockstep on the CPU runs the CUDA kernels' rules as plain loops, slower "
+                 "than ATen's max-pool (bench/bn_act_bench): it is meant for GPUs");
+  }
   if (cfg.sync_bn) {
     sync_bn_layers = set_sync_bn(*model, place.comm.get());
     const int foreign = foreign_batchnorms(*model, sync_bn_layers);
@@ -287,7 +299,8 @@ std::string Session::describe() const {
       model->parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +
           (sync_bn_layers > 0 ? fmt::format(", sync-bn over {} layer(s)", sync_bn_layers) : "") +
-          (fused_bn_layers > 0 ? std::string(", BatchNorm+ReLU fused where they can be (--model.fused-bn on)") : ""),
+          (fused_bn_layers > 0 ? std::string(", BatchNorm+ReLU fused where they can be (--model.fused-bn on)") : "") +
+          (own_pool_layers > 0 ? std::string(", lockstep's max-pool (--model.max-pool lockstep)") : ""),
       reducer->passes_through()
           ? std::string("gradients not reduced: one rank")
           : fmt::format("{} gradient bucket(s), reduced {} in {}: {:.2f} MB per step", reducer->buckets().size(),

@@ -67,6 +67,7 @@ struct Session {
   LrSchedule schedule;
   int sync_bn_layers = 0;
   int fused_bn_layers = 0;  // --model.fused-bn on (core/model/bn_act.hpp)
+  int own_pool_layers = 0;  // --model.max-pool lockstep (core/model/max_pool_layer.hpp)
   std::vector<RankPlacement> placements;  // every rank's host, GPU and CPUs (rank 0 only)
 
   std::string describe() const;  // the start lines rank 0 logs

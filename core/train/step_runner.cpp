@@ -10,6 +10,7 @@
 #include "core/data/augment.hpp"
 #include "core/data/host_buffers.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/model/max_pool_layer.hpp"
 #include "core/model/sync_bn.hpp"
 #include "core/optim/amp.hpp"
 #include "core/optim/fused_step.hpp"
@@ -142,9 +143,11 @@ StepOutput StepRunner::run_static(io::EpochLoader& loader, int64_t step, int64_t
 StepOutput StepRunner::run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step) {
   StepOutput out = run_step(loader, step, epoch, lr, global_step);
   // --model.fused-bn on: what the first step's forward pass actually fused (bn_act.hpp).
-  if (!fused_reported_ && s_.fused_bn_layers > 0) {
-    fused_reported_ = true;
-    log::info0(fused_bn_report(*s_.model) + " (the first step)");
+  if (!kernels_reported_) {
+    kernels_reported_ = true;
+    if (s_.fused_bn_layers > 0) log::info0(fused_bn_report(*s_.model) + " (the first step)");
+    // --model.max-pool lockstep: which max-pool layers ran lockstep's kernels (max_pool_layer.hpp).
+    if (s_.own_pool_layers > 0) log::info0(max_pool_report(*s_.model) + " (the first step)");
   }
   return out;
 }

@@ -73,7 +73,7 @@ class StepRunner {
   std::optional<HostBuffers> batch_memory_;  // a staged feed's (a GPU's)
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
-  bool fused_reported_ = false;  // --model.fused-bn on: the first step's fused layers logged
+  bool kernels_reported_ = false;  // --model.fused-bn on / --model.max-pool lockstep: the first step logged
 };
 
 }  // namespace lockstep

@@ -163,6 +163,24 @@ expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fbn-nchw --max-steps 2 --mo
 expect_output "note: --model.fused-bn on: nothing fuses in model 'cnn': its activations are not channels-last"
 pass "--model.fused-bn on trains as the unfused layers do (float rounding), eagerly and over fixed buffers; where nothing can fuse it says why"
 
+# --model.max-pool lockstep: the reference CNN's two max-pools through lockstep's kernels (on
+# the CPU their rules as loops): the first step says so; the losses are ATen's bit for bit
+# (fbn-off above ran ATen's), eagerly and over fixed buffers; NCHW keeps ATen's with a note.
+expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir mp-on --max-steps 12 --log-every 1 --model.max-pool lockstep
+expect_output "lockstep max-pool: 2 of 2 max-pool layer\(s\) ran lockstep's kernels \(the first step\)"
+expect_output "lockstep's max-pool \(--model.max-pool lockstep\)"
+expect_rc 0 "$LOCKSTEP" train "${NOLR[@]}" --lr 0.01 --run-dir mp-graph --max-steps 12 --log-every 1 --model.max-pool lockstep \
+  --train.cuda-graph on
+[ "$(json_rows fbn-off/metrics.jsonl train train_loss)" = "$(json_rows mp-on/metrics.jsonl train train_loss)" ] ||
+  fail "--model.max-pool lockstep: the losses differ from ATen's max-pool's"
+[ "$(json_rows mp-on/metrics.jsonl train train_loss)" = "$(json_rows mp-graph/metrics.jsonl train train_loss)" ] ||
+  fail "--model.max-pool lockstep: the fixed-buffer step's losses differ from the eager step's"
+expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir mp-nchw --max-steps 2 --model.max-pool lockstep --model.memory-format contiguous
+expect_output "note: --model.max-pool lockstep: model 'cnn' keeps ATen's: its activations are not channels-last"
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir mp-bad --max-steps 2 --model.max-pool fast
+expect_output "model.max-pool"
+pass "--model.max-pool lockstep trains as ATen's max-pool does, bit for bit, eagerly and over fixed buffers; NCHW says why not; a bad value is refused"
+
 expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan --lr 1e20 --max-steps 16 --log-every 8
 expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'
 [ ! -e nan/checkpoints/step-000000016.ckpt ] || fail "a diverged run wrote a checkpoint"

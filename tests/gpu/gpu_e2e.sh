@@ -3,7 +3,8 @@
 # job on the GPU (NCCL backend, the whole step a CUDA graph by default) against the same job on
 # the CPU (MPI backend), the graph against the eager step, fp16 with the loss scaler, resume on
 # the GPU, cuDNN benchmark on, no host sync inside a steady step, the GPU gauges and MFU in
-# the log rows, and the fused BatchNorm+ReLU kernels (--model.fused-bn on) against the unfused step.
+# the log rows, the fused BatchNorm+ReLU kernels (--model.fused-bn on) against the unfused step,
+# and lockstep's max-pool (--model.max-pool lockstep) against ATen's.
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -87,4 +88,15 @@ judge fused eager "fused BatchNorm+ReLU vs unfused" || fail "the fused BatchNorm
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-fused --model.fused-bn on
 pass "--model.fused-bn on: the fused kernels train as the unfused step does, with no host sync"
+
+# 6. --model.max-pool lockstep (core/model/max_pool_kernels.cu): the CUDA graph with lockstep's
+# max-pool == the eager step with ATen's within 1e-3 of max(loss, 0.1) (TF32 off; the pool
+# itself is bit for bit ATen's: gpu_tests), and with the fused BatchNorm no host sync in bf16.
+expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir own-pool \
+  --model.max-pool lockstep
+expect_output "lockstep max-pool: 2 of 2 max-pool layer\(s\) ran lockstep's kernels \(the first step\)"
+judge own-pool eager "lockstep's max-pool vs ATen's" || fail "lockstep's max-pool: the losses differ from ATen's eager step's"
+expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
+  --run-dir sync-own --model.fused-bn on --model.max-pool lockstep
+pass "--model.max-pool lockstep: trains as ATen's max-pool does, with no host sync"
 echo "e2e gpu: all passed"

@@ -1,11 +1,16 @@
 // core/model/layers: ReLU + max-pool in the cheap order (pool, then ReLU) is the same
 // function with the same gradients as the textbook order, for 2-D and 3-D pools,
-// with padding, and with windows whose maximum is negative or zero.
+// with padding, and with windows whose maximum is negative or zero, through either
+// max-pool implementation.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
+#include <utility>
+#include <vector>
+
 #include "core/model/layers.hpp"
+#include "core/model/max_pool_layer.hpp"
 
 using namespace lockstep;
 namespace F = torch::nn::functional;
@@ -28,26 +33,34 @@ void expect_same(torch::Tensor x, Fast fast, Reference reference) {
 
 }  // namespace
 
+// Through ATen's max-pool and, channels-last, lockstep's (max_pool_layer.hpp).
 TEST(Layers, ReluMaxPoolIsTheTextbookOrder) {
   torch::manual_seed(5);
-  torch::Tensor x = torch::randn({4, 3, 12, 12});
+  torch::Tensor x = torch::randn({4, 4, 12, 12});
   x.index_put_({0}, -x.index({0}).abs());  // every window's maximum negative
   x.index_put_({1, 0, torch::indexing::Slice(0, 4)}, 0.0);  // windows of zeros and ties
-  const auto p2 = F::MaxPool2dFuncOptions(2);
-  expect_same(x, [&](auto t) { return relu_max_pool2d(t, p2); },
-              [&](auto t) { return F::max_pool2d(torch::relu(t), p2); });
-  const auto stem = F::MaxPool2dFuncOptions(3).stride(2).padding(1);  // resnet's stem pool
-  expect_same(x, [&](auto t) { return relu_max_pool2d(t, stem); },
-              [&](auto t) { return F::max_pool2d(torch::relu(t), stem); });
-  expect_same(x.contiguous(torch::MemoryFormat::ChannelsLast), [&](auto t) { return relu_max_pool2d(t, p2); },
-              [&](auto t) { return F::max_pool2d(torch::relu(t), p2); });
-
-  torch::Tensor v = torch::randn({2, 3, 4, 8, 8});
+  torch::Tensor v = torch::randn({2, 4, 4, 8, 8});
   v.index_put_({0}, -v.index({0}).abs());
-  const auto p3 = F::MaxPool3dFuncOptions({2, 2, 2});
-  expect_same(v, [&](auto t) { return relu_max_pool3d(t, p3); },
-              [&](auto t) { return F::max_pool3d(torch::relu(t), p3); });
-  const auto r3d_stem = F::MaxPool3dFuncOptions({1, 3, 3}).stride({1, 2, 2}).padding({0, 1, 1});
-  expect_same(v, [&](auto t) { return relu_max_pool3d(t, r3d_stem); },
-              [&](auto t) { return F::max_pool3d(torch::relu(t), r3d_stem); });
+  const std::vector<std::pair<torch::Tensor, PoolWindow>> cases{
+      {x, {{2, 2}, {2, 2}, {0, 0}}},
+      {x, {{3, 3}, {2, 2}, {1, 1}}},  // resnet's stem pool
+      {v, {{2, 2, 2}, {2, 2, 2}, {0, 0, 0}}},
+      {v, {{1, 3, 3}, {1, 2, 2}, {0, 1, 1}}},  // r3d's stem pool
+  };
+  for (const auto& [t, w] : cases) {
+    const auto textbook = [&](const torch::Tensor& in) {
+      return t.dim() == 4 ? F::max_pool2d(torch::relu(in), F::MaxPool2dFuncOptions({w.kernel[0], w.kernel[1]})
+                                                               .stride({w.stride[0], w.stride[1]})
+                                                               .padding({w.padding[0], w.padding[1]}))
+                          : torch::max_pool3d(torch::relu(in), w.kernel, w.stride, w.padding);
+    };
+    for (const bool own : {false, true}) {
+      MaxPool pool(w);
+      pool->set_own(own);
+      const torch::Tensor in = own ? t.contiguous(t.dim() == 4 ? c10::MemoryFormat::ChannelsLast
+                                                                : c10::MemoryFormat::ChannelsLast3d)
+                                   : t;
+      expect_same(in, [&](auto a) { return relu_max_pool(*pool, a); }, textbook);
+    }
+  }
 }
