@@ -1,5 +1,5 @@
 // kernel_vec: the 16-byte loads and stores lockstep's CUDA kernels share (bn_act_kernels.cu,
-// max_pool_kernels.cu): kVec<T> values of T converted to and from float. Pointers must be
+// max_pool_kernels.cu): kVec<T> values of T converted to and from float, or moved as they are. Pointers must be
 // 16-byte aligned (each op's obstacle check, and its wrapper for incoming gradients).
 #pragma once
 
@@ -36,6 +36,23 @@ __device__ __forceinline__ void store_vec(T* p, const float* in) {
   T* e = reinterpret_cast<T*>(&raw);
 #pragma unroll
   for (int k = 0; k < kVec<T>; ++k) e[k] = from_float<T>(in[k]);
+  *reinterpret_cast<uint4*>(p) = raw;
+}
+
+// kVec<T> values as they are in memory, without conversion (NaN payloads kept).
+template <typename T>
+__device__ __forceinline__ void load_raw(const T* p, T* out) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) out[k] = e[k];
+}
+template <typename T>
+__device__ __forceinline__ void store_raw(T* p, const T* in) {
+  uint4 raw;
+  T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) e[k] = in[k];
   *reinterpret_cast<uint4*>(p) = raw;
 }
 

@@ -20,11 +20,11 @@ nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, torch::Ex
   return nn::Conv3d(nn::Conv3dOptions(in, out, k).stride(stride).padding(pad).bias(false));
 }
 
-torch::Tensor relu_max_pool(MaxPoolImpl& pool, const torch::Tensor& x) { return pool.forward(x).relu_(); }
+torch::Tensor relu_max_pool(const torch::Tensor& x, MaxPoolImpl& pool) { return pool.forward(x).relu_(); }
 
 torch::Tensor bn_relu_max_pool(BatchNormImpl& bn, const torch::Tensor& x, MaxPoolImpl& pool) {
   if (torch::Tensor y = bn.forward_relu_fused(x); y.defined()) return pool.forward(y);
-  return relu_max_pool(pool, bn.forward(x));
+  return relu_max_pool(bn.forward(x), pool);
 }
 
 void require_clip(const std::string& model, const io::DatasetSpec& spec, int64_t min_t, int64_t min_side) {

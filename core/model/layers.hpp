@@ -23,7 +23,7 @@ torch::nn::Conv3d conv3d(int64_t in, int64_t out, torch::ExpandingArray<3> k, to
 // ReLU is monotone, so it commutes with max, and both orders send a window's gradient to
 // the same element (or none: a window whose maximum is <= 0 gets zero either way).
 // The reference CNN's step is ~10% faster for it (docs/accuracy.md).
-torch::Tensor relu_max_pool(MaxPoolImpl& pool, const torch::Tensor& x);
+torch::Tensor relu_max_pool(const torch::Tensor& x, MaxPoolImpl& pool);
 // BN's output, ReLU, then max-pool: BN and ReLU as one fused node where BN fuses
 // (sync_bn.hpp), else BN, then relu_max_pool's cheaper order. The same values either way.
 torch::Tensor bn_relu_max_pool(BatchNormImpl& bn, const torch::Tensor& x, MaxPoolImpl& pool);

@@ -47,7 +47,7 @@ maxpool::Geometry geometry(const at::Tensor& x, const PoolWindow& win, std::stri
   for (size_t i = 0; i < dims; ++i) {
     const int64_t k = win.kernel[i], s = win.stride.empty() ? k : win.stride[i];
     const int64_t p = win.padding.empty() ? 0 : win.padding[i], in = x.size(static_cast<int64_t>(i) + 2);
-    if (k < 1 || s < 1 || p < 0 || 2 * p > k) {
+    if (k < 1 || s < 1 || s > kMaxIndex || p < 0 || 2 * p > k) {
       *why = "kernel, stride or padding out of range (padding at most half the kernel)";
       return g;
     }
@@ -61,7 +61,8 @@ maxpool::Geometry geometry(const at::Tensor& x, const PoolWindow& win, std::stri
   }
   if (positions > kMaxPositions) *why = "a window of " + std::to_string(positions) + " positions (at most 256)";
   else if (std::max(g.in[1], g.out[1]) > kMaxRows) *why = "more than 65535 rows";
-  else if (std::max(g.in[2], g.out[2]) * g.channels > kMaxIndex || std::max(g.in[0], g.out[0]) * g.batch > kMaxIndex)
+  else if (std::max(g.in[2], g.out[2]) * g.channels > kMaxIndex || std::max(g.in[0], g.out[0]) * g.batch > kMaxIndex ||
+           std::max(g.in[1], g.in[2]) + 2 * std::max(g.pad[1], g.pad[2]) > kMaxIndex)
     *why = "a row or the batch too large for the kernels' 32-bit indices";
   return g;
 }
@@ -106,6 +107,10 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // The kernels' dx has no graph of its own: a second derivative would silently be zero.
+    LOCKSTEP_REQUIRE(!torch::GradMode::is_enabled(),
+                     "max_pool: lockstep's max-pool has no second derivative (backward with create_graph); "
+                     "--model.max-pool aten has");
     const at::Tensor index = ctx->get_saved_variables()[0];
     const std::vector<int64_t> raw = ctx->saved_data["geometry"].toIntVector();
     maxpool::Geometry g{};

@@ -1,7 +1,8 @@
 // max_pool: max-pooling of channels-last activations as one autograd node whose argmax is
 // kept as one byte per value (max_pool_kernels.hpp): CUDA kernels on a GPU, the same rules as
-// CPU loops on the CPU. The same values and gradients as ATen's max_pool2d / max_pool3d,
-// bit for bit (tests/unit/model/test_max_pool.cpp; on a GPU tests/gpu/test_max_pool_gpu.cpp).
+// CPU loops on the CPU. The same values as ATen's max_pool2d / max_pool3d and the gradients
+// of its float32 arithmetic, bit for bit (the exceptions: max_pool_kernels.hpp;
+// tests/unit/model/test_max_pool.cpp; on a GPU tests/gpu/test_max_pool_gpu.cpp).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -6,6 +6,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -36,7 +37,9 @@ void forward_as(const ForwardArgs& a) {
     const auto sd = window(od, g.kernel[0], g.stride[0], g.pad[0], g.in[0]);
     const auto sh = window(oh, g.kernel[1], g.stride[1], g.pad[1], g.in[1]);
     const auto sw = window(ow, g.kernel[2], g.stride[2], g.pad[2], g.in[2]);
+    // The maximum as float (compared) and as stored (written back: NaN payloads kept).
     std::vector<float> best(static_cast<size_t>(C), -std::numeric_limits<float>::infinity());
+    std::vector<T> kept(static_cast<size_t>(C), static_cast<T>(-std::numeric_limits<float>::infinity()));
     const auto first = static_cast<uint8_t>(position(g.kernel, sd.begin - sd.start, sh.begin - sh.start, sw.begin - sw.start));
     const int64_t o = site(g.out, n, od, oh, ow) * C;
     for (int64_t c = 0; c < C; ++c) a.index[o + c] = first;
@@ -47,11 +50,10 @@ void forward_as(const ForwardArgs& a) {
           const T* v = x + site(g.in, n, d, h, w) * C;
           for (int64_t c = 0; c < C; ++c) {
             const float f = static_cast<float>(v[c]);
-            if (replaces(f, best[c])) best[c] = f, a.index[o + c] = r;
+            if (replaces(f, best[c])) best[c] = f, kept[c] = v[c], a.index[o + c] = r;
           }
         }
-    // Every maximum is one of the window's T values (or -inf): exact in T.
-    for (int64_t c = 0; c < C; ++c) y[o + c] = static_cast<T>(best[c]);
+    std::copy(kept.begin(), kept.end(), y + o);
   });
 }
 

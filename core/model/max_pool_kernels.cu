@@ -7,7 +7,6 @@
 // memory offsets in 64 bits.
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/model/kernel_vec.cuh"
 #include "core/model/max_pool_kernels.hpp"
@@ -17,22 +16,33 @@ namespace lockstep::maxpool {
 namespace {
 
 using kernel::kVec;
+using kernel::from_float;
+using kernel::load_raw;
 using kernel::load_vec;
+using kernel::store_raw;
 using kernel::store_vec;
+using kernel::to_float;
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxGridZ = 65535;
 
-// V window positions, one byte each, moved as one aligned word.
+// V window positions, one byte each (byte k: lane k's), moved as one aligned word of V bytes
+// (the index offsets are multiples of V).
 template <int V>
 struct Positions {
-  using Word = std::conditional_t<V == 8, uint2, uint32_t>;
-  union {
-    Word word;
-    uint8_t at[V];
-  };
-  __device__ __forceinline__ void load(const uint8_t* p) { word = *reinterpret_cast<const Word*>(p); }
-  __device__ __forceinline__ void store(uint8_t* p) const { *reinterpret_cast<Word*>(p) = word; }
+  static_assert(V == 4 || V == 8);
+  uint64_t bits = 0;
+  __device__ __forceinline__ unsigned at(int k) const { return static_cast<unsigned>(bits >> (8 * k)) & 0xffu; }
+  __device__ __forceinline__ void set(int k, unsigned r) {
+    bits = (bits & ~(uint64_t{0xff} << (8 * k))) | (static_cast<uint64_t>(r) << (8 * k));
+  }
+  __device__ __forceinline__ void load(const uint8_t* p) {
+    bits = V == 8 ? *reinterpret_cast<const unsigned long long*>(p) : *reinterpret_cast<const uint32_t*>(p);
+  }
+  __device__ __forceinline__ void store(uint8_t* p) const {
+    if constexpr (V == 8) *reinterpret_cast<unsigned long long*>(p) = bits;
+    else *reinterpret_cast<uint32_t*>(p) = static_cast<uint32_t>(bits);
+  }
 };
 
 // Geometry in int (max_pool_obstacle keeps every size and product of sizes below 2^31):
@@ -71,27 +81,32 @@ __global__ void __launch_bounds__(kThreads)
   const int oh = static_cast<int>(blockIdx.y);
   const auto sh = window(oh, g.kernel[1], g.stride[1], g.pad[1], g.in[1]);
   const auto sw = window(at.w, g.kernel[2], g.stride[2], g.pad[2], g.in[2]);
-  for (int z = static_cast<int>(blockIdx.z); z < g.batch * g.out[0]; z += static_cast<int>(gridDim.z)) {
-    const int n = z / g.out[0], od = z % g.out[0];
+  // Unsigned: batch x D < 2^31 (max_pool_obstacle), so z + gridDim.z cannot wrap.
+  for (unsigned z = blockIdx.z; z < static_cast<unsigned>(g.batch * g.out[0]); z += gridDim.z) {
+    const int n = static_cast<int>(z / g.out[0]), od = static_cast<int>(z % g.out[0]);
     const auto sd = window(od, g.kernel[0], g.stride[0], g.pad[0], g.in[0]);
+    // The maximum as float (compared) and as stored (written back: NaN payloads kept).
     float best[V];
+    T kept[V];
     Positions<V> arg;
     const auto first =
-        static_cast<uint8_t>(position(g.kernel, sd.begin - sd.start, sh.begin - sh.start, sw.begin - sw.start));
+        static_cast<unsigned>(position(g.kernel, sd.begin - sd.start, sh.begin - sh.start, sw.begin - sw.start));
 #pragma unroll
-    for (int k = 0; k < V; ++k) best[k] = -INFINITY, arg.at[k] = first;
+    for (int k = 0; k < V; ++k) best[k] = -INFINITY, kept[k] = from_float<T>(-INFINITY), arg.set(k, first);
     for (int d = sd.begin; d < sd.end; ++d)
       for (int h = sh.begin; h < sh.end; ++h)
         for (int w = sw.begin; w < sw.end; ++w) {
-          const auto r = static_cast<uint8_t>(position(g.kernel, d - sd.start, h - sh.start, w - sw.start));
-          float v[V];
-          load_vec(x + site(g.in, n, d, h, w) * C + at.cv * V, v);
+          const auto r = static_cast<unsigned>(position(g.kernel, d - sd.start, h - sh.start, w - sw.start));
+          T e[V];
+          load_raw(x + site(g.in, n, d, h, w) * C + at.cv * V, e);
 #pragma unroll
-          for (int k = 0; k < V; ++k)
-            if (replaces(v[k], best[k])) best[k] = v[k], arg.at[k] = r;
+          for (int k = 0; k < V; ++k) {
+            const float v = to_float(e[k]);
+            if (replaces(v, best[k])) best[k] = v, kept[k] = e[k], arg.set(k, r);
+          }
         }
     const int64_t o = site(g.out, n, od, oh, at.w) * C + at.cv * V;
-    store_vec(y + o, best);  // each maximum is one of the window's T values: exact
+    store_raw(y + o, kept);
     arg.store(index + o);
   }
 }
@@ -106,8 +121,8 @@ __global__ void __launch_bounds__(kThreads)
   const int h = static_cast<int>(blockIdx.y);
   const auto rh = covering(h, g.kernel[1], g.stride[1], g.pad[1], g.out[1]);
   const auto rw = covering(at.w, g.kernel[2], g.stride[2], g.pad[2], g.out[2]);
-  for (int z = static_cast<int>(blockIdx.z); z < g.batch * g.in[0]; z += static_cast<int>(gridDim.z)) {
-    const int n = z / g.in[0], d = z % g.in[0];
+  for (unsigned z = blockIdx.z; z < static_cast<unsigned>(g.batch * g.in[0]); z += gridDim.z) {
+    const int n = static_cast<int>(z / g.in[0]), d = static_cast<int>(z % g.in[0]);
     const auto rd = covering(d, g.kernel[0], g.stride[0], g.pad[0], g.out[0]);
     float sum[V];
 #pragma unroll
@@ -124,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
           load_vec(dy + o, g_out);
 #pragma unroll
           for (int k = 0; k < V; ++k)
-            if (arg.at[k] == r) sum[k] += g_out[k];
+            if (arg.at(k) == static_cast<unsigned>(r)) sum[k] += g_out[k];
         }
     store_vec(dx + site(g.in, n, d, h, at.w) * C + at.cv * V, sum);
   }

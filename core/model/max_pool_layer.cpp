@@ -13,11 +13,12 @@ MaxPoolImpl::MaxPoolImpl(PoolWindow window) : window_(std::move(window)) {
 torch::Tensor MaxPoolImpl::forward(const torch::Tensor& x) {
   if (own_ && is_training()) {
     asked_ = true;
-    why_not_ = max_pool_obstacle(x, window_);
-    if (why_not_.empty()) {
+    const std::string why = max_pool_obstacle(x, window_);
+    if (why.empty()) {
       ran_own_ = true;
       return max_pool(x, window_);
     }
+    if (why_not_.empty()) why_not_ = why;  // the first refusal
   }
   const PoolWindow& w = window_;
   return w.kernel.size() == 2 ? torch::max_pool2d(x, w.kernel, w.stride, w.padding)

@@ -2,7 +2,8 @@
 // module, so that --model.max-pool can choose its implementation per layer as
 // --model.fused-bn does for BatchNorm: ATen's max_pool2d / max_pool3d, or lockstep's
 // (max_pool.hpp: 1-byte window positions instead of int64 indices) in training where it
-// applies. The same values and gradients either way. It has no state and is not serialised:
+// applies. The same values and gradients either way (to float32's rounding: max_pool.hpp).
+// It has no state and is not serialised:
 // checkpoints are the same with or without it (and as before it existed).
 #pragma once
 
@@ -27,7 +28,8 @@ class MaxPoolImpl : public torch::nn::Module {
  private:
   PoolWindow window_;
   bool own_ = false;
-  // What training passes so far saw: it ran with set_own(true); it ran lockstep's; why not.
+  // What training passes so far saw: it ran with set_own(true); it ran lockstep's; why not,
+  // the first time it did not.
   bool asked_ = false, ran_own_ = false;
   std::string why_not_;
   friend std::string max_pool_report(torch::nn::Module& module);

@@ -34,7 +34,7 @@ class BatchNormImpl : public torch::nn::Module {
   torch::Tensor forward_relu(const torch::Tensor& x, const torch::Tensor& residual = {});
   // The fused node where it applies, else an undefined tensor and nothing run. In training
   // with set_fused(true) it notes that a ReLU follows this layer, whether it ran fused and
-  // why not (fused_bn_report). forward_relu and bn_relu_max_pool*d (layers.hpp) decide here.
+  // why not (fused_bn_report). forward_relu and bn_relu_max_pool (layers.hpp) decide here.
   torch::Tensor forward_relu_fused(const torch::Tensor& x, const torch::Tensor& residual = {});
   // Whether forward_relu takes the fused node: set_fused(true), training, not synchronised,
   // and bn_act_obstacle finds nothing.
