@@ -12,6 +12,11 @@
 #          host-to-device bandwidth; bench/bn_act_bench (bundled): lockstep's own kernels
 #          (--model.fused-bn, --model.max-pool) vs ATen's on the same shapes, bf16 and fp32,
 #          summed per step: data for the next lever, no lockstep run (under two minutes)
+#   video  the video users' models against the anchor (eager, channels_last, whole-step
+#          graph, torch.compile), no tests: the behaviour job's c3d (17x32x32 gray clips,
+#          width 16, batch 32, fp32: launch-bound, as the job runs) and r3d-18 (16x112x112
+#          RGB clips, width 64, batch 32, bf16: the 3-d fused BatchNorm and max-pool's shapes),
+#          each also with lockstep's own kernels
 # quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
 # ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
 # lockstep's own kernels (rows "-own-kernels": --model.fused-bn on, BatchNorm + add + ReLU as
@@ -28,7 +33,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
-case $STAGE in tests | quick | full | probe) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe]" >&2; exit 2 ;; esac
+case $STAGE in tests | quick | full | probe | video) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe|video]" >&2; exit 2 ;; esac
 OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
 # Lockstep's own kernels, each auto until measured here (rows "-own-kernels").
 OWN_KERNELS="--model.fused-bn on --model.max-pool lockstep"
@@ -72,7 +77,8 @@ if [ "$STAGE" = probe ]; then
   exit 0
 fi
 
-# --- 1. the GPU tests ------------------------------------------------------------------------
+# --- 1. the GPU tests (not in video) -----------------------------------------------------------
+if [ "$STAGE" != video ]; then
 tests_line=()
 if [ -x "$GPU_TESTS" ]; then
   if "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
@@ -89,21 +95,19 @@ grep -E '^(ok|FAIL|GPU vs CPU|fp16:)' "$OUTDIR/gpu_e2e.txt" || true
 say "tests: ${tests_line[*]}"
 printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
 [ "$STAGE" = tests ] && exit 0
+fi
 
 # --- 2. data (synthetic, made here: the GPU machines have no datasets) -----------------------
-make_data() {  # make_data NAME N C H W CLASSES
+make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FRAMES frames
   [ -f "$WORK/$1/manifest.json" ] && return
-  say "data: $1 ($2 samples $3x$4x$5)"
-  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" >/dev/null
+  say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
+  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null
   "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --shards 8 --name "$1" --val-fraction 0 \
     >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
 }
-make_data img28 16384 1 28 28 10
-make_data img224 8192 3 224 224 100
-
 # FLOPs per sample of each architecture, counted once by PyTorch (the anchor's first line).
-flops() {  # flops MODEL H5
-  "$PY" - "$1" "$WORK/$2.h5" <<'PY'
+flops() {  # flops MODEL H5 [WIDTH [DEPTH]]
+  "$PY" - "$1" "$WORK/$2.h5" "${3:-0}" "${4:-18}" <<'PY'
 import sys, torch, h5py, numpy as np
 sys.path.insert(0, "bench")
 from gpu_anchor import make_model, flops_per_sample
@@ -111,13 +115,22 @@ with h5py.File(sys.argv[2]) as f:
     x = torch.from_numpy(np.asarray(f["samples"][:8])).float().cuda()
     y = torch.from_numpy(f["labels"][:8].astype(np.int64)).cuda()
     classes = int(np.asarray(f["labels"][:]).max()) + 1
-m = make_model(sys.argv[1], x.shape[1], classes).cuda()
+m = make_model(sys.argv[1], list(x.shape[1:]), classes, int(sys.argv[3]), int(sys.argv[4])).cuda()
 print(flops_per_sample(m, x, y))
 PY
 }
 cd "$ROOT"
-FLOPS_CNN=$(flops cnn img28)
-FLOPS_R18=$(flops resnet18 img224)
+if [ "$STAGE" = video ]; then
+  make_data clip32 8192 1 32 32 5 17
+  make_data clip112 1024 3 112 112 50 16
+  FLOPS_C3D=$(flops c3d clip32 16)
+  FLOPS_R3D=$(flops r3d clip112 64 18)
+else
+  make_data img28 16384 1 28 28 10
+  make_data img224 8192 3 224 224 100
+  FLOPS_CNN=$(flops cnn img28)
+  FLOPS_R18=$(flops resnet18 img224)
+fi
 
 # --- 3. runs ------------------------------------------------------------------------------------
 util_start() { nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 200 >"$1" 2>/dev/null & UTIL_PID=$!; }
@@ -137,13 +150,14 @@ lockstep_run() {  # lockstep_run NAME DATA MODEL FLOPS DTYPE BATCH STEPS [ARGS..
     tee -a "$REPORT.rows"
 }
 
-anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS
-  local name=$1
+anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS [ARGS...]
+  local name=$1 h5=$2 model=$3 dtype=$4 batch=$5 mode=$6 steps=$7
+  shift 7
   util_start "$WORK/util-$name.csv"
-  "$PY" "$ROOT/bench/gpu_anchor.py" --h5 "$WORK/$2.h5" --model "$3" --dtype "$4" --batch "$5" --mode "$6" \
-    --steps "$7" >"$OUTDIR/anchor-$name.json" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
+  "$PY" "$ROOT/bench/gpu_anchor.py" --h5 "$WORK/$h5.h5" --model "$model" --dtype "$dtype" --batch "$batch" --mode "$mode" \
+    --steps "$steps" "$@" >"$OUTDIR/anchor-$name.json" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
   util_stop
-  "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$4" "$GPU" |
+  "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$dtype" "$GPU" |
     tee -a "$REPORT.rows"
 }
 
@@ -172,7 +186,21 @@ table() {  # table TITLE: the rows measured since the last table
   rm -f "$REPORT.rows"
 }
 
-if [ "$STAGE" = quick ]; then
+if [ "$STAGE" = video ]; then
+  say "video: the behaviour job's c3d (17x32x32 gray clips, width 16), batch 32, fp32"
+  lockstep_run c3d-b32 clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16
+  lockstep_run c3d-b32-eager clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 --train.cuda-graph off
+  lockstep_run c3d-b32-own-kernels clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 $OWN_KERNELS
+  for mode in eager channels_last graph compile; do anchor_run "c3d-b32-$mode" clip32 c3d fp32 32 "$mode" 300 --width 16; done
+  table "C3D (17x32x32x1 clips, 5 classes, width 16: jobs/video_behaviour.ini's model), batch 32, fp32"
+  say "video: r3d-18 (16x112x112 RGB clips, width 64), batch 32, bf16"
+  lockstep_run r3d-bf16 clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18
+  lockstep_run r3d-bf16-own-kernels clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18 $OWN_KERNELS
+  for mode in eager channels_last graph compile; do
+    anchor_run "r3d-bf16-$mode" clip112 r3d bf16 32 "$mode" 60 --width 64 --depth 18
+  done
+  table "R3D-18 (16x112x112x3 clips, 50 classes, width 64), batch 32, bf16"
+elif [ "$STAGE" = quick ]; then
   say "operator profiles of lockstep's steady steps"
   profile_run cnn-b64 img28 cnn fp32 64 80 61-70
   profile_run r18-bf16 img224 resnet bf16 256 40 31-35

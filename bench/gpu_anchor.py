@@ -7,8 +7,10 @@ batch, optimizer and data, written the way a careful PyTorch user would, in four
                  in a CUDA graph and replayed (PyTorch's "whole network capture" recipe)
   compile        channels_last + torch.compile of the model (default mode)
 
-Data: the HDF5 file bench/gpu.sh imports for lockstep (uint8 samples N x C x H x W, int
-labels), held in pinned host memory; each step copies its batch to the GPU non_blocking and
+Models: resnet18 (torchvision), the reference CNN (bench/ddp_cnn.py), c3d and r3d
+(bench/ddp_video.py, as lockstep builds them; --width, --depth).
+Data: the HDF5 file bench/gpu.sh imports for lockstep (uint8 samples N x C x H x W, or clips
+N x C x T x H x W; int labels), held in pinned host memory; each step copies its batch to the GPU non_blocking and
 converts and normalises it there, as lockstep must. SGD with momentum 0.9, lr 0.05,
 cross-entropy; --dtype bf16|fp16 under autocast (fp16 with a GradScaler; no graph mode).
 Timed by CUDA events over --steps steps after --warmup. Prints one JSON line:
@@ -28,9 +30,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ddp_cnn import ReferenceCnn  # noqa: E402  the reference CNN, as lockstep builds it
 
 
-def make_model(name, channels, classes):
+def make_model(name, shape, classes, width=0, depth=18):
+    """NAME for samples of SHAPE ([C, H, W] or [C, T, H, W]); WIDTH 0: the model's default."""
+    channels = shape[0]
     if name == "cnn":
         return ReferenceCnn(classes=classes)
+    if name in ("c3d", "r3d"):
+        from ddp_video import C3d, R3d  # the clip models, as lockstep builds them
+        if name == "c3d":
+            return C3d(channels, classes, width or 32)
+        return R3d(channels, classes, tuple(shape[-2:]), depth, width or 16)
     import torchvision
     m = torchvision.models.resnet18(num_classes=classes)
     if channels != 3:
@@ -51,7 +60,9 @@ def flops_per_sample(model, x, y):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--h5", required=True)
-    p.add_argument("--model", choices=["resnet18", "cnn"], default="resnet18")
+    p.add_argument("--model", choices=["resnet18", "cnn", "c3d", "r3d"], default="resnet18")
+    p.add_argument("--width", type=int, default=0, help="c3d, r3d: lockstep's --model.width (0: default)")
+    p.add_argument("--depth", type=int, default=18, help="r3d: 10 | 18")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="bf16")
     p.add_argument("--mode", choices=["eager", "channels_last", "graph", "compile"], default="eager")
@@ -75,11 +86,13 @@ def main():
         samples, labels = samples.pin_memory(), labels.pin_memory()
     n, c = samples.shape[0], samples.shape[1]
     classes = int(labels.max()) + 1
-    mean = samples[:1024].float().mean(dim=(0, 2, 3)).view(1, c, 1, 1).to(dev)
-    std = samples[:1024].float().std(dim=(0, 2, 3)).view(1, c, 1, 1).to(dev)
+    dims = [0] + list(range(2, samples.dim()))  # per channel
+    view = [1, c] + [1] * (samples.dim() - 2)
+    mean = samples[:1024].float().mean(dim=dims).view(view).to(dev)
+    std = samples[:1024].float().std(dim=dims).view(view).to(dev)
     cl = a.mode != "eager"
-    fmt = torch.channels_last if cl else torch.contiguous_format
-    model = make_model(a.model, c, classes).to(dev, memory_format=fmt)
+    fmt = (torch.channels_last_3d if samples.dim() == 5 else torch.channels_last) if cl else torch.contiguous_format
+    model = make_model(a.model, list(samples.shape[1:]), classes, a.width, a.depth).to(dev, memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.dtype)
     scaler = torch.amp.GradScaler(dev.type, enabled=a.dtype == "fp16")

@@ -35,6 +35,21 @@ PY
   echo "$row" | grep -Eq "^\| pytorch $model $mode \| ([0-9]+|skipped: CUDA graphs need a GPU) \|" || fail "report row: $row"
 done
 pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
+
+# gpu.sh video: clips from the same generator, imported and trained by lockstep as clips;
+# the anchor's clip models (bench/ddp_video.py's) on the CPU in both layouts.
+"$PYTHON" "$ROOT/bench/gpu_data.py" clip.h5 48 1 16 16 5 0 6 >/dev/null
+expect_rc 0 "$LOCKSTEP" shard --input hdf5:clip.h5 --output clips --shards 2 --name clips --val-fraction 0
+expect_rc 0 "$LOCKSTEP" train --data clips --model c3d --model.width 4 --batch-size 8 --max-steps 4 --log-every 2 \
+  --epochs 100 --data.val-split none --data.test-split none --run-dir clip-run
+for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10; do
+  IFS=: read -r model mode a1 a2 <<<"$spec"
+  expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 clip.h5 --model "$model" --dtype fp32 --mode "$mode" \
+    --batch 8 --steps 2 --warmup 1 --device cpu $a1 ${a2:-}
+  "$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0, r' \
+    "$(tail -1 "$WORK/out.txt")" || fail "anchor $spec: $(cat "$WORK/out.txt")"
+done
+pass "clips: the generator's clips train in lockstep; the anchor's c3d and r3d run on the CPU"
 # LOCKSTEP_BN_BENCH: the bench's path, set by CTest where it is built (-DLOCKSTEP_BUILD_BENCH=ON).
 if [ -n "${LOCKSTEP_BN_BENCH:-}" ]; then
   expect_rc 0 "$LOCKSTEP_BN_BENCH" --device cpu --batch 2 --reps 1 --dtype fp32
