@@ -348,12 +348,8 @@ cudaError_t cuda_forward(const ForwardArgs& a, int device, cudaStream_t stream) 
   int sms = 0;
   const cudaError_t rc = multiprocessors(device, &sms);
   if (rc != cudaSuccess) return rc;
-  switch (a.dtype) {
-    case Dtype::kFloat: return forward_as<float>(a, sms, stream);
-    case Dtype::kHalf: return forward_as<__half>(a, sms, stream);
-    case Dtype::kBFloat16: return forward_as<__nv_bfloat16>(a, sms, stream);
-  }
-  return cudaErrorInvalidValue;
+  return kernel::with_element<float, __half, __nv_bfloat16>(
+      a.dtype, [&](auto e) { return forward_as<typename decltype(e)::type>(a, sms, stream); });
 }
 
 cudaError_t cuda_backward(const BackwardArgs& a, int device, cudaStream_t stream) {
@@ -361,12 +357,8 @@ cudaError_t cuda_backward(const BackwardArgs& a, int device, cudaStream_t stream
   const cudaError_t rc = multiprocessors(device, &sms);
   if (rc != cudaSuccess) return rc;
   if ((a.dresidual != nullptr) != (a.y != nullptr)) return cudaErrorInvalidValue;
-  switch (a.dtype) {
-    case Dtype::kFloat: return backward_as<float>(a, sms, stream);
-    case Dtype::kHalf: return backward_as<__half>(a, sms, stream);
-    case Dtype::kBFloat16: return backward_as<__nv_bfloat16>(a, sms, stream);
-  }
-  return cudaErrorInvalidValue;
+  return kernel::with_element<float, __half, __nv_bfloat16>(
+      a.dtype, [&](auto e) { return backward_as<typename decltype(e)::type>(a, sms, stream); });
 }
 
 }  // namespace lockstep::bnact

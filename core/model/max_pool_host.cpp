@@ -85,19 +85,11 @@ void backward_as(const BackwardArgs& a) {
 }  // namespace
 
 void host_forward(const ForwardArgs& a) {
-  switch (a.dtype) {
-    case Dtype::kFloat: return forward_as<float>(a);
-    case Dtype::kHalf: return forward_as<c10::Half>(a);
-    case Dtype::kBFloat16: return forward_as<c10::BFloat16>(a);
-  }
+  kernel::with_element<float, c10::Half, c10::BFloat16>(a.dtype, [&](auto e) { forward_as<typename decltype(e)::type>(a); });
 }
 
 void host_backward(const BackwardArgs& a) {
-  switch (a.dtype) {
-    case Dtype::kFloat: return backward_as<float>(a);
-    case Dtype::kHalf: return backward_as<c10::Half>(a);
-    case Dtype::kBFloat16: return backward_as<c10::BFloat16>(a);
-  }
+  kernel::with_element<float, c10::Half, c10::BFloat16>(a.dtype, [&](auto e) { backward_as<typename decltype(e)::type>(a); });
 }
 
 }  // namespace lockstep::maxpool

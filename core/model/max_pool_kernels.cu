@@ -175,21 +175,13 @@ cudaError_t backward_as(const BackwardArgs& a, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t cuda_forward(const ForwardArgs& a, cudaStream_t stream) {
-  switch (a.dtype) {
-    case Dtype::kFloat: return forward_as<float>(a, stream);
-    case Dtype::kHalf: return forward_as<__half>(a, stream);
-    case Dtype::kBFloat16: return forward_as<__nv_bfloat16>(a, stream);
-  }
-  return cudaErrorInvalidValue;
+  return kernel::with_element<float, __half, __nv_bfloat16>(
+      a.dtype, [&](auto e) { return forward_as<typename decltype(e)::type>(a, stream); });
 }
 
 cudaError_t cuda_backward(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.dtype) {
-    case Dtype::kFloat: return backward_as<float>(a, stream);
-    case Dtype::kHalf: return backward_as<__half>(a, stream);
-    case Dtype::kBFloat16: return backward_as<__nv_bfloat16>(a, stream);
-  }
-  return cudaErrorInvalidValue;
+  return kernel::with_element<float, __half, __nv_bfloat16>(
+      a.dtype, [&](auto e) { return backward_as<typename decltype(e)::type>(a, stream); });
 }
 
 }  // namespace lockstep::maxpool
