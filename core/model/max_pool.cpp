@@ -102,7 +102,6 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
     ctx->save_for_backward({index});
     ctx->saved_data["geometry"] = std::vector<int64_t>(reinterpret_cast<const int64_t*>(&g),
                                                        reinterpret_cast<const int64_t*>(&g + 1));
-    ctx->saved_data["input"] = x.sizes().vec();
     return y;
   }
 
@@ -115,8 +114,9 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
     const std::vector<int64_t> raw = ctx->saved_data["geometry"].toIntVector();
     maxpool::Geometry g{};
     std::memcpy(&g, raw.data(), sizeof g);
-    const std::vector<int64_t> in = ctx->saved_data["input"].toIntVector();
-    const auto format = channels_innermost(static_cast<int64_t>(in.size()));
+    const int64_t dim = index.dim();  // the input's, as the output's
+    const std::vector<int64_t> in = sizes_of(g, g.in, dim - 2);
+    const auto format = channels_innermost(dim);
     // The incoming gradient may be a dense view at any offset: the kernels' loads need an
     // aligned one in the output's layout.
     at::Tensor dy = grads[0].contiguous(format);
@@ -137,9 +137,8 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
   }
 };
 
-}  // namespace
-
-std::string max_pool_obstacle(const at::Tensor& x, const PoolWindow& window) {
+// What X itself must be for the kernels ("" when it is), whatever the window.
+std::string tensor_obstacle(const at::Tensor& x) {
   if (!x.defined() || (x.dim() != 4 && x.dim() != 5)) return "the input is not 4- or 5-d";
   kernel::Dtype d{};
   if (!dtype_of(x.scalar_type(), &d)) return std::string("dtype ") + c10::toString(x.scalar_type());
@@ -154,16 +153,28 @@ std::string max_pool_obstacle(const at::Tensor& x, const PoolWindow& window) {
     return std::to_string(c) + " channels, not a multiple of " + std::to_string(kernel::vector_width(d));
   if (x.numel() == 0) return "the input is empty";
   if (!aligned16(x)) return "the input is not 16-byte aligned";
+  return "";
+}
+
+// max_pool_obstacle's checks and, where there is none, the geometry: computed once for both.
+maxpool::Geometry plan(const at::Tensor& x, const PoolWindow& window, std::string* why) {
+  *why = tensor_obstacle(x);
+  return why->empty() ? geometry(x, window, why) : maxpool::Geometry{};
+}
+
+}  // namespace
+
+std::string max_pool_obstacle(const at::Tensor& x, const PoolWindow& window) {
   std::string why;
-  geometry(x, window, &why);
+  plan(x, window, &why);
   return why;
 }
 
 at::Tensor max_pool(const at::Tensor& x, const PoolWindow& window) {
-  const std::string obstacle = max_pool_obstacle(x, window);
-  LOCKSTEP_REQUIRE(obstacle.empty(), "max_pool: " + obstacle);
   std::string why;
-  return MaxPoolFunction::apply(x, geometry(x, window, &why));
+  const maxpool::Geometry g = plan(x, window, &why);
+  LOCKSTEP_REQUIRE(why.empty(), "max_pool: " + why);
+  return MaxPoolFunction::apply(x, g);
 }
 
 }  // namespace lockstep
