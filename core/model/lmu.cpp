@@ -16,12 +16,17 @@
 // blank), one output per input frame; the memory then spans THETA = min(L, 50) frames
 // (half a second of 10 ms frames) with ORDER = min(32, THETA). Causal: padding after a
 // sample's length never reaches its valid frames.
+// Computed as one autograd node over all steps (lmu_scan.hpp: the three updates folded into
+// one matrix product and a tanh per step, in float32 under autocast too); the parameters,
+// their names and checkpoints are the cell's as written above.
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 
 #include "core/base/error.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/lmu_scan.hpp"
 #include "core/model/registry.hpp"
 
 namespace lockstep {
@@ -76,44 +81,45 @@ class Lmu final : public Net {
       torch::Tensor out_lengths;
       return forward_sequence(x, torch::full({x.size(0)}, x.size(-1), torch::kLong), &out_lengths);
     }
-    return fc_(drop_(run(x, nullptr)));
+    return fc_(drop_(hidden_states(x).select(0, -1)));
   }
 
   bool takes_ragged() const override { return !sequence_; }
 
   // The hidden state at each sample's last valid step (the recurrence is causal).
   torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths) override {
-    std::vector<torch::Tensor> hs;
-    run(x, &hs);
-    const torch::Tensor all = torch::stack(hs, 1);  // [N, L, H]
-    const torch::Tensor last = (torch::clamp(lengths.to(torch::kLong), 1, all.size(1)) - 1).to(all.device());
-    const torch::Tensor h = all.gather(1, last.view({-1, 1, 1}).expand({all.size(0), 1, all.size(2)})).squeeze(1);
+    const torch::Tensor all = hidden_states(x);  // [L, N, H]
+    const torch::Tensor last = (torch::clamp(lengths.to(torch::kLong), 1, all.size(0)) - 1).to(all.device());
+    const torch::Tensor h = all.gather(0, last.view({1, -1, 1}).expand({1, all.size(1), all.size(2)})).squeeze(0);
     return fc_(drop_(h));
   }
 
   torch::Tensor forward_sequence(torch::Tensor x, const torch::Tensor& lengths, torch::Tensor* out_lengths) override {
-    std::vector<torch::Tensor> hs;
-    run(x, &hs);
     *out_lengths = lengths.to(torch::kLong);
-    return fc_(drop_(torch::stack(hs, 1)));  // [N, L, classes]
+    return fc_(drop_(hidden_states(x).transpose(0, 1)));  // [N, L, classes]
   }
 
  private:
-  // The recurrence over X's steps; the last h, and every step's in ALL when given.
-  torch::Tensor run(torch::Tensor x, std::vector<torch::Tensor>* all) {
+  // Every step's hidden state [L, N, H]. The cell's updates folded into lmu_scan's form
+  // (lmu_scan.hpp), with s = [h | m] and E = [e_h | e_m]^T:
+  //   m_t = s_{t-1} P + ux_t Bbar                      P = E Bbar + [0; Abar^T]
+  //   h_t = tanh(s_{t-1} Q + hx_t + ux_t Bbar W_m^T)   Q = P W_m^T + [W_h^T; 0]
+  // so z_t = c_t + s_{t-1} [Q | P] with c_t = [hx_t + ux_t Bbar W_m^T | ux_t Bbar].
+  torch::Tensor hidden_states(torch::Tensor x) {
     if (one_channel_) x = x.unsqueeze(1);
     const torch::Tensor xs = x.permute({2, 0, 1});  // [L, N, C]
     const torch::Tensor ux = e_x_(xs), hx = w_x_(xs);  // the input's terms, all steps at once
-    const int64_t n = x.size(0);
-    torch::Tensor h = torch::zeros({n, hidden_}, x.options());
-    torch::Tensor m = torch::zeros({n, order_}, x.options());
-    for (int64_t t = 0; t < xs.size(0); ++t) {
-      const torch::Tensor u = ux[t] + e_h_(h) + e_m_(m);  // [N, 1]
-      m = torch::addmm(u * bbar_, m, abar_t_);
-      h = torch::tanh(hx[t] + w_h_(h) + w_m_(m));
-      if (all) all->push_back(h);
-    }
-    return h;
+    // The recurrence in float32 (float64 for a float64 model), whatever autocast would pick.
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    const auto dtype = at::promote_types(w_h_->weight.scalar_type(), torch::kFloat);
+    const auto as = [dtype](const torch::Tensor& t) { return t.to(dtype); };
+    const torch::Tensor bbar = as(bbar_), wm_t = as(w_m_->weight).t();
+    const torch::Tensor e = torch::cat({as(e_h_->weight), as(e_m_->weight)}, 1).t();  // [H+O, 1]
+    const torch::Tensor p = e.mm(bbar) + torch::cat({torch::zeros({hidden_, order_}, bbar.options()), as(abar_t_)}, 0);
+    const torch::Tensor q = p.mm(wm_t) + torch::cat({as(w_h_->weight).t(), torch::zeros({order_, hidden_}, bbar.options())}, 0);
+    const torch::Tensor cm = as(ux) * bbar;  // [L, N, O]
+    const torch::Tensor c = torch::cat({as(hx) + as(ux) * bbar.mm(wm_t), cm}, 2);
+    return lmu_scan(c, torch::cat({q, p}, 1), hidden_).narrow(2, 0, hidden_);
   }
 
   bool one_channel_, sequence_;
