@@ -9,6 +9,8 @@ batch per rank, one intra-op thread per rank, gloo, and a distributed length-buc
 sampler like lockstep's (each rank's DistributedSampler share permuted per epoch, windows
 of 50 batches sorted by length, batch order shuffled; every rank the same step count).
 Batches are cut to their longest sample and padding zeroed, as lockstep does.
+--model lmu (jobs/speech_digits_lmu.ini): docs/python's reference `Lmu(sequence=True)`, the
+cell written step by step as a PyTorch user would, with dropout before its FC as lockstep's.
 
   torchrun --nproc_per_node 2 bench/ddp_speech.py --data data/speech-digits --epochs 3
 
@@ -57,6 +59,22 @@ class Gru(nn.Module):
         packed = nn.utils.rnn.pack_padded_sequence(x, out_len, batch_first=True, enforce_sorted=False)
         y, _ = nn.utils.rnn.pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=x.shape[1])
         return self.fc(self.drop(y)), out_len
+
+
+class LmuCtc(nn.Module):
+    """lockstep's `lmu` on CTC targets: the reference module (docs/python/lockstep_models.py),
+    theta and order from the padded length as lockstep's, dropout before the FC."""
+
+    def __init__(self, shape, classes, hidden, dropout=0.1):
+        super().__init__()
+        import sys
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "python"))
+        from lockstep_models import Lmu
+        self.lmu = Lmu(shape, classes, w=hidden, sequence=True)
+        self.lmu.fc = nn.Sequential(nn.Dropout(dropout), self.lmu.fc)
+
+    def forward(self, x, lengths):
+        return self.lmu(x), lengths
 
 
 def bucketed(share, lengths, batch, window, rng):
@@ -108,7 +126,9 @@ def error_rates(model, x, lengths, targets, blank, space, rank, world):
             rw = [w.split() for w in " ".join(map(str, ref)).split(str(space))] if space >= 0 else [ref]
             hw, rw = [tuple(w) for w in hw if w], [tuple(w) for w in rw if w]
             sums += torch.tensor([edits(hyp, ref), len(ref), edits(hw, rw), len(rw)], dtype=torch.float64)
+    sums = sums.to(x.device)
     dist.all_reduce(sums)
+    sums = sums.cpu()
     model.train()
     return (sums[0] / sums[1]).item(), (sums[2] / sums[3]).item()
 
@@ -119,20 +139,29 @@ def main():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=0.002)
+    p.add_argument("--model", choices=["gru", "lmu"], default="gru")
     p.add_argument("--width", type=int, default=160)
     p.add_argument("--bucket-batches", type=int, default=50)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: autocast (cuda)")
+    p.add_argument("--eval-split", default="test", help="'none': no error rates at the end")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo")
+    if a.device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl" if a.device == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    dev = torch.device(a.device, torch.cuda.current_device()) if a.device == "cuda" else torch.device("cpu")
     manifest = json.load(open(os.path.join(a.data, "manifest.json")))
     tokens = manifest["tokens"]
     blank, space = len(tokens), tokens.index(" ") if " " in tokens else -1
     x, lengths, targets = load_split(a.data, manifest, "train")
+    x, targets = x.to(dev), targets.to(dev)  # lengths stay on the host (packing, batch cuts)
     torch.manual_seed(a.seed)
-    model = nn.parallel.DistributedDataParallel(Gru(x.shape[1], blank + 1, a.width))
+    net = Gru(x.shape[1], blank + 1, a.width) if a.model == "gru" else LmuCtc(tuple(x.shape[1:]), blank + 1, a.width)
+    model = nn.parallel.DistributedDataParallel(net.to(dev))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr * math.sqrt(world))
     share = list(range(rank, len(x) - len(x) % world, world))  # DistributedSampler's share, no padding
     steps = len(share) // a.batch_size
@@ -141,26 +170,34 @@ def main():
         opt, lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warm) / max(1, total - warm)))))
     rng = random.Random(a.seed * 1000 + rank)
     lens = lengths.tolist()
-    per_epoch = []
+    per_epoch, spans = [], []
     for epoch in range(a.epochs):
         t = time.time()
         for sel in bucketed(share, lens, a.batch_size, a.bucket_batches, rng)[:steps]:
             sel = torch.tensor(sel)
             m = int(lengths[sel].max())
             opt.zero_grad(set_to_none=True)
-            logits, out_len = model(x[sel, :, :m], lengths[sel])
-            ctc(logits, out_len, targets[sel], blank).backward()
+            with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+                logits, out_len = model(x[sel.to(dev), :, :m], lengths[sel])
+                loss = ctc(logits.float(), out_len, targets[sel.to(dev)], blank)
+            loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
             sched.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
+        spans.append((t, time.time()))
         per_epoch.append(steps * a.batch_size * world / (time.time() - t))
         if rank == 0:
             print(f"epoch {epoch + 1}: {per_epoch[-1]:.1f} samples/s", flush=True)
-    xt, lt, tt = load_split(a.data, manifest, "test")
-    cer, wer = error_rates(model.module, xt, lt, tt, blank, space, rank, world)
+    cer = wer = None
+    if a.eval_split != "none":
+        xt, lt, tt = load_split(a.data, manifest, a.eval_split)
+        cer, wer = error_rates(model.module, xt.to(dev), lt, tt, blank, space, rank, world)
     if rank == 0:
-        print(json.dumps({"impl": "ddp", "world": world, "epochs": a.epochs, "samples_per_s": per_epoch,
-                          "test_cer": cer, "test_wer": wer, "seconds": time.time() - T0}), flush=True)
+        print(json.dumps({"impl": "ddp", "model": a.model, "world": world, "epochs": a.epochs, "samples_per_s": per_epoch,
+                          "epoch_spans": spans, "test_cer": cer, "test_wer": wer, "seconds": time.time() - T0}),
+              flush=True)
     dist.destroy_process_group()
 
 

@@ -17,6 +17,11 @@
 #          width 16, batch 32, fp32: launch-bound, as the job runs) and r3d-18 (16x112x112
 #          RGB clips, width 64, batch 32, bf16: the 3-d fused BatchNorm and max-pool's shapes),
 #          each also with lockstep's own kernels
+#   speech the speech users' LMU, no tests: jobs/speech_digits_lmu.ini's model and recipe (width
+#          256, batch 16, Adam, clipping; ragged batches, so eager: one autograd node for the
+#          recurrence, core/model/lmu_scan) on synthetic utterances (bench/gpu_speech_data.py,
+#          imported by lockstep's audio path) against bench/ddp_speech.py --model lmu (docs/python's
+#          reference cell, step by step as a PyTorch user writes it), fp32 and bf16
 # quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
 # ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
 # lockstep's own kernels (rows "-own-kernels": --model.fused-bn on, BatchNorm + add + ReLU as
@@ -33,7 +38,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
-case $STAGE in tests | quick | full | probe | video) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe|video]" >&2; exit 2 ;; esac
+case $STAGE in tests | quick | full | probe | video | speech) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe|video|speech]" >&2; exit 2 ;; esac
 OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
 # Lockstep's own kernels, each auto until measured here (rows "-own-kernels").
 OWN_KERNELS="--model.fused-bn on --model.max-pool lockstep"
@@ -77,8 +82,8 @@ if [ "$STAGE" = probe ]; then
   exit 0
 fi
 
-# --- 1. the GPU tests (not in video) -----------------------------------------------------------
-if [ "$STAGE" != video ]; then
+# --- 1. the GPU tests (not in video or speech) -------------------------------------------------
+if [ "$STAGE" != video ] && [ "$STAGE" != speech ]; then
 tests_line=()
 if [ -x "$GPU_TESTS" ]; then
   if "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
@@ -119,8 +124,17 @@ m = make_model(sys.argv[1], list(x.shape[1:]), classes, int(sys.argv[3]), int(sy
 print(flops_per_sample(m, x, y))
 PY
 }
+make_speech() {  # make_speech NAME N: synthetic utterances through lockstep's audio import
+  [ -f "$WORK/$1/manifest.json" ] && return
+  say "data: $1 ($2 synthetic utterances)"
+  "$PY" "$ROOT/bench/gpu_speech_data.py" "$WORK/$1-wav" "$2" >/dev/null
+  "$LOCKSTEP" shard --input "audio:$WORK/$1-wav/train.tsv" --output "$WORK/$1" --name "$1" --val-fraction 0 \
+    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+}
 cd "$ROOT"
-if [ "$STAGE" = video ]; then
+if [ "$STAGE" = speech ]; then
+  make_speech speech 2048
+elif [ "$STAGE" = video ]; then
   make_data clip32 8192 1 32 32 5 17
   make_data clip112 1024 3 112 112 50 16
   FLOPS_C3D=$(flops c3d clip32 16)
@@ -181,12 +195,34 @@ profile_run() {  # profile_run NAME DATA MODEL DTYPE BATCH STEPS RANGE [ARGS...]
   fi
 }
 
+# bench/ddp_speech.py on the GPU (one rank, NCCL): samples/s of epochs 2.. as the anchor's JSON.
+speech_anchor_run() {  # speech_anchor_run NAME DTYPE EPOCHS [ARGS...]
+  local name=$1 dtype=$2 epochs=$3
+  shift 3
+  util_start "$WORK/util-$name.csv"
+  "$PY" -m torch.distributed.run --standalone --nproc_per_node 1 "$ROOT/bench/ddp_speech.py" --data "$WORK/speech" \
+    --device cuda --dtype "$dtype" --epochs "$epochs" --eval-split none --threads 4 "$@" \
+    >"$OUTDIR/anchor-$name.out" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
+  util_stop
+  "$PY" "$ROOT/bench/gpu_report.py" epochs "$OUTDIR/anchor-$name.out" >"$OUTDIR/anchor-$name.json" || true
+  "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$dtype" "$GPU" |
+    tee -a "$REPORT.rows"
+}
+
 table() {  # table TITLE: the rows measured since the last table
   { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo; } >>"$REPORT"
   rm -f "$REPORT.rows"
 }
 
-if [ "$STAGE" = video ]; then
+if [ "$STAGE" = speech ]; then
+  LMU_RECIPE=(--model.width 256 --optimizer adam --lr 0.004 --clip-norm 5 --ckpt.best-metric val_cer)
+  for dtype in fp32 bf16; do
+    say "speech: lmu + CTC (width 256), batch 16, $dtype"
+    lockstep_run "lmu-$dtype" speech lmu 0 "$dtype" 16 200 "${LMU_RECIPE[@]}"
+    speech_anchor_run "lmu-$dtype-reference-cell" "$dtype" 3 --model lmu --width 256 --lr 0.004
+    table "Speech LMU + CTC (synthetic utterances, 100-250 frames of 40 log-mel bands), width 256, batch 16, $dtype (PyTorch: the reference cell, step by step)"
+  done
+elif [ "$STAGE" = video ]; then
   say "video: the behaviour job's c3d (17x32x32 gray clips, width 16), batch 32, fp32"
   lockstep_run c3d-b32 clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16
   lockstep_run c3d-b32-eager clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 --train.cuda-graph off

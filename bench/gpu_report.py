@@ -3,6 +3,8 @@
   python3 bench/gpu_report.py lockstep NAME RUN_DIR UTIL_CSV FLOPS_PER_SAMPLE DTYPE GPU_NAME
   python3 bench/gpu_report.py pytorch NAME ANCHOR_JSON UTIL_CSV DTYPE GPU_NAME
   python3 bench/gpu_report.py header
+  python3 bench/gpu_report.py epochs DDP_OUT     (bench/ddp_speech.py's output -> an anchor JSON:
+                                                 the median samples/s of epochs 2.., their span)
 
 lockstep: throughput is wall clock between train rows (each row's unix_time is taken once the
 window's device work is done), the median over the windows after the first two (warm-up,
@@ -49,6 +51,11 @@ def fmt(v, spec, unit=""):
 
 def main():
     kind = sys.argv[1]
+    if kind == "epochs":
+        r = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+        sps, spans = r["samples_per_s"][1:] or r["samples_per_s"], r["epoch_spans"][1:] or r["epoch_spans"]
+        print(json.dumps({"samples_per_s": statistics.median(sps), "t_start": spans[0][0], "t_end": spans[-1][1]}))
+        return
     if kind == "header":
         print("| run | samples/s | lockstep's own figure | MFU | GPU busy | data wait |")
         print("|---|---|---|---|---|---|")
@@ -87,7 +94,7 @@ def main():
         print(f"| {name} | skipped: {r['skipped']} | | | | |")
         return
     pk = peak(gpu, dtype)
-    mfu = r["flops_per_sample"] * r["samples_per_s"] / pk * 100 if pk else None
+    mfu = r["flops_per_sample"] * r["samples_per_s"] / pk * 100 if pk and r.get("flops_per_sample") else None
     u = None
     if "t_start" in r and "t_end" in r:
         u = util_mean(util, r["t_start"], r["t_end"])
