@@ -71,6 +71,9 @@ class LmuCtc(nn.Module):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "python"))
         from lockstep_models import Lmu
         self.lmu = Lmu(shape, classes, w=hidden, sequence=True)
+        with torch.no_grad():  # lockstep's initialisation: the feedback into u starts at zero
+            self.lmu.e_h.weight.zero_()
+            self.lmu.e_m.weight.zero_()
         self.lmu.fc = nn.Sequential(nn.Dropout(dropout), self.lmu.fc)
 
     def forward(self, x, lengths):
@@ -88,9 +91,15 @@ def bucketed(share, lengths, batch, window, rng):
     return batches
 
 
+def to_device(t, dev):
+    """A host tensor to DEV without a host sync (through pinned memory, as a careful script does)."""
+    return t if dev.type == "cpu" else t.pin_memory().to(dev, non_blocking=True)
+
+
 def ctc(logits, out_len, targets, blank):
+    """TARGETS and the lengths on the host: only the flat targets go to the device (no sync)."""
     tl = (targets >= 0).sum(1)
-    flat = targets[targets >= 0]
+    flat = to_device(targets[targets >= 0], logits.device)
     return F.ctc_loss(logits.log_softmax(-1).transpose(0, 1), flat, out_len, tl, blank=blank, reduction="mean",
                       zero_infinity=True)
 
@@ -158,7 +167,7 @@ def main():
     tokens = manifest["tokens"]
     blank, space = len(tokens), tokens.index(" ") if " " in tokens else -1
     x, lengths, targets = load_split(a.data, manifest, "train")
-    x, targets = x.to(dev), targets.to(dev)  # lengths stay on the host (packing, batch cuts)
+    x = x.to(dev)  # lengths and targets stay on the host (packing, batch cuts, CTC's lengths)
     torch.manual_seed(a.seed)
     net = Gru(x.shape[1], blank + 1, a.width) if a.model == "gru" else LmuCtc(tuple(x.shape[1:]), blank + 1, a.width)
     model = nn.parallel.DistributedDataParallel(net.to(dev))
@@ -178,8 +187,8 @@ def main():
             m = int(lengths[sel].max())
             opt.zero_grad(set_to_none=True)
             with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
-                logits, out_len = model(x[sel.to(dev), :, :m], lengths[sel])
-                loss = ctc(logits.float(), out_len, targets[sel.to(dev)], blank)
+                logits, out_len = model(x[to_device(sel, dev), :, :m], lengths[sel])
+                loss = ctc(logits.float(), out_len, targets[sel], blank)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()

@@ -18,7 +18,7 @@
 #          RGB clips, width 64, batch 32, bf16: the 3-d fused BatchNorm and max-pool's shapes),
 #          each also with lockstep's own kernels
 #   speech the speech users' LMU, no tests: jobs/speech_digits_lmu.ini's model and recipe (width
-#          256, batch 16, Adam, clipping; ragged batches, so eager: one autograd node for the
+#          256, batch 16, Adam, clipping, cosine; ragged batches, so eager: one autograd node for the
 #          recurrence, core/model/lmu_scan) on synthetic utterances (bench/gpu_speech_data.py,
 #          imported by lockstep's audio path) against bench/ddp_speech.py --model lmu (docs/python's
 #          reference cell, step by step as a PyTorch user writes it), fp32 and bf16
@@ -215,12 +215,14 @@ table() {  # table TITLE: the rows measured since the last table
 }
 
 if [ "$STAGE" = speech ]; then
-  LMU_RECIPE=(--model.width 256 --optimizer adam --lr 0.004 --clip-norm 5 --ckpt.best-metric val_cer)
+  # The job's own recipe (width 256, dropout 0.1, Adam, clipping, cosine after a warm-up epoch),
+  # its data and step counts overridden by lockstep_run's options.
+  LMU_RECIPE=(--config jobs/speech_digits_lmu.ini)
   for dtype in fp32 bf16; do
     say "speech: lmu + CTC (width 256), batch 16, $dtype"
     lockstep_run "lmu-$dtype" speech lmu 0 "$dtype" 16 200 "${LMU_RECIPE[@]}"
     speech_anchor_run "lmu-$dtype-reference-cell" "$dtype" 3 --model lmu --width 256 --lr 0.004
-    table "Speech LMU + CTC (synthetic utterances, 100-250 frames of 40 log-mel bands), width 256, batch 16, $dtype (PyTorch: the reference cell, step by step)"
+    table "Speech LMU + CTC (synthetic utterances, 80-240 frames of 40 log-mel bands), width 256, batch 16, $dtype (PyTorch: the reference cell, step by step; under bf16 autocast its memory runs in bf16, lockstep's in float32)"
   done
 elif [ "$STAGE" = video ]; then
   say "video: the behaviour job's c3d (17x32x32 gray clips, width 16), batch 32, fp32"

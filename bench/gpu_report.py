@@ -62,7 +62,11 @@ def main():
         return
     if kind == "lockstep":
         name, run, util, flops, dtype, gpu = sys.argv[2:8]
-        rows = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if '"kind":"train"' in l]
+        try:
+            rows = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if '"kind":"train"' in l]
+        except (OSError, ValueError) as e:
+            print(f"| {name} | failed: {e.__class__.__name__} reading {run}/metrics.jsonl | | | | |")
+            return
         rows = [r for r in rows if "unix_time" in r]
         if len(rows) < 4:
             print(f"| {name} | failed: {len(rows)} train rows | | | | |")

@@ -1,10 +1,11 @@
 """Synthetic speech for the GPU report's speech stage (the GPU machines have numpy but no
 espeak-ng, datasets or downloads): N utterances of 2-4 digit words ("three one four"), each
-character a short tone burst at a pitch of its own (two harmonics, 40-90 ms, random level),
+character a short tone burst at a pitch of its own (two harmonics, 60-120 ms, random level),
 a word gap of silence, per-speaker pitch shift and noise; 16 kHz mono 16-bit WAVs and a
 manifest `PATH<TAB>TRANSCRIPT<TAB>SPEAKER` for `lockstep shard --input audio:MANIFEST`, so
 lockstep's log-mel import, ragged batches and CTC run as on jobs/speech_digits.sh's data.
-The lengths (about 1-2.5 s, 100-250 frames) are what the LMU's recurrence steps through.
+Lengths: 80-240 frames of 10 ms, median ~155 (jobs/data/speech_digits.sh's: 80-344, median
+165): what the LMU's recurrence steps through.
 
   python3 bench/gpu_speech_data.py OUT_DIR N [SEED]
 """
@@ -29,16 +30,16 @@ def main():
         speaker = int(rng.integers(0, 16))
         shift = 0.85 + 0.02 * speaker
         text = " ".join(WORDS[d] for d in rng.integers(0, 10, size=int(rng.integers(2, 5))))
-        parts = [np.zeros(int(RATE * 0.1))]
+        parts = [np.zeros(int(RATE * 0.15))]
         for c in text:
             if c == " ":
                 parts.append(np.zeros(int(RATE * rng.uniform(0.05, 0.12))))
                 continue
-            t = np.arange(int(RATE * rng.uniform(0.04, 0.09))) / RATE
+            t = np.arange(int(RATE * rng.uniform(0.06, 0.12))) / RATE
             f = pitch[c] * shift
             tone = np.sin(2 * np.pi * f * t) + 0.5 * np.sin(4 * np.pi * f * t)
             parts.append(tone * np.hanning(len(t)) * rng.uniform(0.3, 0.8))
-        parts.append(np.zeros(int(RATE * 0.1)))
+        parts.append(np.zeros(int(RATE * 0.15)))
         x = np.concatenate(parts) + rng.normal(0, 0.01, size=sum(len(p) for p in parts))
         pcm = (np.clip(x, -1, 1) * 32000).astype(np.int16)
         name = f"u{u:05d}.wav"

@@ -19,7 +19,6 @@
 // Computed as one autograd node over all steps (lmu_scan.hpp: the three updates folded into
 // one matrix product and a tanh per step, in float32 under autocast too); the parameters,
 // their names and checkpoints are the cell's as written above.
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -100,26 +99,13 @@ class Lmu final : public Net {
   }
 
  private:
-  // Every step's hidden state [L, N, H]. The cell's updates folded into lmu_scan's form
-  // (lmu_scan.hpp), with s = [h | m] and E = [e_h | e_m]^T:
-  //   m_t = s_{t-1} P + ux_t Bbar                      P = E Bbar + [0; Abar^T]
-  //   h_t = tanh(s_{t-1} Q + hx_t + ux_t Bbar W_m^T)   Q = P W_m^T + [W_h^T; 0]
-  // so z_t = c_t + s_{t-1} [Q | P] with c_t = [hx_t + ux_t Bbar W_m^T | ux_t Bbar].
+  // Every step's hidden state [L, N, H], through lmu_scan.hpp's folded form of the cell.
   torch::Tensor hidden_states(torch::Tensor x) {
     if (one_channel_) x = x.unsqueeze(1);
     const torch::Tensor xs = x.permute({2, 0, 1});  // [L, N, C]
     const torch::Tensor ux = e_x_(xs), hx = w_x_(xs);  // the input's terms, all steps at once
-    // The recurrence in float32 (float64 for a float64 model), whatever autocast would pick.
-    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-    const auto dtype = at::promote_types(w_h_->weight.scalar_type(), torch::kFloat);
-    const auto as = [dtype](const torch::Tensor& t) { return t.to(dtype); };
-    const torch::Tensor bbar = as(bbar_), wm_t = as(w_m_->weight).t();
-    const torch::Tensor e = torch::cat({as(e_h_->weight), as(e_m_->weight)}, 1).t();  // [H+O, 1]
-    const torch::Tensor p = e.mm(bbar) + torch::cat({torch::zeros({hidden_, order_}, bbar.options()), as(abar_t_)}, 0);
-    const torch::Tensor q = p.mm(wm_t) + torch::cat({as(w_h_->weight).t(), torch::zeros({order_, hidden_}, bbar.options())}, 0);
-    const torch::Tensor cm = as(ux) * bbar;  // [L, N, O]
-    const torch::Tensor c = torch::cat({as(hx) + as(ux) * bbar.mm(wm_t), cm}, 2);
-    return lmu_scan(c, torch::cat({q, p}, 1), hidden_).narrow(2, 0, hidden_);
+    const LmuFold fold = lmu_fold({e_h_->weight, e_m_->weight, w_h_->weight, w_m_->weight, abar_t_, bbar_}, ux, hx);
+    return lmu_scan(fold.c, fold.w, hidden_).narrow(2, 0, hidden_);
   }
 
   bool one_channel_, sequence_;

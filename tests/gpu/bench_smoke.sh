@@ -3,7 +3,8 @@
 # bugs: bench/gpu_data.py makes data lockstep imports; bench/gpu_report.py reads a lockstep
 # run's rows into a table row (wall-clock throughput from the rows' unix_time); the PyTorch
 # anchor bench/gpu_anchor.py runs each mode with --device cpu (graph mode says it needs a GPU)
-# and its JSON becomes a row; the speech stage's data, LMU run and anchor (bench/ddp_speech.py); bench/bn_act_bench runs its CPU path on a small batch. Nothing
+# and its JSON becomes a row; the speech stage's data, LMU run and anchor (bench/ddp_speech.py);
+# bench/bn_act_bench runs its CPU path on a small batch. Nothing
 # here is a measurement.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
 source "$ROOT/tests/e2e/common.sh" "$@"
@@ -51,16 +52,20 @@ for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10; do
 done
 pass "clips: the generator's clips train in lockstep; the anchor's c3d and r3d run on the CPU"
 # gpu.sh speech: synthetic utterances through lockstep's audio import; the LMU job's recipe
-# trains on them; the anchor (bench/ddp_speech.py --model lmu) on the CPU, its epochs a row.
+# trains on them (the job's config, its data overridden); the anchor (bench/ddp_speech.py --model
+# lmu) on the CPU, its epochs a row, and once in bf16 autocast with its error rates.
 "$PYTHON" "$ROOT/bench/gpu_speech_data.py" wav 48 >/dev/null
 expect_rc 0 "$LOCKSTEP" shard --input audio:wav/train.tsv --output speech --name speech --val-fraction 0
-expect_rc 0 "$LOCKSTEP" train --data speech --model lmu --model.width 16 --optimizer adam --lr 0.004 --clip-norm 5 --ckpt.best-metric val_cer \
+expect_rc 0 "$LOCKSTEP" train --data speech --model lmu --model.width 16 --config "$ROOT/jobs/speech_digits_lmu.ini" \
   --batch-size 8 --max-steps 8 --log-every 2 --epochs 100 --data.val-split none --data.test-split none --run-dir speech-run
 row=$("$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep lmu" speech-run /dev/null 0 fp32 cpu)
 echo "$row" | grep -Eq '^\| lockstep lmu \| [0-9]+ \| [0-9]+ \| n/a \| n/a \| [0-9.]+% \|$' || fail "report row: $row"
 expect_rc 0 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node 1 "$ROOT/bench/ddp_speech.py" --data speech \
   --model lmu --width 16 --batch-size 8 --epochs 2 --eval-split none --device cpu
 grep "^{\"impl\"" "$WORK/out.txt" | tail -1 >ddp-speech.out
+expect_rc 0 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node 1 "$ROOT/bench/ddp_speech.py" --data speech \
+  --model lmu --width 16 --batch-size 8 --epochs 1 --eval-split train --device cpu --dtype bf16
+grep -q '"test_cer": [0-9.]' "$WORK/out.txt" || fail "ddp_speech.py bf16 with an evaluation: $(tail -3 "$WORK/out.txt")"
 expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_report.py" epochs ddp-speech.out
 tail -1 "$WORK/out.txt" >anchor-lmu.json
 row=$("$PYTHON" "$ROOT/bench/gpu_report.py" pytorch "pytorch lmu" anchor-lmu.json /dev/null fp32 cpu)

@@ -2,8 +2,10 @@
 // and skips where torch sees none (CI).
 //   - lmu_scan on CUDA == on the CPU: values and gradients of C and W within float32
 //     rounding (cuBLAS and the CPU's BLAS sum in different orders; TF32 off);
-//   - the speech job's model (CTC lmu, width 256) under bf16 autocast: the states stay in
-//     float32, the logits and every parameter's gradient close to the CPU's float32 run;
+//   - the speech job's model (CTC lmu over 40 bands, width 256: theta 50, order 32, 288 state
+//     values) on CUDA == the CPU within float32 rounding, and under bf16 autocast the logits and
+//     every parameter's gradient close to the CPU's float32 run; the fold bit-equal under
+//     autocast;
 //   - a steady forward and backward make no host sync (the frames are a host loop of
 //     device launches: no value is read back).
 #include <gtest/gtest.h>
@@ -78,8 +80,12 @@ TEST(LmuScanGpu, SpeechModelUnderBf16AutocastKeepsTheRecurrenceInFloat32) {
 #ifdef LOCKSTEP_HAVE_CUDA
   at::globalContext().setAllowTF32CuBLAS(false);
   torch::manual_seed(13);
-  auto net = make_model(ModelOptions{"lmu", 0.0, 256, 18}, lockstep::testing::speech_spec());
-  const torch::Tensor x = torch::randn({16, 3, 120});
+  io::DatasetSpec spec = lockstep::testing::speech_spec();  // the speech job's shape: 40 bands
+  spec.sample_shape = {40, 120};
+  spec.mean.assign(40, 0.0);
+  spec.std.assign(40, 1.0);
+  auto net = make_model(ModelOptions{"lmu", 0.0, 256, 18}, spec);
+  const torch::Tensor x = torch::randn({16, 40, 120});
   torch::Tensor probe;
   {
     torch::Tensor out_len;
@@ -94,17 +100,20 @@ TEST(LmuScanGpu, SpeechModelUnderBf16AutocastKeepsTheRecurrenceInFloat32) {
   const auto gpu16 = run_net(net, x, dy, torch::kCUDA, Amp::kBf16);
   EXPECT_LT(max_rel(gpu16.first.to(torch::kFloat), cpu.first), 5e-2);
   for (const auto& [name, g] : cpu.second) EXPECT_LT(max_rel(gpu16.second.at(name), g), 1e-1) << name;
-  // The scan itself: autocast does not reach it.
+  // The fold: CUDA autocast does not reach it.
   const auto on = torch::TensorOptions().device(torch::kCUDA);
-  const torch::Tensor c = torch::randn({30, 4, 9}, on), w = 0.3 * torch::randn({9, 9}, on);
-  const torch::Tensor plain = lmu_scan(c, w, 5);
-  torch::Tensor under;
+  const LmuCell cell{torch::randn({1, 16}, on), torch::randn({1, 8}, on), torch::randn({16, 16}, on),
+                     torch::randn({16, 8}, on), torch::randn({8, 8}, on), torch::randn({1, 8}, on)};
+  const torch::Tensor ux = torch::randn({30, 4, 1}, on), hx = torch::randn({30, 4, 16}, on);
+  const LmuFold plain = lmu_fold(cell, ux, hx);
+  LmuFold under;
   {
     const AutocastGuard autocast(Amp::kBf16, torch::kCUDA);
-    under = lmu_scan(c, w, 5);
+    under = lmu_fold(cell, ux, hx);
   }
-  EXPECT_EQ(under.scalar_type(), torch::kFloat);
-  EXPECT_TRUE(torch::equal(under, plain));
+  EXPECT_EQ(under.w.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(under.w, plain.w));
+  EXPECT_TRUE(torch::equal(under.c, plain.c));
 #endif
 }
 

@@ -159,23 +159,26 @@ TEST(LmuScan, Float32StaysWithinRoundingOfTheCellOverLongWindows) {
               1e-4);
 }
 
-TEST(LmuScan, AutocastDoesNotReachTheRecurrence) {
+// Under autocast the fold's matrix products would run in bfloat16 and round W, which every
+// step multiplies by: lmu_fold keeps autocast out (C and W bit-equal, float32).
+TEST(LmuScan, AutocastDoesNotReachTheFold) {
   torch::manual_seed(4);
-  const torch::Tensor c = torch::randn({20, 3, 9}), w = 0.3 * torch::randn({9, 9});
-  const torch::Tensor plain = lmu_scan(c, w, 5);
-  auto net = make_model(ModelOptions{"lmu", 0.0, 16, 18}, shape_spec({3, 50}, 4));
-  const torch::Tensor x = torch::randn({4, 3, 50});
-  const torch::Tensor y32 = net->forward(x);
-  torch::Tensor under, y16;
+  const int64_t h = 16, o = 12;
+  const LmuCell cell{0.3 * torch::randn({1, h}), 0.3 * torch::randn({1, o}), 0.2 * torch::randn({h, h}),
+                     0.2 * torch::randn({h, o}), torch::eye(o) + 0.01 * torch::randn({o, o}), 0.1 * torch::randn({1, o})};
+  const torch::Tensor ux = torch::randn({20, 3, 1}), hx = torch::randn({20, 3, h});
+  const LmuFold plain = lmu_fold(cell, ux, hx);
+  LmuFold under;
   {
     const AutocastGuard autocast(Amp::kBf16, torch::kCPU);
-    under = lmu_scan(c, w, 5);
-    y16 = net->forward(x);
+    ASSERT_EQ(cell.w_h.mm(cell.w_h).scalar_type(), torch::kBFloat16);  // autocast is on here
+    under = lmu_fold(cell, ux.to(torch::kBFloat16), hx);
   }
-  EXPECT_EQ(under.scalar_type(), torch::kFloat);
-  EXPECT_TRUE(torch::equal(under, plain));
-  // The model's input and output layers run in bfloat16: close, not equal.
-  EXPECT_LT(max_rel(y16.to(torch::kFloat), y32), 5e-2);
+  EXPECT_EQ(under.w.scalar_type(), torch::kFloat);
+  EXPECT_EQ(under.c.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(under.w, plain.w));
+  // The input terms arrive in bfloat16 from autocast's linear layers: only their rounding.
+  EXPECT_TRUE(torch::equal(under.c, lmu_fold(cell, ux.to(torch::kBFloat16).to(torch::kFloat), hx).c));
 }
 
 TEST(LmuScan, RefusesWhatItCannotTake) {
