@@ -15,6 +15,7 @@
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/tensor_sync.hpp"
 #include "core/model/max_pool_layer.hpp"
+#include "core/model/onednn_guard.hpp"
 #include "core/model/memory_format.hpp"
 #include "core/model/sync_bn.hpp"
 #include "core/optim/optimizer.hpp"
@@ -186,6 +187,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (place.device.is_cuda()) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
   if (cfg.amp != Amp::kNone && !place.device.is_cuda())
     log::info0(fmt::format("note: --train.amp {} on CPU runs through CPU autocast (slow; meant for GPUs)", to_string(cfg.amp)));
+  if (const std::string why = keep_onednn_off_where_wrong(*model, place.device, cfg.amp); !why.empty())
+    log::info0("note: " + why);
   init_weights(cfg, *model);
   std::string layout_note;
   if (wants_channels_last(cfg.memory_format, *model, cfg.model, place.device.is_cuda(), &layout_note))

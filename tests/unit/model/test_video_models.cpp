@@ -11,6 +11,7 @@
 #include "core/base/error.hpp"
 #include "core/model/registry.hpp"
 #include "core/optim/amp.hpp"
+#include "model/onednn_as_trained.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -94,6 +95,7 @@ TEST(VideoModels, CheckpointedActivationsUnderAutocastUseTheCurrentWeights) {
   const auto train = [](bool checkpointed) {
     torch::manual_seed(5);
     auto net = make_model(ModelOptions{"r3d", 0.0, 4, 10, checkpointed}, clip_spec({1, 8, 16, 16}));
+    const lockstep::testing::OnednnAsTrained onednn(*net, Amp::kBf16);  // as lockstep trains it
     net->train();
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.5));
     Trace t;
