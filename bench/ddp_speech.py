@@ -17,7 +17,7 @@ cell written step by step as a PyTorch user would, with dropout before its FC as
 Prints one JSON line (rank 0): training samples/s per epoch (validation excluded), wall
 seconds, and test CER/WER with the last weights.
 """
-import argparse, json, math, os, random, time
+import argparse, json, math, os, random, sys, time
 
 T0 = time.time()
 
@@ -67,7 +67,6 @@ class LmuCtc(nn.Module):
 
     def __init__(self, shape, classes, hidden, dropout=0.1):
         super().__init__()
-        import sys
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "python"))
         from lockstep_models import Lmu
         self.lmu = Lmu(shape, classes, w=hidden, sequence=True)

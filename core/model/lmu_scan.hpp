@@ -1,6 +1,6 @@
 // lmu_scan: the LMU's recurrence over all time steps (lmu.cpp) as one autograd node.
 //
-// The cell's three updates are linear up to the tanh, so lmu.cpp folds them into one state
+// The cell's three updates are linear up to the tanh, so lmu_fold folds them into one state
 // s_t = [h_t | m_t] (H hidden units, then the O memory coefficients) and one matrix W:
 //   z_t = c_t + s_{t-1} W,   h_t = tanh(z_t[:H]),   m_t = z_t[H:],   s_{-1} = 0,
 // with c_t the input's terms of step t, computed for all steps at once. A time step is then

@@ -11,15 +11,18 @@ namespace lockstep::testing {
 
 class OnednnAsTrained {
  public:
-  OnednnAsTrained(const torch::nn::Module& model, Amp amp) : was_(at::globalContext().userEnabledMkldnn()) {
-    if (!onednn_obstacle(model, torch::kCPU, amp).empty()) at::globalContext().setUserEnabledMkldnn(false);
-  }
+  OnednnAsTrained(const torch::nn::Module& model, Amp amp)
+      : was_(at::globalContext().userEnabledMkldnn()),
+        off_(!keep_onednn_off_where_wrong(model, torch::kCPU, amp).empty()) {}
   ~OnednnAsTrained() { at::globalContext().setUserEnabledMkldnn(was_); }
   OnednnAsTrained(const OnednnAsTrained&) = delete;
   OnednnAsTrained& operator=(const OnednnAsTrained&) = delete;
 
+  // Whether the guard turned oneDNN off for the model (its 3-d convolutions then run ATen's).
+  bool off() const { return off_; }
+
  private:
-  bool was_;
+  bool was_, off_;
 };
 
 }  // namespace lockstep::testing
