@@ -16,7 +16,9 @@
 #          graph, torch.compile), no tests: the behaviour job's c3d (17x32x32 gray clips,
 #          width 16, batch 32, fp32: launch-bound, as the job runs) and r3d-18 (16x112x112
 #          RGB clips, width 64, batch 32, bf16: the 3-d fused BatchNorm and max-pool's shapes),
-#          each also with lockstep's own kernels
+#          each also with lockstep's own kernels; c3d also with the job's optimizer, Adam,
+#          captured (--train.cuda-graph on: auto leaves Adam eager until this row measures
+#          it) and eager, against PyTorch's fused Adam eager and in a graph (capturable)
 #   speech the speech users' LMU, no tests: jobs/speech_digits_lmu.ini's model and recipe (width
 #          256, batch 16, Adam, clipping, cosine; ragged batches, so eager: one autograd node for the
 #          recurrence, core/model/lmu_scan) on synthetic utterances (bench/gpu_speech_data.py,
@@ -231,6 +233,14 @@ elif [ "$STAGE" = video ]; then
   lockstep_run c3d-b32-own-kernels clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 $OWN_KERNELS
   for mode in eager channels_last graph compile; do anchor_run "c3d-b32-$mode" clip32 c3d fp32 32 "$mode" 300 --width 16; done
   table "C3D (17x32x32x1 clips, 5 classes, width 16: jobs/video_behaviour.ini's model), batch 32, fp32"
+  say "video: c3d with Adam (the job's optimizer), batch 32, fp32"
+  ADAM=(--train.optimizer adam --lr 0.001)
+  lockstep_run c3d-b32-adam-graph clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 "${ADAM[@]}" --train.cuda-graph on
+  lockstep_run c3d-b32-adam-eager clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16 "${ADAM[@]}" --train.cuda-graph off
+  for mode in channels_last graph; do
+    anchor_run "c3d-b32-adam-$mode" clip32 c3d fp32 32 "$mode" 300 --width 16 --optimizer adam --lr 0.001
+  done
+  table "C3D, batch 32, fp32, Adam (lockstep: whole-step CUDA graph with Adam's lr and step count on the device, and eager)"
   say "video: r3d-18 (16x112x112 RGB clips, width 64), batch 32, bf16"
   lockstep_run r3d-bf16 clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18
   lockstep_run r3d-bf16-own-kernels clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18 $OWN_KERNELS

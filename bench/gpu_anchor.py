@@ -69,6 +69,8 @@ def main():
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd",
+                   help="sgd: momentum 0.9; adam: fused on CUDA (capturable in graph mode), as a PyTorch user picks it")
     p.add_argument("--device", default="cuda", help="cpu: a smoke run of the script itself (CI), not a measurement")
     a = p.parse_args()
     dev = torch.device(a.device)
@@ -93,7 +95,10 @@ def main():
     cl = a.mode != "eager"
     fmt = (torch.channels_last_3d if samples.dim() == 5 else torch.channels_last) if cl else torch.contiguous_format
     model = make_model(a.model, list(samples.shape[1:]), classes, a.width, a.depth).to(dev, memory_format=fmt)
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    if a.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr, fused=cuda, capturable=cuda and a.mode == "graph")
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.dtype)
     scaler = torch.amp.GradScaler(dev.type, enabled=a.dtype == "fp16")
 
@@ -160,6 +165,7 @@ def main():
     secs = start.elapsed_time(end) / 1000.0 if cuda else t_end - t_start
     sps = a.steps * a.batch / secs
     print(json.dumps({"who": "pytorch", "mode": a.mode, "model": a.model, "dtype": a.dtype, "batch": a.batch,
+                      "optimizer": a.optimizer,
                       "samples_per_s": round(sps, 1), "flops_per_sample": flops, "steps": a.steps,
                       "warmup_s": round(warm_s, 1), "final_loss": float(loss.detach()), "gpu": torch.cuda.get_device_name() if cuda else "cpu", "t_start": t_start, "t_end": t_end,
                       "torch": torch.__version__}))

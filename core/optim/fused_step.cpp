@@ -84,11 +84,16 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const t
 }
 
 template <typename Options, typename State>
-void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled) {
+void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled, const torch::Tensor* lr,
+                const DeviceStepCount* step) {
   const auto& o = static_cast<const Options&>(group.options());
   LOCKSTEP_REQUIRE(!o.amsgrad(), "fused optimizer step: amsgrad is not used by lockstep");
   auto& state = opt.state();
   std::map<Key, std::vector<torch::Tensor>> params, grads, avgs, sqs, steps;
+  // The count each parameter's kernel reads (after this step's increment), as a float tensor
+  // on its device: the caller's, or one made here per (device, count), shared by the
+  // parameters at that count.
+  std::map<std::pair<std::string, int64_t>, torch::Tensor> counts;
   std::vector<State*> stepped_states;
   for (auto& p : stepped(group)) {
     auto it = state.find(p.unsafeGetTensorImpl());
@@ -108,40 +113,102 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
     grads[k].push_back(like(p.grad(), p));
     avgs[k].push_back(s.exp_avg());
     sqs[k].push_back(s.exp_avg_sq());
-    // The kernels read the step (after this step's increment) from a float tensor.
-    steps[k].push_back(torch::full({}, static_cast<double>(s.step() + 1),
-                                   torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+    if (step) {
+      if (s.step() + 1 != step->value)
+        throw Error("fused optimizer step: a parameter is at step " + std::to_string(s.step()) + ", the others at " +
+                    std::to_string(step->value - 1) +
+                    " (a parameter without a gradient in some steps); one device step count cannot serve them");
+      steps[k].push_back(step->count);
+      continue;
+    }
+    torch::Tensor& c = counts[{k.first, s.step() + 1}];
+    if (!c.defined())
+      c = torch::full({}, static_cast<double>(s.step() + 1), torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
+    steps[k].push_back(c);
   }
   const auto [beta1, beta2] = o.betas();
   torch::NoGradGuard no_grad;
   for (auto& [k, ps] : params) {
-    if (decoupled)
+    if (decoupled && lr)
+      at::_fused_adamw_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], *lr, beta1, beta2,
+                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    else if (decoupled)
       at::_fused_adamw_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
                         o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    else if (lr)
+      at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], *lr, beta1, beta2,
+                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
     else
       at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
   }
-  for (State* s : stepped_states) s->step(s->step() + 1);
+  if (!step)
+    for (State* s : stepped_states) s->step(s->step() + 1);
+}
+
+// The step count of every state of OPT's parameters (Adam/AdamW); FN(state, parameter).
+template <typename State, typename Fn>
+void each_count(const optim::Optimizer& opt, Fn fn) {
+  const auto& state = opt.state();
+  for (const auto& group : opt.param_groups())
+    for (const auto& p : group.params())
+      if (auto it = state.find(p.unsafeGetTensorImpl()); it != state.end()) fn(static_cast<State&>(*it->second), p);
+}
+
+template <typename State>
+int64_t next_count(const optim::Optimizer& opt) {
+  int64_t count = -1;
+  each_count<State>(opt, [&](State& s, const torch::Tensor&) {
+    if (count >= 0 && s.step() != count)
+      throw Error("fused optimizer step: the parameters are at different steps (" + std::to_string(count) + " and " +
+                  std::to_string(s.step()) +
+                  ": a parameter without a gradient in some steps); one device step count cannot serve them");
+    count = s.step();
+  });
+  return count < 0 ? 1 : count + 1;
+}
+
+template <typename State>
+void count_stepped(optim::Optimizer& opt) {
+  each_count<State>(opt, [](State& s, const torch::Tensor& p) {
+    if (p.grad().defined()) s.step(s.step() + 1);
+  });
 }
 
 }  // namespace
 
 void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf,
-                const torch::Tensor* lr) {
+                const torch::Tensor* lr, const DeviceStepCount* step) {
   LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd,
                    "fused optimizer step: a device found-inf flag is for SGD only");
-  LOCKSTEP_REQUIRE(lr == nullptr || kind == OptimizerKind::kSgd, "fused optimizer step: a device lr is for SGD only");
+  LOCKSTEP_REQUIRE(step == nullptr || kind != OptimizerKind::kSgd, "fused optimizer step: SGD counts no steps");
   for (auto& group : opt.param_groups()) {
     switch (kind) {
       case OptimizerKind::kSgd: sgd_group(opt, group, found_inf, lr); break;
       case OptimizerKind::kAdam:
-        adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false);
+        adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false, lr, step);
         break;
       case OptimizerKind::kAdamW:
-        adam_group<optim::AdamWOptions, optim::AdamWParamState>(opt, group, /*decoupled=*/true);
+        adam_group<optim::AdamWOptions, optim::AdamWParamState>(opt, group, /*decoupled=*/true, lr, step);
         break;
     }
+  }
+}
+
+int64_t next_step_count(const torch::optim::Optimizer& opt, OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return 0;
+    case OptimizerKind::kAdam: return next_count<optim::AdamParamState>(opt);
+    case OptimizerKind::kAdamW: return next_count<optim::AdamWParamState>(opt);
+  }
+  return 0;
+}
+
+void count_step(torch::optim::Optimizer& opt, OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return;
+    case OptimizerKind::kAdam: return count_stepped<optim::AdamParamState>(opt);
+    case OptimizerKind::kAdamW: return count_stepped<optim::AdamWParamState>(opt);
   }
 }
 

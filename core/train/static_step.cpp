@@ -29,8 +29,12 @@ std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.class_labels) return "CTC sequence targets change shape every batch";
   if (c.ragged) return "ragged series change shape every batch";
   if (c.grad_accum > 1) return "--train.grad-accum runs several micro-batches per step";
-  if (c.optimizer != OptimizerKind::kSgd)
-    return std::string("--train.optimizer ") + to_string(c.optimizer) + " keeps its step count on the host";
+  if (c.optimizer != OptimizerKind::kSgd && c.amp == Amp::kFp16)
+    return std::string("--train.optimizer ") + to_string(c.optimizer) +
+           " with --train.amp fp16 counts only the steps the loss scaler lets through, a decision read on the host";
+  if (c.optimizer != OptimizerKind::kSgd && c.mode != CudaGraph::kOn)
+    return std::string("auto captures --train.optimizer ") + to_string(c.optimizer) +
+           " only once a GPU report has measured it (--train.cuda-graph on captures it)";
   if (!c.fused_optimizer) return "--train.fused-optimizer false steps parameter by parameter on the host";
   if (c.sync_bn) return "--model.sync-bn communicates inside the forward pass";
   if (c.checkpoint_activations) return "--model.checkpoint-activations saves and restores RNG state on the host";
@@ -50,6 +54,10 @@ StaticStep::StaticStep(StaticStepParts parts, bool capture) : p_(parts), capture
   // Fused SGD reads a device lr as float32 on CUDA; on the CPU it reads the value as a
   // double, which float64 keeps exact (the eager step's double lr).
   lr_ = torch::zeros({}, on.dtype(p_.device.is_cuda() ? torch::kFloat : torch::kDouble));
+  if (p_.optimizer != OptimizerKind::kSgd) {
+    LOCKSTEP_REQUIRE(!p_.scaler.enabled(), "static step: Adam/AdamW under the fp16 loss scaler decide on the host");
+    count_ = torch::zeros({}, on.dtype(torch::kFloat));
+  }
   clipped_ = torch::zeros({}, on.dtype(torch::kLong));
 }
 
@@ -80,7 +88,9 @@ void StaticStep::body(StepTimer* timer) {
   const torch::Tensor found_inf = p_.scaler.unscale_and_update_async(p_.trainable);
   torch::NoGradGuard no_grad;
   if (p_.clip_norm > 0) clipped_.add_(clip_grad_norm_counted(p_.trainable, p_.clip_norm, found_inf));
-  fused_step(p_.opt, OptimizerKind::kSgd, found_inf.defined() ? &found_inf : nullptr, &lr_);
+  const DeviceStepCount count{count_, count_value_};
+  fused_step(p_.opt, p_.optimizer, found_inf.defined() ? &found_inf : nullptr, &lr_,
+             count_.defined() ? &count : nullptr);
   if (!loss_.defined()) {
     loss_ = scored.loss.detach().clone();
     correct_ = scored.correct.clone();
@@ -153,6 +163,10 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
     x_.copy_(x);
     y_.copy_(y);
     lr_.fill_(lr);
+    if (count_.defined()) {
+      count_value_ = next_step_count(p_.opt, p_.optimizer);
+      count_.fill_(static_cast<double>(count_value_));
+    }
   }
   ++steps_;
   if (capture_ && !graph_ && steps_ > kWarmupSteps) capture();
@@ -170,6 +184,9 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
   } else {
     body(timer);
   }
+  // The optimizer's host step counts (Adam/AdamW), which neither a replay nor a capture (it
+  // runs body()'s host code and no kernel) advances.
+  if (count_.defined()) count_step(p_.opt, p_.optimizer);
   return StepOutput{loss_.clone(), correct_.clone()};
 }
 

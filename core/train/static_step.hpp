@@ -15,8 +15,10 @@
 //     gradients (grad_reducer.hpp): the bucketed all-reduces are captured too, on NCCL's
 //     stream forked from and joined back into the step's, and after each replay the
 //     watchdog watches it (the captured collectives' own events are never recorded);
-//   - the learning rate is a device tensor written before each step; fused SGD reads it
-//     there (fused_step.hpp);
+//   - the learning rate is a device tensor written before each step, and so is Adam's and
+//     AdamW's step count (one for every parameter: they step together); the fused kernels
+//     read them there (fused_step.hpp). The optimizer's own (host) step counts advance with
+//     each replay, so checkpoints are as the eager step's;
 //   - the loss and correct count are written into output tensors; clipped steps are
 //     counted in place; momentum buffers and the fp16 loss scale are updated in place.
 // Protocol (CUDA, capture on):
@@ -67,6 +69,7 @@ struct StaticStepParts {
   Amp amp = Amp::kNone;
   double clip_norm = 0;  // > 0: clip the gradients' global norm
   torch::Device device = torch::kCPU;
+  OptimizerKind optimizer = OptimizerKind::kSgd;  // what make_optimizer built OPT as
   // The input buffer -> the model's input, inside the step (empty: the input as it is). It
   // must not read device values on the host (it is captured).
   std::function<torch::Tensor(const torch::Tensor&)> prepare;
@@ -81,6 +84,7 @@ struct StaticStepCase {
   bool ragged = false;
   int64_t grad_accum = 1;
   OptimizerKind optimizer = OptimizerKind::kSgd;
+  Amp amp = Amp::kNone;
   bool fused_optimizer = true;
   bool sync_bn = false;
   bool checkpoint_activations = false;
@@ -109,7 +113,10 @@ class StaticStep {
   StepOutput run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer);
   bool replaying() const;                          // a graph is captured and in use
   int64_t clipped_steps() const;                   // reads the device counter (log rows)
-  std::vector<torch::Tensor> buffers() const { return {x_, y_, lr_}; }  // for tests: addresses must not move
+  // For tests: addresses must not move.
+  std::vector<torch::Tensor> buffers() const {
+    return count_.defined() ? std::vector<torch::Tensor>{x_, y_, lr_, count_} : std::vector<torch::Tensor>{x_, y_, lr_};
+  }
 
  private:
   void body(StepTimer* timer);  // the step on x_, y_, lr_: eager, or recorded while capturing
@@ -118,7 +125,8 @@ class StaticStep {
   StaticStepParts p_;
   bool capture_;
   int64_t steps_ = 0;
-  torch::Tensor x_, y_, lr_, loss_, correct_, clipped_;
+  torch::Tensor x_, y_, lr_, count_, loss_, correct_, clipped_;  // count_: Adam/AdamW's step count (float32)
+  int64_t count_value_ = 0;                                         // ... its value, as the host knows it
   struct Graph;
   std::unique_ptr<Graph> graph_;
 };

@@ -92,6 +92,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
   c.ragged = s.manifest.spec.ragged;
   c.grad_accum = cfg.grad_accum;
   c.optimizer = cfg.optimizer;
+  c.amp = cfg.amp;
   c.fused_optimizer = cfg.fused_optimizer;
   c.sync_bn = s.sync_bn_layers > 0;
   c.checkpoint_activations = cfg.checkpoint_activations && s.model->checkpoints_activations();
@@ -106,7 +107,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
     log::info0("--train.cuda-graph on, on the CPU: the step runs over fixed buffers as a GPU captures it, without a "
                "graph (the path the tests compare with the eager step)");
   StaticStepParts parts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
-                        cfg.amp, cfg.clip_norm, s.place.device};
+                        cfg.amp, cfg.clip_norm, s.place.device, cfg.optimizer};
   // Without augmentation the fed bytes go in, and their normalisation is part of the step.
   if (!s.augment.enabled())
     parts.prepare = [&maker = *s.maker](const torch::Tensor& raw) { return maker.normalise(raw); };

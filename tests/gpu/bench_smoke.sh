@@ -43,14 +43,19 @@ pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
 expect_rc 0 "$LOCKSTEP" shard --input hdf5:clip.h5 --output clips --shards 2 --name clips --val-fraction 0
 expect_rc 0 "$LOCKSTEP" train --data clips --model c3d --model.width 4 --batch-size 8 --max-steps 4 --log-every 2 \
   --epochs 100 --data.val-split none --data.test-split none --run-dir clip-run
-for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10; do
+# The Adam rows: lockstep's fixed-buffer step with Adam (uncaptured on the CPU), the anchor's Adam.
+expect_rc 0 "$LOCKSTEP" train --data clips --model c3d --model.width 4 --batch-size 8 --max-steps 4 --log-every 2 \
+  --epochs 100 --data.val-split none --data.test-split none --run-dir clip-adam --train.optimizer adam --lr 0.001 \
+  --train.cuda-graph on
+expect_output 'the step runs over fixed buffers as a GPU captures it'
+for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10 c3d:channels_last:--width=4:--optimizer=adam; do
   IFS=: read -r model mode a1 a2 <<<"$spec"
   expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 clip.h5 --model "$model" --dtype fp32 --mode "$mode" \
     --batch 8 --steps 2 --warmup 1 --device cpu $a1 ${a2:-}
   "$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0, r' \
     "$(tail -1 "$WORK/out.txt")" || fail "anchor $spec: $(cat "$WORK/out.txt")"
 done
-pass "clips: the generator's clips train in lockstep; the anchor's c3d and r3d run on the CPU"
+pass "clips: the generator's clips train in lockstep (SGD, and Adam over fixed buffers); the anchor's c3d (SGD, Adam) and r3d run on the CPU"
 # gpu.sh speech: synthetic utterances through lockstep's audio import; the LMU job's recipe
 # trains on them (the job's config, its data overridden); the anchor (bench/ddp_speech.py --model
 # lmu) on the CPU, its epochs a row, and once in bf16 autocast with its error rates.

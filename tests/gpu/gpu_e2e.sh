@@ -4,7 +4,8 @@
 # the CPU (MPI backend), the graph against the eager step, fp16 with the loss scaler, resume on
 # the GPU, cuDNN benchmark on, no host sync inside a steady step, the GPU gauges and MFU in
 # the log rows, the fused BatchNorm+ReLU kernels (--model.fused-bn on) against the unfused step,
-# and lockstep's max-pool (--model.max-pool lockstep) against ATen's.
+# lockstep's max-pool (--model.max-pool lockstep) against ATen's, and Adam captured against Adam
+# eager.
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -99,4 +100,19 @@ judge own-pool eager "lockstep's max-pool vs ATen's" || fail "lockstep's max-poo
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-own --model.fused-bn on --model.max-pool lockstep
 pass "--model.max-pool lockstep: trains as ATen's max-pool does, with no host sync"
+
+# 7. Adam in the whole-step CUDA graph (--train.cuda-graph on; auto leaves it eager until the
+# GPU report has measured it): its lr and step count read on the device each replay == the
+# eager Adam step within 1e-3 of max(loss, 0.1) (TF32 off), and no host sync inside a steady
+# step in bf16.
+ADAM=(--train.optimizer adam --lr 0.001)
+expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir adam-graph \
+  "${ADAM[@]}" --train.cuda-graph on
+expect_output 'whole-step CUDA graph captured after 3 eager steps'
+expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir adam-eager \
+  "${ADAM[@]}" --train.cuda-graph off
+judge adam-graph adam-eager "Adam: CUDA graph vs eager" || fail "Adam: the CUDA graph's losses differ from the eager step's"
+expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
+  --run-dir sync-adam "${ADAM[@]}" --train.cuda-graph on
+pass "Adam in the whole-step CUDA graph trains as the eager Adam step does, with no host sync"
 echo "e2e gpu: all passed"

@@ -147,11 +147,12 @@ namespace {
 // a StaticStep, captured or not.
 struct StaticRun : lockstep::testing::StepParts {
   std::unique_ptr<StaticStep> step;
-  StaticRun(Amp amp, bool capture) : StepParts(gpu_options(amp)) {
+  StaticRun(Amp amp, bool capture, OptimizerKind kind = OptimizerKind::kSgd) : StepParts(gpu_options(amp, kind)) {
     step = std::make_unique<StaticStep>(parts(), capture);
   }
-  static lockstep::testing::StepOptions gpu_options(Amp amp) {
+  static lockstep::testing::StepOptions gpu_options(Amp amp, OptimizerKind kind = OptimizerKind::kSgd) {
     lockstep::testing::StepOptions o;
+    o.optimizer = kind;
     o.device = torch::kCUDA;
     o.amp = amp;
     o.side = 28;
@@ -170,13 +171,20 @@ TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
   SKIP_WITHOUT_GPU();
   if (mpi().size() > 1) GTEST_SKIP() << "one rank: the graph holds no all-reduce";
   const RunStream stream(torch::Device(torch::kCUDA, 0));  // capture needs a side stream
-  for (Amp amp : {Amp::kNone, Amp::kFp16}) {
-    StaticRun eager(amp, false), graphed(amp, true);
+  // SGD (fp32, fp16 with the loss scaler), Adam and AdamW (their lr and step count read on the
+  // device each replay).
+  for (const auto& [amp, kind] : {std::pair{Amp::kNone, OptimizerKind::kSgd}, std::pair{Amp::kFp16, OptimizerKind::kSgd},
+                                  std::pair{Amp::kNone, OptimizerKind::kAdam}, std::pair{Amp::kBf16, OptimizerKind::kAdamW}}) {
+    SCOPED_TRACE(std::string(to_string(amp)) + " " + to_string(kind));
+    StaticRun eager(amp, false, kind), graphed(amp, true, kind);
     std::vector<const void*> grads_at_capture;
     for (int i = 0; i < 12; ++i) {
       torch::manual_seed(900 + i);
       const torch::Tensor x = torch::randn({32, 1, 28, 28}).cuda(), y = torch::randint(0, 10, {32}).cuda();
-      const double lr = 0.05 * (1.0 - 0.02 * i);  // a schedule: the replay must read each step's lr
+      // A schedule: the replay must read each step's lr.
+      const double lr = (kind == OptimizerKind::kSgd ? 0.05 : 2e-3) * (1.0 - 0.02 * i);
+      set_lr(*eager.opt, lr);
+      set_lr(*graphed.opt, lr);
       const bool steady = i > StaticStep::kWarmupSteps;
       if (steady) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
       StepOutput a = eager.step->run(x, y, lr, nullptr);
@@ -193,6 +201,8 @@ TEST(GpuStep, CapturedStepEqualsTheEagerStaticStep) {
     }
     EXPECT_LT(max_rel_diff(eager.params, graphed.params), 1e-5) << to_string(amp);
     EXPECT_EQ(eager.step->clipped_steps(), graphed.step->clipped_steps());
+    EXPECT_EQ(next_step_count(*graphed.opt, kind), next_step_count(*eager.opt, kind)) << "the host counts of replays";
+    if (kind != OptimizerKind::kSgd) EXPECT_EQ(next_step_count(*graphed.opt, kind), 13);
     if (amp == Amp::kFp16) EXPECT_EQ(eager.scaler.current_scale(), graphed.scaler.current_scale());
   }
 }

@@ -1,5 +1,5 @@
 // step_parts: everything one training step works on — a model of the cnn family, SGD with
-// momentum, a reducer over this run's ranks (passing through at one rank, as the trainer's
+// momentum (or Adam/AdamW), a reducer over this run's ranks (passing through at one rank, as the trainer's
 // does, unless told otherwise; over MPI unless given another communicator), the loss scaler and the objective — built the same way on the CPU (MPI tests) and
 // on a GPU (GPU tests), for the fixed-buffer step (core/train/static_step.hpp).
 #pragma once
@@ -31,6 +31,7 @@ struct StepOptions {
   uint64_t seed = 5;  // the initial weights
   Communicator* comm = nullptr;  // the reducer's (null: this rank's MpiCommunicator)
   bool pass_through = true;      // the reducer passes gradients through at one rank, as the trainer's
+  OptimizerKind optimizer = OptimizerKind::kSgd;  // momentum 0.9 for SGD; betas and eps the defaults
 };
 
 struct StepParts {
@@ -52,11 +53,13 @@ struct StepParts {
     model = make_model(ModelOptions{"cnn", o.dropout}, image_spec("step-parts", o.side, o.classes));
     model->to(o.device);
     params = model->parameters();
-    opt = make_optimizer(params, OptimizerOptions{OptimizerKind::kSgd, o.lr, 0.9, false, o.weight_decay});
+    opt = make_optimizer(params, OptimizerOptions{o.optimizer, o.lr, 0.9, false, o.weight_decay});
     reducer = std::make_unique<GradReducer>(params, o.comm ? *o.comm : comm, o.bucket_mb, true, WireType::kF32,
                                             o.pass_through);
   }
-  StaticStepParts parts() { return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device}; }
+  StaticStepParts parts() {
+    return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device, o.optimizer};
+  }
 };
 
 }  // namespace lockstep::testing

@@ -132,3 +132,84 @@ TEST(FusedStep, AStateOfAnotherLayoutIsReadByIndexNotByMemoryOrder) {
   fused_step(*fused, o.kind);
   EXPECT_LT(max_rel_diff(a, b), 1e-6);
 }
+
+// Adam/AdamW reading the lr and the step count from tensors (what a step captured in a CUDA
+// graph reads each replay; static_step.hpp) == reading them from the host, bit for bit; the
+// host counts advance only where the caller counts the step. A lr change reaches both.
+TEST(FusedStep, AdamWithADeviceLrAndStepCountEqualsTheHostValues) {
+  for (const auto& [name, o] : cases()) {
+    if (o.kind == OptimizerKind::kSgd) continue;
+    auto a = make_params(9), b = make_params(9);
+    auto host = make_optimizer(a, o), dev = make_optimizer(b, o);
+    EXPECT_EQ(next_step_count(*dev, o.kind), 1) << name << ": before any state";
+    const torch::Tensor lr = torch::zeros({}, torch::kDouble), count = torch::zeros({});
+    for (int step = 0; step < 30; ++step) {
+      const double now = step < 12 ? o.lr : o.lr * 0.3;
+      set_lr(*host, now);
+      set_lr(*dev, now);
+      lr.fill_(now);
+      const int64_t value = next_step_count(*dev, o.kind);
+      ASSERT_EQ(value, step + 1) << name;
+      count.fill_(static_cast<double>(value));
+      set_grads(a, step);
+      set_grads(b, step);
+      fused_step(*host, o.kind);
+      const DeviceStepCount c{count, value};
+      fused_step(*dev, o.kind, nullptr, &lr, &c);
+      EXPECT_EQ(next_step_count(*dev, o.kind), value) << name << ": counted by the caller, not by fused_step";
+      count_step(*dev, o.kind);
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].equal(b[i])) << name << " parameter " << i << " step " << step;
+    }
+    for (size_t i = 0; i + 1 < a.size(); ++i) {  // what a checkpoint holds: step counts and moments
+      const auto& h = *host->state().at(a[i].unsafeGetTensorImpl());
+      const auto& d = *dev->state().at(b[i].unsafeGetTensorImpl());
+      const auto step_of = [&](const torch::optim::OptimizerParamState& st) {
+        return o.kind == OptimizerKind::kAdam ? static_cast<const torch::optim::AdamParamState&>(st).step()
+                                              : static_cast<const torch::optim::AdamWParamState&>(st).step();
+      };
+      EXPECT_EQ(step_of(d), 30) << name << " parameter " << i;
+      EXPECT_EQ(step_of(h), step_of(d)) << name << " parameter " << i;
+      const auto moments = [&](const torch::optim::OptimizerParamState& st) {
+        if (o.kind == OptimizerKind::kAdam) {
+          const auto& s = static_cast<const torch::optim::AdamParamState&>(st);
+          return std::make_pair(s.exp_avg(), s.exp_avg_sq());
+        }
+        const auto& s = static_cast<const torch::optim::AdamWParamState&>(st);
+        return std::make_pair(s.exp_avg(), s.exp_avg_sq());
+      };
+      EXPECT_TRUE(moments(h).first.equal(moments(d).first)) << name << " parameter " << i;
+      EXPECT_TRUE(moments(h).second.equal(moments(d).second)) << name << " parameter " << i;
+    }
+    EXPECT_EQ(dev->state().count(b[3].unsafeGetTensorImpl()), 0u) << name << ": a parameter without a gradient";
+  }
+}
+
+TEST(FusedStep, OneStepCountRefusesParametersAtDifferentSteps) {
+  const OptimizerOptions o{OptimizerKind::kAdam, 1e-3, 0.9, false, 0.0};
+  auto p = make_params(4);
+  auto opt = make_optimizer(p, o);
+  set_grads(p, 0);
+  p[2].mutable_grad() = torch::Tensor();  // the linear weight sits this step out
+  fused_step(*opt, o.kind);
+  set_grads(p, 1);  // now it steps, at count 1 where the others are at 2
+  const torch::Tensor count = torch::full({}, 2.0);
+  const DeviceStepCount c{count, 2};
+  try {
+    fused_step(*opt, o.kind, nullptr, nullptr, &c);
+    FAIL() << "a parameter at another step took the shared count";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("a parameter is at step 0, the others at 1"), std::string::npos) << e.what();
+  }
+  fused_step(*opt, o.kind);  // per-parameter counts made here: fine
+  try {
+    next_step_count(*opt, o.kind);
+    FAIL() << "states at steps 2 and 1 gave one next count";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("different steps (2 and 1"), std::string::npos) << e.what();
+  }
+  const torch::Tensor none = torch::zeros({});
+  const DeviceStepCount sgd_count{none, 1};
+  auto sgd = make_optimizer(p, {OptimizerKind::kSgd, 0.05, 0.9, false, 0.0});
+  EXPECT_EQ(next_step_count(*sgd, OptimizerKind::kSgd), 0);
+  EXPECT_THROW(fused_step(*sgd, OptimizerKind::kSgd, nullptr, nullptr, &sgd_count), std::exception);
+}
