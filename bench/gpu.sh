@@ -240,7 +240,7 @@ elif [ "$STAGE" = video ]; then
   for mode in channels_last graph; do
     anchor_run "c3d-b32-adam-$mode" clip32 c3d fp32 32 "$mode" 300 --width 16 --optimizer adam --lr 0.001
   done
-  table "C3D, batch 32, fp32, Adam (lockstep: whole-step CUDA graph with Adam's lr and step count on the device, and eager)"
+  table "C3D, batch 32, fp32, Adam lr 0.001 (lockstep: whole-step CUDA graph writing Adam's lr and step count to the device each step, and eager; PyTorch's graph bakes its constant lr in, the job's class weights and lr scaling left out on both sides)"
   say "video: r3d-18 (16x112x112 RGB clips, width 64), batch 32, bf16"
   lockstep_run r3d-bf16 clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18
   lockstep_run r3d-bf16-own-kernels clip112 r3d "$FLOPS_R3D" bf16 32 120 --model.width 64 --model.depth 18 $OWN_KERNELS

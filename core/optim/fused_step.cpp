@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,15 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const t
   }
 }
 
+// Why one device step count cannot serve a step whose parameter number INDEX is at step AT
+// while the others are at OTHERS.
+Error split_count(size_t index, int64_t at, int64_t others) {
+  return Error("fused optimizer step: parameter " + std::to_string(index) + " is at Adam step " + std::to_string(at) +
+               ", the others at " + std::to_string(others) +
+               " (it had no gradient in some steps), but the step over fixed buffers gives them one step count: "
+               "rerun with --train.cuda-graph off (the eager step keeps a count per parameter)");
+}
+
 template <typename Options, typename State>
 void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled, const torch::Tensor* lr,
                 const DeviceStepCount* step) {
@@ -95,7 +105,19 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
   // parameters at that count.
   std::map<std::pair<std::string, int64_t>, torch::Tensor> counts;
   std::vector<State*> stepped_states;
-  for (auto& p : stepped(group)) {
+  const std::vector<torch::Tensor> ps = stepped(group);
+  if (step) {  // checked before any state changes
+    const torch::Tensor& c = step->count;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      LOCKSTEP_REQUIRE(c.dim() == 0 && c.scalar_type() == torch::kFloat && c.device() == ps[i].device(),
+                       "fused optimizer step: the device step count must be a 0-dim float32 tensor on the parameters' "
+                       "device (the CUDA kernels read it as a float)");
+      auto it = state.find(ps[i].unsafeGetTensorImpl());
+      const int64_t at = it == state.end() ? 0 : static_cast<const State&>(*it->second).step();
+      if (at + 1 != step->value) throw split_count(i, at, step->value - 1);
+    }
+  }
+  for (const auto& p : ps) {
     auto it = state.find(p.unsafeGetTensorImpl());
     if (it == state.end()) {  // as torch::optim initialises it
       auto fresh = std::make_unique<State>();
@@ -114,10 +136,6 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
     avgs[k].push_back(s.exp_avg());
     sqs[k].push_back(s.exp_avg_sq());
     if (step) {
-      if (s.step() + 1 != step->value)
-        throw Error("fused optimizer step: a parameter is at step " + std::to_string(s.step()) + ", the others at " +
-                    std::to_string(step->value - 1) +
-                    " (a parameter without a gradient in some steps); one device step count cannot serve them");
       steps[k].push_back(step->count);
       continue;
     }
@@ -147,22 +165,23 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
 }
 
 // The step count of every state of OPT's parameters (Adam/AdamW); FN(state, parameter).
-template <typename State, typename Fn>
-void each_count(const optim::Optimizer& opt, Fn fn) {
-  const auto& state = opt.state();
-  for (const auto& group : opt.param_groups())
-    for (const auto& p : group.params())
-      if (auto it = state.find(p.unsafeGetTensorImpl()); it != state.end()) fn(static_cast<State&>(*it->second), p);
+// FN(state, parameter, index) for every parameter of OPT that has a state (Adam/AdamW).
+template <typename State, typename Opt, typename Fn>
+void each_state(Opt& opt, Fn fn) {
+  auto& state = opt.state();
+  size_t index = 0;
+  for (auto& group : opt.param_groups())
+    for (const auto& p : group.params()) {
+      if (auto it = state.find(p.unsafeGetTensorImpl()); it != state.end()) fn(static_cast<State&>(*it->second), p, index);
+      ++index;
+    }
 }
 
 template <typename State>
 int64_t next_count(const optim::Optimizer& opt) {
   int64_t count = -1;
-  each_count<State>(opt, [&](State& s, const torch::Tensor&) {
-    if (count >= 0 && s.step() != count)
-      throw Error("fused optimizer step: the parameters are at different steps (" + std::to_string(count) + " and " +
-                  std::to_string(s.step()) +
-                  ": a parameter without a gradient in some steps); one device step count cannot serve them");
+  each_state<const State>(opt, [&](const State& s, const torch::Tensor&, size_t index) {
+    if (count >= 0 && s.step() != count) throw split_count(index, s.step(), count);
     count = s.step();
   });
   return count < 0 ? 1 : count + 1;
@@ -170,7 +189,7 @@ int64_t next_count(const optim::Optimizer& opt) {
 
 template <typename State>
 void count_stepped(optim::Optimizer& opt) {
-  each_count<State>(opt, [](State& s, const torch::Tensor& p) {
+  each_state<State>(opt, [](State& s, const torch::Tensor& p, size_t) {
     if (p.grad().defined()) s.step(s.step() + 1);
   });
 }

@@ -27,6 +27,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
   throw Error("unknown optimizer kind");
 }
 
+OptimizerKind optimizer_kind(const torch::optim::Optimizer& opt) {
+  if (dynamic_cast<const torch::optim::SGD*>(&opt)) return OptimizerKind::kSgd;
+  if (dynamic_cast<const torch::optim::Adam*>(&opt)) return OptimizerKind::kAdam;
+  if (dynamic_cast<const torch::optim::AdamW*>(&opt)) return OptimizerKind::kAdamW;
+  throw Error("an optimizer lockstep does not build (sgd, adam, adamw)");
+}
+
 void set_lr(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
 }

@@ -29,6 +29,8 @@ struct OptimizerOptions {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerOptions& opt);
 void set_lr(torch::optim::Optimizer& opt, double lr);
+// What make_optimizer built OPT as; throws Error for an optimizer it does not build.
+OptimizerKind optimizer_kind(const torch::optim::Optimizer& opt);
 
 // --train.lr-scaling: none (lr as given), linear (lr x world), sqrt (lr x sqrt(world)).
 double scaled_lr(double lr, LrScaling rule, int world);

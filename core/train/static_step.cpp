@@ -23,21 +23,22 @@ namespace lockstep {
 
 std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.cuda) return "it needs a CUDA GPU";
-  if (c.world > 1 && c.mode != CudaGraph::kOn)
-    return "auto captures a one-rank step only until the gradient all-reduces inside the graph have been measured on "
-           "several GPUs (--train.cuda-graph on captures them)";
   if (!c.class_labels) return "CTC sequence targets change shape every batch";
   if (c.ragged) return "ragged series change shape every batch";
   if (c.grad_accum > 1) return "--train.grad-accum runs several micro-batches per step";
+  if (!c.fused_optimizer) return "--train.fused-optimizer false steps parameter by parameter on the host";
   if (c.optimizer != OptimizerKind::kSgd && c.amp == Amp::kFp16)
     return std::string("--train.optimizer ") + to_string(c.optimizer) +
            " with --train.amp fp16 counts only the steps the loss scaler lets through, a decision read on the host";
+  if (c.sync_bn) return "--model.sync-bn communicates inside the forward pass";
+  if (c.checkpoint_activations) return "--model.checkpoint-activations saves and restores RNG state on the host";
+  // What only auto leaves out, last: `on` captures them.
+  if (c.world > 1 && c.mode != CudaGraph::kOn)
+    return "auto captures a one-rank step only until the gradient all-reduces inside the graph have been measured on "
+           "several GPUs (--train.cuda-graph on captures them)";
   if (c.optimizer != OptimizerKind::kSgd && c.mode != CudaGraph::kOn)
     return std::string("auto captures --train.optimizer ") + to_string(c.optimizer) +
            " only once a GPU report has measured it (--train.cuda-graph on captures it)";
-  if (!c.fused_optimizer) return "--train.fused-optimizer false steps parameter by parameter on the host";
-  if (c.sync_bn) return "--model.sync-bn communicates inside the forward pass";
-  if (c.checkpoint_activations) return "--model.checkpoint-activations saves and restores RNG state on the host";
   return "";
 }
 
@@ -49,13 +50,15 @@ struct StaticStep::Graph {
 struct StaticStep::Graph {};
 #endif
 
-StaticStep::StaticStep(StaticStepParts parts, bool capture) : p_(parts), capture_(capture && parts.device.is_cuda()) {
+StaticStep::StaticStep(StaticStepParts parts, bool capture)
+    : p_(parts), kind_(optimizer_kind(parts.opt)), capture_(capture && parts.device.is_cuda()) {
   const auto on = torch::TensorOptions().device(p_.device);
-  // Fused SGD reads a device lr as float32 on CUDA; on the CPU it reads the value as a
+  // The fused kernels read a device lr as float32 on CUDA; on the CPU they read the value as a
   // double, which float64 keeps exact (the eager step's double lr).
   lr_ = torch::zeros({}, on.dtype(p_.device.is_cuda() ? torch::kFloat : torch::kDouble));
-  if (p_.optimizer != OptimizerKind::kSgd) {
-    LOCKSTEP_REQUIRE(!p_.scaler.enabled(), "static step: Adam/AdamW under the fp16 loss scaler decide on the host");
+  if (kind_ != OptimizerKind::kSgd) {
+    LOCKSTEP_REQUIRE(!p_.scaler.enabled(),
+                     "static step: Adam/AdamW with the fp16 loss scaler must run eagerly (static_step_obstacle says so)");
     count_ = torch::zeros({}, on.dtype(torch::kFloat));
   }
   clipped_ = torch::zeros({}, on.dtype(torch::kLong));
@@ -89,7 +92,7 @@ void StaticStep::body(StepTimer* timer) {
   torch::NoGradGuard no_grad;
   if (p_.clip_norm > 0) clipped_.add_(clip_grad_norm_counted(p_.trainable, p_.clip_norm, found_inf));
   const DeviceStepCount count{count_, count_value_};
-  fused_step(p_.opt, p_.optimizer, found_inf.defined() ? &found_inf : nullptr, &lr_,
+  fused_step(p_.opt, kind_, found_inf.defined() ? &found_inf : nullptr, &lr_,
              count_.defined() ? &count : nullptr);
   if (!loss_.defined()) {
     loss_ = scored.loss.detach().clone();
@@ -108,6 +111,14 @@ bool StaticStep::capture() {
   // it (PyTorch's graph recipe turns it off for capture).
   const bool cache = at::autocast::is_autocast_cache_enabled();
   at::autocast::set_autocast_cache_enabled(false);
+  // The optimizer's state must exist before capture (the warm-up makes it): a state made
+  // while capturing holds memory no kernel has written, and its creation would be replayed.
+  const size_t states = p_.opt.state().size();
+  const auto state_kept = [&] {
+    if (p_.opt.state().size() != states)
+      throw Error("--train.cuda-graph: optimizer state was created while capturing the step (after " +
+                  std::to_string(kWarmupSteps) + " eager steps): rerun with --train.cuda-graph off");
+  };
   try {
     // Thread-local: a background thread's CUDA call (the watchdog's event polls) must not
     // invalidate the capture; the training thread's own unsafe calls still fail it.
@@ -124,6 +135,7 @@ bool StaticStep::capture() {
     g->graph.capture_end();
   } catch (const std::exception& e) {
     at::autocast::set_autocast_cache_enabled(cache);
+    state_kept();
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
     // Several ranks: the others may hold their all-reduces in a graph now; this rank going
@@ -141,6 +153,7 @@ bool StaticStep::capture() {
     return false;
   }
   at::autocast::set_autocast_cache_enabled(cache);
+  state_kept();
   graph_ = std::move(g);
   log::info0(fmt::format("whole-step CUDA graph captured after {} eager steps: each step is now one replay "
                          "(forward, backward and optimizer are timed together as 'forward')",
@@ -164,7 +177,7 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
     y_.copy_(y);
     lr_.fill_(lr);
     if (count_.defined()) {
-      count_value_ = next_step_count(p_.opt, p_.optimizer);
+      count_value_ = next_step_count(p_.opt, kind_);
       count_.fill_(static_cast<double>(count_value_));
     }
   }
@@ -186,7 +199,7 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
   }
   // The optimizer's host step counts (Adam/AdamW), which neither a replay nor a capture (it
   // runs body()'s host code and no kernel) advances.
-  if (count_.defined()) count_step(p_.opt, p_.optimizer);
+  if (count_.defined()) count_step(p_.opt, kind_);
   return StepOutput{loss_.clone(), correct_.clone()};
 }
 

@@ -23,12 +23,14 @@
 //     counted in place; momentum buffers and the fp16 loss scale are updated in place.
 // Protocol (CUDA, capture on):
 //   1. the first kWarmupSteps steps run the body eagerly (cuDNN's algorithm search, the
-//      momentum buffers, the allocator's first blocks);
+//      optimizer's state — momentum buffers, Adam's moments —, the allocator's first blocks;
+//      a state created while capturing is an error);
 //   2. the next step is captured (nothing runs while capturing) and then replayed: that
 //      replay is the step; a capture that fails is one warning naming why, and the body
 //      runs eagerly from then on — at one rank; at several it is an error (the other
 //      ranks' replays hold the all-reduces this rank would then start eagerly);
-//   3. every later step: the batch copied in, the lr written, one replay.
+//   3. every later step: the batch copied in, the lr (and Adam's step count) written, one
+//      replay, then the optimizer's host step counts advanced (Adam/AdamW).
 // The run must be on a side stream (RunStream): CUDA captures no legacy default stream; the
 // reducer attaches its hooks in the step, on that stream (grad_reducer.hpp). A graph that
 // holds NCCL work must be destroyed before its communicator (ncclCommDestroy waits for
@@ -69,7 +71,6 @@ struct StaticStepParts {
   Amp amp = Amp::kNone;
   double clip_norm = 0;  // > 0: clip the gradients' global norm
   torch::Device device = torch::kCPU;
-  OptimizerKind optimizer = OptimizerKind::kSgd;  // what make_optimizer built OPT as
   // The input buffer -> the model's input, inside the step (empty: the input as it is). It
   // must not read device values on the host (it is captured).
   std::function<torch::Tensor(const torch::Tensor&)> prepare;
@@ -123,6 +124,7 @@ class StaticStep {
   bool capture();               // CUDA: records body(); false (and a warning) when it cannot
 
   StaticStepParts p_;
+  OptimizerKind kind_;  // what make_optimizer built p_.opt as
   bool capture_;
   int64_t steps_ = 0;
   torch::Tensor x_, y_, lr_, count_, loss_, correct_, clipped_;  // count_: Adam/AdamW's step count (float32)

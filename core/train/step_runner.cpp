@@ -107,7 +107,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
     log::info0("--train.cuda-graph on, on the CPU: the step runs over fixed buffers as a GPU captures it, without a "
                "graph (the path the tests compare with the eager step)");
   StaticStepParts parts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
-                        cfg.amp, cfg.clip_norm, s.place.device, cfg.optimizer};
+                        cfg.amp, cfg.clip_norm, s.place.device};
   // Without augmentation the fed bytes go in, and their normalisation is part of the step.
   if (!s.augment.enabled())
     parts.prepare = [&maker = *s.maker](const torch::Tensor& raw) { return maker.normalise(raw); };

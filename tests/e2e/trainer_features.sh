@@ -142,6 +142,9 @@ pass "--train.cuda-graph on (the fixed-buffer step, uncaptured on the CPU) equal
 # each step): the eager step's losses bit for bit, also across a resume (the step counts a
 # checkpoint holds are the host's, advanced once a step); fp16 keeps them eager, saying why.
 ADAM=("${NOLR[@]}" --lr 0.002 --train.weight-decay 0.001 --clip-norm 0.5 --log-every 1)
+# AdamW with the lr changing every step (the device lr must follow); the resumed Adam pair
+# keeps it constant (a cosine's horizon is --max-steps, which the pair's first half changes).
+SCHEDULE=(--train.warmup-steps 3 --train.schedule cosine)
 expect_rc 0 "$LOCKSTEP" train "${ADAM[@]}" --train.optimizer adam --run-dir adam-off --max-steps 12 --train.cuda-graph off
 expect_rc 0 "$LOCKSTEP" train "${ADAM[@]}" --train.optimizer adam --run-dir adam-on --max-steps 6 --train.cuda-graph on
 expect_rc 0 "$LOCKSTEP" train "${ADAM[@]}" --train.optimizer adam --run-dir adam-on --max-steps 12 --train.cuda-graph on
@@ -150,14 +153,15 @@ expect_output 'the step runs over fixed buffers as a GPU captures it'
 [ "$(json_rows adam-off/metrics.jsonl train train_loss)" = "$(json_rows adam-on/metrics.jsonl train train_loss)" ] ||
   fail "adam: the fixed-buffer step's losses (resumed at step 6) differ from the eager step's"
 for g in off on; do
-  expect_rc 0 run_mpi 2 train "${ADAM[@]}" --train.optimizer adamw --run-dir "adamw-2-$g" --max-steps 8 --train.cuda-graph $g
+  expect_rc 0 run_mpi 2 train "${ADAM[@]}" "${SCHEDULE[@]}" --train.optimizer adamw --run-dir "adamw-2-$g" --max-steps 8 \
+    --train.cuda-graph $g
 done
 [ "$(json_rows adamw-2-off/metrics.jsonl train train_loss)" = "$(json_rows adamw-2-on/metrics.jsonl train train_loss)" ] ||
   fail "adamw at 2 ranks: the fixed-buffer step's losses differ from the eager step's"
 expect_rc 0 "$LOCKSTEP" train "${ADAM[@]}" --train.optimizer adamw --run-dir adamw-fp16 --max-steps 2 --amp fp16 \
   --train.cuda-graph on
 expect_output 'the step stays eager here: --train.optimizer adamw with --train.amp fp16 counts only the steps'
-pass "--train.cuda-graph on with adam (resumed midway) and adamw (2 ranks) equals the eager step bit for bit; fp16 stays eager, said"
+pass "--train.cuda-graph on with adam (resumed midway) and adamw (2 ranks, warmup + cosine) equals the eager step bit for bit; fp16 stays eager, said"
 
 # --model.fused-bn on: each BatchNorm and its ReLU as one node (on the CPU, the CUDA kernels'
 # steps as loops): the start line says so; the losses follow the unfused run's within float

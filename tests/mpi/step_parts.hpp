@@ -58,7 +58,7 @@ struct StepParts {
                                             o.pass_through);
   }
   StaticStepParts parts() {
-    return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device, o.optimizer};
+    return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device};
   }
 };
 

@@ -133,7 +133,7 @@ TEST(StaticStep, NormalisesTheFedBytesInsideTheStepAsTheEagerStepDoes) {
 
 // Adam and AdamW over fixed buffers: the lr and the step count are device tensors written
 // before each step (what a replay reads), the moments are updated in place. Equal bit for bit
-// to StepRunner's eager step (host lr, per-parameter counts made by fused_step), with the
+// to StepRunner's eager step (host lr, counts made by fused_step from the host's), with the
 // same host step counts (checkpoints), their buffers at fixed addresses from the first step.
 TEST(StaticStep, AdamAndAdamWEqualTheEagerStepBitForBit) {
   for (const auto& [kind, amp] : {std::pair{OptimizerKind::kAdam, Amp::kNone}, std::pair{OptimizerKind::kAdamW, Amp::kBf16}}) {
@@ -201,6 +201,9 @@ TEST(StaticStep, SaysWhereAGraphCannotHoldTheStep) {
   c.mode = CudaGraph::kAuto;
   c.optimizer = OptimizerKind::kAdam;  // its lr and step count on the device: captured when asked for
   EXPECT_NE(static_step_obstacle(c).find("--train.cuda-graph on captures it"), std::string::npos);
+  c.fused_optimizer = false;  // a hard obstacle names itself, not what `on` would capture
+  EXPECT_NE(static_step_obstacle(c).find("--train.fused-optimizer false"), std::string::npos) << static_step_obstacle(c);
+  c.fused_optimizer = true;
   c.mode = CudaGraph::kOn;
   EXPECT_EQ(static_step_obstacle(c), "");
   c.amp = Amp::kFp16;  // ... but the skip decision on the host

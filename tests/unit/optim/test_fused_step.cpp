@@ -146,7 +146,7 @@ TEST(FusedStep, AdamWithADeviceLrAndStepCountEqualsTheHostValues) {
     for (int step = 0; step < 30; ++step) {
       const double now = step < 12 ? o.lr : o.lr * 0.3;
       set_lr(*host, now);
-      set_lr(*dev, now);
+      set_lr(*dev, 1e3);  // poison: the kernels must read the tensor, not the group
       lr.fill_(now);
       const int64_t value = next_step_count(*dev, o.kind);
       ASSERT_EQ(value, step + 1) << name;
@@ -184,6 +184,49 @@ TEST(FusedStep, AdamWithADeviceLrAndStepCountEqualsTheHostValues) {
   }
 }
 
+// The kernels read the count from the tensor: fresh states (host count 0) stepped with a
+// count tensor holding 50 == states at step 49 stepped from their host count (bias correction
+// at step 50, far from step 1's). A count of another dtype is refused (CUDA reads it as float).
+TEST(FusedStep, AdamReadsTheStepCountFromTheTensor) {
+  for (const OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    const OptimizerOptions o{kind, 1e-2, 0.9, false, 1e-3};
+    auto a = make_params(2), b = make_params(2), c = make_params(2);
+    auto host = make_optimizer(a, o), dev = make_optimizer(b, o), plain = make_optimizer(c, o);
+    for (size_t i = 0; i + 1 < a.size(); ++i) {  // host: states at step 49, moments zero
+      std::unique_ptr<torch::optim::OptimizerParamState> st;
+      if (kind == OptimizerKind::kAdam) {
+        auto s = std::make_unique<torch::optim::AdamParamState>();
+        s->step(49), s->exp_avg(torch::zeros_like(a[i])), s->exp_avg_sq(torch::zeros_like(a[i]));
+        st = std::move(s);
+      } else {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->step(49), s->exp_avg(torch::zeros_like(a[i])), s->exp_avg_sq(torch::zeros_like(a[i]));
+        st = std::move(s);
+      }
+      host->state()[a[i].unsafeGetTensorImpl()] = std::move(st);
+    }
+    set_grads(a, 0), set_grads(b, 0), set_grads(c, 0);
+    fused_step(*host, kind);
+    const torch::Tensor fifty = torch::full({}, 50.0);
+    const DeviceStepCount count{fifty, 1};
+    fused_step(*dev, kind, nullptr, nullptr, &count);
+    fused_step(*plain, kind);  // count 1
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      EXPECT_TRUE(a[i].equal(b[i])) << to_string(kind) << " parameter " << i << ": the count was not the tensor's";
+      EXPECT_FALSE(c[i].equal(b[i])) << to_string(kind) << " parameter " << i << ": counts 1 and 50 step alike";
+    }
+    const torch::Tensor wrong = torch::full({}, 2, torch::kLong);
+    const DeviceStepCount bad{wrong, 2};
+    set_grads(b, 1);
+    try {
+      fused_step(*dev, kind, nullptr, nullptr, &bad);
+      FAIL() << "an int64 count was taken";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("0-dim float32 tensor"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(FusedStep, OneStepCountRefusesParametersAtDifferentSteps) {
   const OptimizerOptions o{OptimizerKind::kAdam, 1e-3, 0.9, false, 0.0};
   auto p = make_params(4);
@@ -198,14 +241,15 @@ TEST(FusedStep, OneStepCountRefusesParametersAtDifferentSteps) {
     fused_step(*opt, o.kind, nullptr, nullptr, &c);
     FAIL() << "a parameter at another step took the shared count";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("a parameter is at step 0, the others at 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("parameter 2 is at Adam step 0, the others at 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rerun with --train.cuda-graph off"), std::string::npos) << e.what();
   }
   fused_step(*opt, o.kind);  // per-parameter counts made here: fine
   try {
     next_step_count(*opt, o.kind);
     FAIL() << "states at steps 2 and 1 gave one next count";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("different steps (2 and 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("parameter 2 is at Adam step 1, the others at 2"), std::string::npos) << e.what();
   }
   const torch::Tensor none = torch::zeros({});
   const DeviceStepCount sgd_count{none, 1};
