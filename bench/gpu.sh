@@ -23,7 +23,10 @@
 #          256, batch 16, Adam, clipping, cosine; ragged batches, so eager: one autograd node for the
 #          recurrence, core/model/lmu_scan) on synthetic utterances (bench/gpu_speech_data.py,
 #          imported by lockstep's audio path) against bench/ddp_speech.py --model lmu (docs/python's
-#          reference cell, step by step as a PyTorch user writes it), fp32 and bf16
+#          reference cell, step by step as a PyTorch user writes it), fp32 and bf16; and the HAR
+#          users' job (jobs/har_basicmotions.ini: cnn1d, batch 6, Adam) on synthetic sensor windows
+#          (bench/gpu_series_data.py), its whole step captured with Adam (--train.cuda-graph on)
+#          and eager: no anchor (a launch-bound step: what the graph removes)
 # quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
 # ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
 # lockstep's own kernels (rows "-own-kernels": --model.fused-bn on, BatchNorm + add + ReLU as
@@ -133,9 +136,17 @@ make_speech() {  # make_speech NAME N: synthetic utterances through lockstep's a
   "$LOCKSTEP" shard --input "audio:$WORK/$1-wav/train.tsv" --output "$WORK/$1" --name "$1" --val-fraction 0 \
     >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
 }
+make_series() {  # make_series NAME N C L CLASSES: synthetic sensor windows, imported
+  [ -f "$WORK/$1/manifest.json" ] && return
+  say "data: $1 ($2 synthetic windows of $3 x $4)"
+  "$PY" "$ROOT/bench/gpu_series_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" >/dev/null
+  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 \
+    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+}
 cd "$ROOT"
 if [ "$STAGE" = speech ]; then
   make_speech speech 2048
+  make_series har 4096 6 100 4
 elif [ "$STAGE" = video ]; then
   make_data clip32 8192 1 32 32 5 17
   make_data clip112 1024 3 112 112 50 16
@@ -226,6 +237,11 @@ if [ "$STAGE" = speech ]; then
     speech_anchor_run "lmu-$dtype-reference-cell" "$dtype" 3 --model lmu --width 256 --lr 0.004
     table "Speech LMU + CTC (synthetic utterances, 80-240 frames of 40 log-mel bands), width 256, batch 16, $dtype (PyTorch: the reference cell, step by step; under bf16 autocast its memory runs in bf16, lockstep's in float32)"
   done
+  say "HAR: the job's cnn1d (6 x 100 windows, width 32), batch 6, Adam, fp32"
+  HAR_RECIPE=(--config jobs/har_basicmotions.ini)
+  lockstep_run har-b6-adam-graph har cnn1d 0 fp32 6 3000 "${HAR_RECIPE[@]}" --train.cuda-graph on
+  lockstep_run har-b6-adam-eager har cnn1d 0 fp32 6 3000 "${HAR_RECIPE[@]}" --train.cuda-graph off
+  table "HAR cnn1d (synthetic 6 x 100 sensor windows, 4 classes; jobs/har_basicmotions.ini's model and Adam), batch 6, fp32: whole-step CUDA graph vs eager"
 elif [ "$STAGE" = video ]; then
   say "video: the behaviour job's c3d (17x32x32 gray clips, width 16), batch 32, fp32"
   lockstep_run c3d-b32 clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16

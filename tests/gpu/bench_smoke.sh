@@ -56,6 +56,18 @@ for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10 c3d:chann
     "$(tail -1 "$WORK/out.txt")" || fail "anchor $spec: $(cat "$WORK/out.txt")"
 done
 pass "clips: the generator's clips train in lockstep (SGD, and Adam over fixed buffers); the anchor's c3d (SGD, Adam) and r3d run on the CPU"
+# gpu.sh speech's HAR rows: synthetic sensor windows import as series; the HAR job's config
+# trains on them over fixed buffers with Adam (the GPU's captured path, uncaptured here).
+"$PYTHON" "$ROOT/bench/gpu_series_data.py" series.h5 96 6 100 4
+expect_rc 0 "$LOCKSTEP" shard --input hdf5:series.h5 --output series --name series --val-fraction 0
+expect_rc 0 "$LOCKSTEP" train --config "$ROOT/jobs/har_basicmotions.ini" --data series --model cnn1d --batch-size 6 \
+  --max-steps 8 --log-every 2 --epochs 100 --data.val-split none --data.test-split none --run-dir har-run \
+  --train.cuda-graph on
+expect_output 'the step runs over fixed buffers as a GPU captures it'
+row=$("$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep har" har-run /dev/null 0 fp32 cpu)
+echo "$row" | grep -Eq '^\| lockstep har \| [0-9]+ \| [0-9]+ \| n/a \| n/a \| [0-9.]+% \|$' || fail "HAR report row: $row"
+pass "HAR: synthetic sensor windows import and train the HAR job's cnn1d with Adam over fixed buffers; a report row"
+
 # gpu.sh speech: synthetic utterances through lockstep's audio import; the LMU job's recipe
 # trains on them (the job's config, its data overridden); the anchor (bench/ddp_speech.py --model
 # lmu) on the CPU, its epochs a row, and once in bf16 autocast with its error rates.
