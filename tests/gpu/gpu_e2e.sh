@@ -112,6 +112,13 @@ expect_output 'whole-step CUDA graph captured after 3 eager steps'
 expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps 20 --run-dir adam-eager \
   "${ADAM[@]}" --train.cuda-graph off
 judge adam-graph adam-eager "Adam: CUDA graph vs eager" || fail "Adam: the CUDA graph's losses differ from the eager step's"
+# Resumed across a capture: the host step counts the checkpoint holds are the replays'.
+for steps in 10 20; do
+  expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --max-steps $steps \
+    --run-dir adam-resumed "${ADAM[@]}" --train.cuda-graph on
+done
+expect_output 'resumed from'
+judge adam-resumed adam-eager "Adam: CUDA graph resumed at step 10 vs eager" || fail "Adam: the resumed CUDA graph's losses differ"
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-adam "${ADAM[@]}" --train.cuda-graph on
 pass "Adam in the whole-step CUDA graph trains as the eager Adam step does, with no host sync"
