@@ -164,7 +164,6 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
     for (State* s : stepped_states) s->step(s->step() + 1);
 }
 
-// The step count of every state of OPT's parameters (Adam/AdamW); FN(state, parameter).
 // FN(state, parameter, index) for every parameter of OPT that has a state (Adam/AdamW).
 template <typename State, typename Opt, typename Fn>
 void each_state(Opt& opt, Fn fn) {
