@@ -26,7 +26,8 @@
 #          reference cell, step by step as a PyTorch user writes it), fp32 and bf16; and the HAR
 #          users' job (jobs/har_basicmotions.ini: cnn1d, batch 6, Adam) on synthetic sensor windows
 #          (bench/gpu_series_data.py), its whole step captured with Adam (--train.cuda-graph on)
-#          and eager: no anchor (a launch-bound step: what the graph removes)
+#          and eager, against the anchor's cnn1d (docs/python's) with fused Adam, eager and in
+#          a graph (a launch-bound step: what the graph removes)
 # quick also runs lockstep with --train.cuda-graph off (rows "-eager") beside the default,
 # ResNet-18 with --train.copy-stream false (the batch copied on the compute stream), and
 # lockstep's own kernels (rows "-own-kernels": --model.fused-bn on, BatchNorm + add + ReLU as
@@ -241,7 +242,10 @@ if [ "$STAGE" = speech ]; then
   HAR_RECIPE=(--config jobs/har_basicmotions.ini)
   lockstep_run har-b6-adam-graph har cnn1d 0 fp32 6 3000 "${HAR_RECIPE[@]}" --train.cuda-graph on
   lockstep_run har-b6-adam-eager har cnn1d 0 fp32 6 3000 "${HAR_RECIPE[@]}" --train.cuda-graph off
-  table "HAR cnn1d (synthetic 6 x 100 sensor windows, 4 classes; jobs/har_basicmotions.ini's model and Adam), batch 6, fp32: whole-step CUDA graph vs eager"
+  for mode in eager graph; do
+    anchor_run "har-b6-adam-$mode" har cnn1d fp32 6 "$mode" 2000 --width 32 --optimizer adam --lr 0.01
+  done
+  table "HAR cnn1d (synthetic 6 x 100 sensor windows, 4 classes; jobs/har_basicmotions.ini's model and Adam), batch 6, fp32 (lockstep: whole-step CUDA graph and eager; PyTorch: docs/python's Cnn1d, fused Adam, eager and in a graph)"
 elif [ "$STAGE" = video ]; then
   say "video: the behaviour job's c3d (17x32x32 gray clips, width 16), batch 32, fp32"
   lockstep_run c3d-b32 clip32 c3d "$FLOPS_C3D" fp32 32 400 --model.width 16

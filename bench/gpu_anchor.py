@@ -8,7 +8,9 @@ batch, optimizer and data, written the way a careful PyTorch user would, in four
   compile        channels_last + torch.compile of the model (default mode)
 
 Models: resnet18 (torchvision), the reference CNN (bench/ddp_cnn.py), c3d and r3d
-(bench/ddp_video.py, as lockstep builds them; --width, --depth).
+(bench/ddp_video.py, as lockstep builds them; --width, --depth), cnn1d (docs/python's Cnn1d,
+lockstep's HAR model, on float series N x C x L; no channels-last layout for 1-d data, so
+channels_last and graph keep it contiguous). --optimizer adam: torch.optim.Adam, fused on CUDA.
 Data: the HDF5 file bench/gpu.sh imports for lockstep (uint8 samples N x C x H x W, or clips
 N x C x T x H x W; int labels), held in pinned host memory; each step copies its batch to the GPU non_blocking and
 converts and normalises it there, as lockstep must. SGD with momentum 0.9, lr 0.05,
@@ -35,6 +37,10 @@ def make_model(name, shape, classes, width=0, depth=18):
     channels = shape[0]
     if name == "cnn":
         return ReferenceCnn(classes=classes)
+    if name == "cnn1d":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "python"))
+        from lockstep_models import Cnn1d  # lockstep's cnn1d, as docs/python builds it
+        return Cnn1d(list(shape), classes, width or 64)
     if name in ("c3d", "r3d"):
         from ddp_video import C3d, R3d  # the clip models, as lockstep builds them
         if name == "c3d":
@@ -60,8 +66,8 @@ def flops_per_sample(model, x, y):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--h5", required=True)
-    p.add_argument("--model", choices=["resnet18", "cnn", "c3d", "r3d"], default="resnet18")
-    p.add_argument("--width", type=int, default=0, help="c3d, r3d: lockstep's --model.width (0: default)")
+    p.add_argument("--model", choices=["resnet18", "cnn", "c3d", "r3d", "cnn1d"], default="resnet18")
+    p.add_argument("--width", type=int, default=0, help="c3d, r3d, cnn1d: lockstep's --model.width (0: default)")
     p.add_argument("--depth", type=int, default=18, help="r3d: 10 | 18")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="bf16")
@@ -92,7 +98,7 @@ def main():
     view = [1, c] + [1] * (samples.dim() - 2)
     mean = samples[:1024].float().mean(dim=dims).view(view).to(dev)
     std = samples[:1024].float().std(dim=dims).view(view).to(dev)
-    cl = a.mode != "eager"
+    cl = a.mode != "eager" and samples.dim() > 3  # series have no channels-last layout
     fmt = (torch.channels_last_3d if samples.dim() == 5 else torch.channels_last) if cl else torch.contiguous_format
     model = make_model(a.model, list(samples.shape[1:]), classes, a.width, a.depth).to(dev, memory_format=fmt)
     if a.optimizer == "adam":

@@ -66,7 +66,11 @@ expect_rc 0 "$LOCKSTEP" train --config "$ROOT/jobs/har_basicmotions.ini" --data 
 expect_output 'the step runs over fixed buffers as a GPU captures it'
 row=$("$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep har" har-run /dev/null 0 fp32 cpu)
 echo "$row" | grep -Eq '^\| lockstep har \| [0-9]+ \| [0-9]+ \| n/a \| n/a \| [0-9.]+% \|$' || fail "HAR report row: $row"
-pass "HAR: synthetic sensor windows import and train the HAR job's cnn1d with Adam over fixed buffers; a report row"
+expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 series.h5 --model cnn1d --width 8 --dtype fp32 --mode channels_last \
+  --batch 6 --steps 2 --warmup 1 --device cpu --optimizer adam --lr 0.01
+"$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0, r' \
+  "$(tail -1 "$WORK/out.txt")" || fail "anchor cnn1d: $(cat "$WORK/out.txt")"
+pass "HAR: synthetic sensor windows import and train the HAR job's cnn1d with Adam over fixed buffers (a report row); the anchor's cnn1d runs on the CPU"
 
 # gpu.sh speech: synthetic utterances through lockstep's audio import; the LMU job's recipe
 # trains on them (the job's config, its data overridden); the anchor (bench/ddp_speech.py --model
