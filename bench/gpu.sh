@@ -109,12 +109,15 @@ printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
 fi
 
 # --- 2. data (synthetic, made here: the GPU machines have no datasets) -----------------------
+import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset $WORK/NAME
+  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 "${@:2}" \
+    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+}
 make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FRAMES frames
   [ -f "$WORK/$1/manifest.json" ] && return
   say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
   "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null
-  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --shards 8 --name "$1" --val-fraction 0 \
-    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+  import_h5 "$1" --shards 8
 }
 # FLOPs per sample of each architecture, counted once by PyTorch (the anchor's first line).
 flops() {  # flops MODEL H5 [WIDTH [DEPTH]]
@@ -141,8 +144,7 @@ make_series() {  # make_series NAME N C L CLASSES: synthetic sensor windows, imp
   [ -f "$WORK/$1/manifest.json" ] && return
   say "data: $1 ($2 synthetic windows of $3 x $4)"
   "$PY" "$ROOT/bench/gpu_series_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" >/dev/null
-  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 \
-    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+  import_h5 "$1"
 }
 cd "$ROOT"
 if [ "$STAGE" = speech ]; then

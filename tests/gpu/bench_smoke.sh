@@ -48,13 +48,15 @@ expect_rc 0 "$LOCKSTEP" train --data clips --model c3d --model.width 4 --batch-s
   --epochs 100 --data.val-split none --data.test-split none --run-dir clip-adam --train.optimizer adam --lr 0.001 \
   --train.cuda-graph on
 expect_output 'the step runs over fixed buffers as a GPU captures it'
-for spec in c3d:eager:--width=4 r3d:channels_last:--width=4:--depth=10 c3d:channels_last:--width=4:--optimizer=adam; do
-  IFS=: read -r model mode a1 a2 <<<"$spec"
-  expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 clip.h5 --model "$model" --dtype fp32 --mode "$mode" \
-    --batch 8 --steps 2 --warmup 1 --device cpu $a1 ${a2:-}
+anchor_runs() {  # anchor_runs H5 MODEL MODE BATCH [ARGS...]: two steps on the CPU, a throughput and FLOPs
+  expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 "$1" --model "$2" --dtype fp32 --mode "$3" --batch "$4" \
+    --steps 2 --warmup 1 --device cpu "${@:5}"
   "$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0, r' \
-    "$(tail -1 "$WORK/out.txt")" || fail "anchor $spec: $(cat "$WORK/out.txt")"
-done
+    "$(tail -1 "$WORK/out.txt")" || fail "anchor $*: $(cat "$WORK/out.txt")"
+}
+anchor_runs clip.h5 c3d eager 8 --width 4
+anchor_runs clip.h5 r3d channels_last 8 --width 4 --depth 10
+anchor_runs clip.h5 c3d channels_last 8 --width 4 --optimizer adam
 pass "clips: the generator's clips train in lockstep (SGD, and Adam over fixed buffers); the anchor's c3d (SGD, Adam) and r3d run on the CPU"
 # gpu.sh speech's HAR rows: synthetic sensor windows import as series; the HAR job's config
 # trains on them over fixed buffers with Adam (the GPU's captured path, uncaptured here).
@@ -66,10 +68,7 @@ expect_rc 0 "$LOCKSTEP" train --config "$ROOT/jobs/har_basicmotions.ini" --data 
 expect_output 'the step runs over fixed buffers as a GPU captures it'
 row=$("$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep har" har-run /dev/null 0 fp32 cpu)
 echo "$row" | grep -Eq '^\| lockstep har \| [0-9]+ \| [0-9]+ \| n/a \| n/a \| [0-9.]+% \|$' || fail "HAR report row: $row"
-expect_rc 0 "$PYTHON" "$ROOT/bench/gpu_anchor.py" --h5 series.h5 --model cnn1d --width 8 --dtype fp32 --mode channels_last \
-  --batch 6 --steps 2 --warmup 1 --device cpu --optimizer adam --lr 0.01
-"$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["samples_per_s"] > 0 and r["flops_per_sample"] > 0, r' \
-  "$(tail -1 "$WORK/out.txt")" || fail "anchor cnn1d: $(cat "$WORK/out.txt")"
+anchor_runs series.h5 cnn1d channels_last 6 --width 8 --optimizer adam --lr 0.01
 pass "HAR: synthetic sensor windows import and train the HAR job's cnn1d with Adam over fixed buffers (a report row); the anchor's cnn1d runs on the CPU"
 
 # gpu.sh speech: synthetic utterances through lockstep's audio import; the LMU job's recipe
