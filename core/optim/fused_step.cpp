@@ -3,7 +3,9 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,18 +86,34 @@ void sgd_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, const t
   }
 }
 
-// Why one device step count cannot serve a step whose parameter number INDEX is at step AT
-// while the others are at OTHERS.
-Error split_count(size_t index, int64_t at, int64_t others) {
-  return Error("fused optimizer step: parameter " + std::to_string(index) + " is at Adam step " + std::to_string(at) +
-               ", the others at " + std::to_string(others) +
-               " (it had no gradient in some steps), but the step over fixed buffers gives them one step count: "
-               "rerun with --train.cuda-graph off (the eager step keeps a count per parameter)");
+// Why one device step count cannot serve OPT's parameters: parameter INDEX (counting every
+// parameter) WHAT, e.g. has a state but no gradient (its count would stay behind the
+// others'), or gets its first gradient after the others' first step.
+Error split_count(size_t index, const std::string& what) {
+  return Error("fused optimizer step: parameter " + std::to_string(index) + " " + what +
+               " (it had no gradient in some steps), but this step gives every parameter one Adam step count on "
+               "the device: rerun with --train.fused-optimizer false (torch::optim counts per parameter) or, "
+               "without --train.amp fp16, --train.cuda-graph off");
+}
+
+// Throws split_count unless every parameter of OPT with a gradient has a state and every one
+// with a state a gradient — or none has a state yet (the first step creates them all).
+void check_shared_count(optim::Optimizer& opt) {
+  auto& state = opt.state();
+  size_t index = 0, first_new = SIZE_MAX;
+  for (auto& group : opt.param_groups())
+    for (const auto& p : group.params()) {
+      const bool has_state = state.count(p.unsafeGetTensorImpl()) > 0, has_grad = p.grad().defined();
+      if (has_state && !has_grad) throw split_count(index, "has no gradient in this step while the others step");
+      if (!has_state && has_grad && first_new == SIZE_MAX) first_new = index;
+      ++index;
+    }
+  if (first_new != SIZE_MAX && !state.empty()) throw split_count(first_new, "takes its first step after the others'");
 }
 
 template <typename Options, typename State>
-void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled, const torch::Tensor* lr,
-                const DeviceStepCount* step) {
+void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool decoupled, const torch::Tensor* found_inf,
+                const torch::Tensor* lr, const torch::Tensor* count) {
   const auto& o = static_cast<const Options&>(group.options());
   LOCKSTEP_REQUIRE(!o.amsgrad(), "fused optimizer step: amsgrad is not used by lockstep");
   auto& state = opt.state();
@@ -106,17 +124,6 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
   std::map<std::pair<std::string, int64_t>, torch::Tensor> counts;
   std::vector<State*> stepped_states;
   const std::vector<torch::Tensor> ps = stepped(group);
-  if (step) {  // checked before any state changes
-    const torch::Tensor& c = step->count;
-    for (size_t i = 0; i < ps.size(); ++i) {
-      LOCKSTEP_REQUIRE(c.dim() == 0 && c.scalar_type() == torch::kFloat && c.device() == ps[i].device(),
-                       "fused optimizer step: the device step count must be a 0-dim float32 tensor on the parameters' "
-                       "device (the CUDA kernels read it as a float)");
-      auto it = state.find(ps[i].unsafeGetTensorImpl());
-      const int64_t at = it == state.end() ? 0 : static_cast<const State&>(*it->second).step();
-      if (at + 1 != step->value) throw split_count(i, at, step->value - 1);
-    }
-  }
   for (const auto& p : ps) {
     auto it = state.find(p.unsafeGetTensorImpl());
     if (it == state.end()) {  // as torch::optim initialises it
@@ -135,8 +142,8 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
     grads[k].push_back(like(p.grad(), p));
     avgs[k].push_back(s.exp_avg());
     sqs[k].push_back(s.exp_avg_sq());
-    if (step) {
-      steps[k].push_back(step->count);
+    if (count) {
+      steps[k].push_back(*count);
       continue;
     }
     torch::Tensor& c = counts[{k.first, s.step() + 1}];
@@ -145,22 +152,27 @@ void adam_group(optim::Optimizer& opt, optim::OptimizerParamGroup& group, bool d
     steps[k].push_back(c);
   }
   const auto [beta1, beta2] = o.betas();
+  const auto inf = found_inf ? std::optional<torch::Tensor>(*found_inf) : std::nullopt;
   torch::NoGradGuard no_grad;
   for (auto& [k, ps] : params) {
     if (decoupled && lr)
       at::_fused_adamw_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], *lr, beta1, beta2,
-                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                       /*grad_scale=*/std::nullopt, inf);
     else if (decoupled)
       at::_fused_adamw_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
-                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                       /*grad_scale=*/std::nullopt, inf);
     else if (lr)
       at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], *lr, beta1, beta2,
-                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                       /*grad_scale=*/std::nullopt, inf);
     else
       at::_fused_adam_(ps, grads[k], avgs[k], sqs[k], /*max_exp_avg_sqs=*/{}, steps[k], o.lr(), beta1, beta2,
-                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                       o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                       /*grad_scale=*/std::nullopt, inf);
   }
-  if (!step)
+  if (!count)
     for (State* s : stepped_states) s->step(s->step() + 1);
 }
 
@@ -180,34 +192,39 @@ template <typename State>
 int64_t next_count(const optim::Optimizer& opt) {
   int64_t count = -1;
   each_state<const State>(opt, [&](const State& s, const torch::Tensor&, size_t index) {
-    if (count >= 0 && s.step() != count) throw split_count(index, s.step(), count);
+    if (count >= 0 && s.step() != count)
+      throw split_count(index, "is at Adam step " + std::to_string(s.step()) + ", the others at " + std::to_string(count));
     count = s.step();
   });
   return count < 0 ? 1 : count + 1;
 }
 
-template <typename State>
-void count_stepped(optim::Optimizer& opt) {
-  each_state<State>(opt, [](State& s, const torch::Tensor& p, size_t) {
-    if (p.grad().defined()) s.step(s.step() + 1);
-  });
-}
-
 }  // namespace
 
 void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::Tensor* found_inf,
-                const torch::Tensor* lr, const DeviceStepCount* step) {
-  LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd,
-                   "fused optimizer step: a device found-inf flag is for SGD only");
-  LOCKSTEP_REQUIRE(step == nullptr || kind != OptimizerKind::kSgd, "fused optimizer step: SGD counts no steps");
+                const torch::Tensor* lr, const torch::Tensor* count) {
+  LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd || count != nullptr,
+                   "fused optimizer step: Adam/AdamW skip a step on the device only with their step count there");
+  LOCKSTEP_REQUIRE(count == nullptr || kind != OptimizerKind::kSgd, "fused optimizer step: SGD counts no steps");
+  if (count) {  // checked before any state changes
+    LOCKSTEP_REQUIRE(count->dim() == 0 && count->scalar_type() == torch::kFloat,
+                     "fused optimizer step: the device step count must be a 0-dim float32 tensor on the parameters' "
+                     "device (the CUDA kernels read it as a float)");
+    check_shared_count(opt);
+  }
   for (auto& group : opt.param_groups()) {
+    if (count)
+      for (const auto& p : group.params())
+        LOCKSTEP_REQUIRE(p.device() == count->device(),
+                         "fused optimizer step: the device step count must be a 0-dim float32 tensor on the "
+                         "parameters' device (the CUDA kernels read it as a float)");
     switch (kind) {
       case OptimizerKind::kSgd: sgd_group(opt, group, found_inf, lr); break;
       case OptimizerKind::kAdam:
-        adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false, lr, step);
+        adam_group<optim::AdamOptions, optim::AdamParamState>(opt, group, /*decoupled=*/false, found_inf, lr, count);
         break;
       case OptimizerKind::kAdamW:
-        adam_group<optim::AdamWOptions, optim::AdamWParamState>(opt, group, /*decoupled=*/true, lr, step);
+        adam_group<optim::AdamWOptions, optim::AdamWParamState>(opt, group, /*decoupled=*/true, found_inf, lr, count);
         break;
     }
   }
@@ -222,11 +239,15 @@ int64_t next_step_count(const torch::optim::Optimizer& opt, OptimizerKind kind) 
   return 0;
 }
 
-void count_step(torch::optim::Optimizer& opt, OptimizerKind kind) {
+void set_step_count(torch::optim::Optimizer& opt, OptimizerKind kind, int64_t steps) {
+  const auto set = [&](auto tag) {
+    using State = decltype(tag);
+    each_state<State>(opt, [steps](State& s, const torch::Tensor&, size_t) { s.step(steps); });
+  };
   switch (kind) {
     case OptimizerKind::kSgd: return;
-    case OptimizerKind::kAdam: return count_stepped<optim::AdamParamState>(opt);
-    case OptimizerKind::kAdamW: return count_stepped<optim::AdamWParamState>(opt);
+    case OptimizerKind::kAdam: return set(optim::AdamParamState{});
+    case OptimizerKind::kAdamW: return set(optim::AdamWParamState{});
   }
 }
 

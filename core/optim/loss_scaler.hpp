@@ -9,10 +9,11 @@
 // Scale, growth count, found-inf and the skip count are tensors on the gradients' device,
 // as torch's GradScaler keeps them: nothing is read on the host in the step.
 // - unscale_and_update_async() returns found-inf for the fused optimizers, whose kernels skip
-//   the update on the device when it is set (fused_step.hpp);
-// - unscale_and_update() reads it on the host instead (one sync per step), for the paths that
-//   must know before they step: torch::optim's per-parameter step (--train.fused-optimizer
-//   false) and Adam/AdamW, whose step count torch::optim keeps on the host.
+//   the update on the device when it is set (fused_step.hpp; Adam's and AdamW's step count
+//   is then kept on the device too, where a skipped step is taken back: step_counter.hpp);
+// - unscale_and_update() reads it on the host instead (one sync per step), for the path that
+//   must know before it steps: torch::optim's per-parameter step (--train.fused-optimizer
+//   false).
 // current_scale(), skipped() and state() read the device: log rows and checkpoints only.
 // The gradients are identical on every rank after the all-reduce, so every rank makes the
 // same decision without another collective. bf16 has float32's range: no scaling.

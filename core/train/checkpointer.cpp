@@ -12,6 +12,7 @@
 #include "core/dist/version_info.hpp"
 #include "core/eval/mirror.hpp"
 #include "core/optim/loss_scaler.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/host_copies.hpp"
 #include "core/train/state_snapshot.hpp"
@@ -89,6 +90,7 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                      " fine-tunes from it)");
   ExtraState extra;
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
+  parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
   state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);
   last_saved_step_ = m.pos.step;
@@ -163,6 +165,9 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
     gathered_rng_ = mpi.gather_bytes(rng_state_bytes(parts_.device), 0);
     gathered_step_ = step;
   }
+  // Adam's host step counts from the device, where the step keeps them (step_counter.hpp): on
+  // every rank, so that the ranks' optimizer states stay alike.
+  parts_.counter.settle();
   if (mpi.rank() != 0) return [] { return std::string(); };
   std::shared_ptr<const StateSnapshot> state = shared_step_ == step ? shared_.lock() : nullptr;
   if (!state) {

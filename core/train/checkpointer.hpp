@@ -12,7 +12,8 @@
 //    never a LibTorch assert. Then weights, optimizer state, every rank's RNG state (same
 //    world size), the fp16 scaler, and the TrainState (position, epoch statistics so far,
 //    stop rule, last validation scores: train_state.hpp).
-// 3. save / update_best gather every rank's RNG state (collective); rank 0 serialises the
+// 3. save / update_best gather every rank's RNG state (collective); every rank settles Adam's
+//    host step counts from the device (step_counter.hpp: one read); rank 0 serialises the
 //    state to host memory and hands it to the recorder's background writer.
 // 4. update_best also keeps a host copy of the best weights on every rank, so the final
 //    test evaluation (restore_best) needs no file; a resumed run whose best predates it
@@ -39,6 +40,7 @@ namespace lockstep {
 
 class LossScaler;
 class MpiRuntime;
+class StepCounter;
 class Recorder;
 class HostCopies;
 class StateSnapshot;
@@ -49,6 +51,7 @@ class TrainState;
 struct CheckpointParts {
   Net& model;
   torch::optim::Optimizer& opt;
+  StepCounter& counter;  // settles the optimizer's host step counts before they are saved
   LossScaler& scaler;
   const MpiRuntime& mpi;
   torch::Device device;

@@ -244,6 +244,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   LOCKSTEP_REQUIRE(!trainable.empty(), "--model.freeze " + cfg.freeze + " leaves no parameter to train");
   opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
                                                    cfg.beta1, cfg.beta2, 1e-8});
+  step_counter = std::make_unique<StepCounter>(*opt);
   const WireType wire = cfg.compress == Compress::kBf16   ? WireType::kBF16
                         : cfg.compress == Compress::kFp16 ? WireType::kF16
                                                           : WireType::kF32;

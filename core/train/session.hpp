@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/optim/loss_scaler.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/data/augment.hpp"
 #include "core/data/batch_maker.hpp"
 #include "core/config/config.hpp"
@@ -60,6 +61,7 @@ struct Session {
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> trainable;  // the parameters the optimizer and reducer see (--model.freeze)
   std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<StepCounter> step_counter;  // Adam/AdamW's step count, for the steps that keep it on the device
   std::unique_ptr<GradReducer> reducer;
   std::unique_ptr<BatchMaker> maker;
   std::unique_ptr<Loss> loss;

@@ -14,6 +14,8 @@
 // The payload equals serialize_state()'s byte for byte on the CPU; from a GPU it differs
 // only in naming the CPU as its tensors' device (load_state maps them to the model's).
 // Optimizers other than torch::optim's SGD, Adam and AdamW are serialised at once instead.
+// The optimizer's host step counts must be current first: the checkpointer settles Adam's
+// from the device, one read (step_counter.hpp).
 #pragma once
 
 #include <torch/serialize/output-archive.h>

@@ -12,6 +12,7 @@
 #include "core/optim/fused_step.hpp"
 #include "core/optim/loss_scaler.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/train/step_timer.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -27,9 +28,6 @@ std::string static_step_obstacle(const StaticStepCase& c) {
   if (c.ragged) return "ragged series change shape every batch";
   if (c.grad_accum > 1) return "--train.grad-accum runs several micro-batches per step";
   if (!c.fused_optimizer) return "--train.fused-optimizer false steps parameter by parameter on the host";
-  if (c.optimizer != OptimizerKind::kSgd && c.amp == Amp::kFp16)
-    return std::string("--train.optimizer ") + to_string(c.optimizer) +
-           " with --train.amp fp16 counts only the steps the loss scaler lets through, a decision read on the host";
   if (c.sync_bn) return "--model.sync-bn communicates inside the forward pass";
   if (c.checkpoint_activations) return "--model.checkpoint-activations saves and restores RNG state on the host";
   // What only auto leaves out, last: `on` captures them.
@@ -56,11 +54,6 @@ StaticStep::StaticStep(StaticStepParts parts, bool capture)
   // The fused kernels read a device lr as float32 on CUDA; on the CPU they read the value as a
   // double, which float64 keeps exact (the eager step's double lr).
   lr_ = torch::zeros({}, on.dtype(p_.device.is_cuda() ? torch::kFloat : torch::kDouble));
-  if (kind_ != OptimizerKind::kSgd) {
-    LOCKSTEP_REQUIRE(!p_.scaler.enabled(),
-                     "static step: Adam/AdamW with the fp16 loss scaler must run eagerly (static_step_obstacle says so)");
-    count_ = torch::zeros({}, on.dtype(torch::kFloat));
-  }
   clipped_ = torch::zeros({}, on.dtype(torch::kLong));
 }
 
@@ -91,9 +84,13 @@ void StaticStep::body(StepTimer* timer) {
   const torch::Tensor found_inf = p_.scaler.unscale_and_update_async(p_.trainable);
   torch::NoGradGuard no_grad;
   if (p_.clip_norm > 0) clipped_.add_(clip_grad_norm_counted(p_.trainable, p_.clip_norm, found_inf));
-  const DeviceStepCount count{count_, count_value_};
-  fused_step(p_.opt, kind_, found_inf.defined() ? &found_inf : nullptr, &lr_,
-             count_.defined() ? &count : nullptr);
+  const torch::Tensor* inf = found_inf.defined() ? &found_inf : nullptr;
+  if (kind_ == OptimizerKind::kSgd) {
+    fused_step(p_.opt, kind_, inf, &lr_);
+  } else {  // the count advances on the device, and a skipped step takes it back there
+    fused_step(p_.opt, kind_, inf, &lr_, &p_.counter.begin());
+    if (inf) p_.counter.end(found_inf);
+  }
   if (!loss_.defined()) {
     loss_ = scored.loss.detach().clone();
     correct_ = scored.correct.clone();
@@ -176,10 +173,6 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
     x_.copy_(x);
     y_.copy_(y);
     lr_.fill_(lr);
-    if (count_.defined()) {
-      count_value_ = next_step_count(p_.opt, kind_);
-      count_.fill_(static_cast<double>(count_value_));
-    }
   }
   ++steps_;
   if (capture_ && !graph_ && steps_ > kWarmupSteps) capture();
@@ -197,9 +190,6 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
   } else {
     body(timer);
   }
-  // The optimizer's host step counts (Adam/AdamW), which neither a replay nor a capture (it
-  // runs body()'s host code and no kernel) advances.
-  if (count_.defined()) count_step(p_.opt, kind_);
   return StepOutput{loss_.clone(), correct_.clone()};
 }
 

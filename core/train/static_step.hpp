@@ -15,10 +15,10 @@
 //     gradients (grad_reducer.hpp): the bucketed all-reduces are captured too, on NCCL's
 //     stream forked from and joined back into the step's, and after each replay the
 //     watchdog watches it (the captured collectives' own events are never recorded);
-//   - the learning rate is a device tensor written before each step, and so is Adam's and
-//     AdamW's step count (one for every parameter: they step together); the fused kernels
-//     read them there (fused_step.hpp). The optimizer's own (host) step counts advance with
-//     each replay, so checkpoints are as the eager step's;
+//   - the learning rate is a device tensor written before each step; Adam's and AdamW's step
+//     count is the StepCounter's device tensor, advanced inside the step (and taken back there
+//     when the fp16 loss scaler skips it); the fused kernels read both there (fused_step.hpp).
+//     The checkpointer settles the optimizer's host step counts from it (step_counter.hpp);
 //   - the loss and correct count are written into output tensors; clipped steps are
 //     counted in place; momentum buffers and the fp16 loss scale are updated in place.
 // Protocol (CUDA, capture on):
@@ -29,8 +29,7 @@
 //      replay is the step; a capture that fails is one warning naming why, and the body
 //      runs eagerly from then on — at one rank; at several it is an error (the other
 //      ranks' replays hold the all-reduces this rank would then start eagerly);
-//   3. every later step: the batch copied in, the lr (and Adam's step count) written, one
-//      replay, then the optimizer's host step counts advanced (Adam/AdamW).
+//   3. every later step: the batch copied in, the lr written, one replay.
 // The run must be on a side stream (RunStream): CUDA captures no legacy default stream; the
 // reducer attaches its hooks in the step, on that stream (grad_reducer.hpp). A graph that
 // holds NCCL work must be destroyed before its communicator (ncclCommDestroy waits for
@@ -58,6 +57,7 @@ namespace lockstep {
 
 class GradReducer;
 class LossScaler;
+class StepCounter;
 class StepTimer;
 
 // What the step works on; owned by the Session.
@@ -66,6 +66,7 @@ struct StaticStepParts {
   torch::optim::Optimizer& opt;
   GradReducer& reducer;
   LossScaler& scaler;
+  StepCounter& counter;  // Adam/AdamW's step count (unused for SGD)
   const Objective& objective;
   const std::vector<torch::Tensor>& trainable;
   Amp amp = Amp::kNone;
@@ -112,12 +113,10 @@ class StaticStep {
   // on the device, at LR. TIMER (may be null) gets the phase marks: per phase when eager, the
   // whole replay as the forward phase when replayed.
   StepOutput run(const torch::Tensor& x, const torch::Tensor& y, double lr, StepTimer* timer);
-  bool replaying() const;                          // a graph is captured and in use
-  int64_t clipped_steps() const;                   // reads the device counter (log rows)
+  bool replaying() const;         // a graph is captured and in use
+  int64_t clipped_steps() const;  // reads the device counter (log rows)
   // For tests: addresses must not move.
-  std::vector<torch::Tensor> buffers() const {
-    return count_.defined() ? std::vector<torch::Tensor>{x_, y_, lr_, count_} : std::vector<torch::Tensor>{x_, y_, lr_};
-  }
+  std::vector<torch::Tensor> buffers() const { return {x_, y_, lr_}; }
 
  private:
   void body(StepTimer* timer);  // the step on x_, y_, lr_: eager, or recorded while capturing
@@ -127,8 +126,7 @@ class StaticStep {
   OptimizerKind kind_;  // what make_optimizer built p_.opt as
   bool capture_;
   int64_t steps_ = 0;
-  torch::Tensor x_, y_, lr_, count_, loss_, correct_, clipped_;  // count_: Adam/AdamW's step count (float32)
-  int64_t count_value_ = 0;                                         // ... its value, as the host knows it
+  torch::Tensor x_, y_, lr_, loss_, correct_, clipped_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
 };

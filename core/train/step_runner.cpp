@@ -15,6 +15,7 @@
 #include "core/optim/amp.hpp"
 #include "core/optim/fused_step.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/train/session.hpp"
 #include "core/train/step_timer.hpp"
 #include "io/loader/epoch_loader.hpp"
@@ -106,7 +107,7 @@ StepRunner::StepRunner(Session& s, StepTimer& timer)
   if (!cuda)
     log::info0("--train.cuda-graph on, on the CPU: the step runs over fixed buffers as a GPU captures it, without a "
                "graph (the path the tests compare with the eager step)");
-  StaticStepParts parts{*s.model, *s.opt, *s.reducer, s.scaler, objective_, s.trainable,
+  StaticStepParts parts{*s.model, *s.opt, *s.reducer, s.scaler, *s.step_counter, objective_, s.trainable,
                         cfg.amp, cfg.clip_norm, s.place.device};
   // Without augmentation the fed bytes go in, and their normalisation is part of the step.
   if (!s.augment.enabled())
@@ -185,11 +186,12 @@ StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t e
     step_correct = step_correct.defined() ? step_correct + scored.correct : scored.correct;
   }
   s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
-  // fp16: SGD's fused kernel skips an overflowing step on the device; torch::optim's step and
-  // Adam's host step count need the decision on the host (loss_scaler.hpp).
+  // fp16: the fused kernels skip an overflowing step on the device, and Adam's step count,
+  // which a skipped step must not advance, is kept there too (step_counter.hpp); torch::optim's
+  // per-parameter step needs the decision on the host (loss_scaler.hpp).
   torch::Tensor found_inf;
   bool step_now = true;
-  if (cfg.fused_optimizer && cfg.optimizer == OptimizerKind::kSgd)
+  if (cfg.fused_optimizer)
     found_inf = s_.scaler.unscale_and_update_async(s_.trainable);
   else
     step_now = s_.scaler.unscale_and_update(s_.trainable);
@@ -198,10 +200,15 @@ StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t e
       const torch::Tensor over = clip_grad_norm_counted(s_.trainable, cfg.clip_norm, found_inf);
       clipped_ = clipped_.defined() ? clipped_ + over : over;
     }
-    if (cfg.fused_optimizer)
-      fused_step(*s_.opt, cfg.optimizer, found_inf.defined() ? &found_inf : nullptr);
-    else
+    const torch::Tensor* inf = found_inf.defined() ? &found_inf : nullptr;
+    if (!cfg.fused_optimizer) {
       s_.opt->step();
+    } else if (s_.scaler.enabled() && cfg.optimizer != OptimizerKind::kSgd) {
+      fused_step(*s_.opt, cfg.optimizer, inf, nullptr, &s_.step_counter->begin());
+      if (inf) s_.step_counter->end(found_inf);
+    } else {
+      fused_step(*s_.opt, cfg.optimizer, inf);
+    }
   }
   timer_.mark(Phase::kOptimizer);
   return StepOutput{accum > 1 ? step_loss / static_cast<double>(accum) : step_loss, step_correct};

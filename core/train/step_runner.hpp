@@ -11,8 +11,9 @@
 // marked on the StepTimer as they are issued.
 // Nothing here reads a device value on the host: the step's loss and correct count come back
 // as device tensors, and the clipped-step counter stays on the device until clipped_steps()
-// (log rows). fp16: the loss scaler's found-inf stays on the device for SGD's fused kernel;
-// torch::optim's step and Adam/AdamW read it on the host (loss_scaler.hpp).
+// (log rows). fp16: the loss scaler's found-inf stays on the device for the fused kernels, and
+// so does Adam's and AdamW's step count (the Session's StepCounter); only torch::optim's step
+// (--train.fused-optimizer false) reads it on the host (loss_scaler.hpp).
 // On GPUs --debug.sync-check N turns this into a check: from global step N on, a host sync
 // inside the step is an error naming the call (c10's sync debug mode), so a regression that
 // stalls the device queue fails the GPU tests instead of slowing every step.

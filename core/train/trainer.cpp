@@ -361,7 +361,8 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   const RunStream run_stream(session.place.device);  // every step, evaluation and copy of the run
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
   Checkpointer checkpointer(cfg, session.manifest,
-                            CheckpointParts{*session.model, *session.opt, session.scaler, mpi, session.place.device},
+                            CheckpointParts{*session.model, *session.opt, *session.step_counter, session.scaler, mpi,
+                                            session.place.device},
                             *recorder);
   TrainState state(cfg);
   const std::string resume = checkpointer.agree_resume_path();

@@ -5,7 +5,7 @@
 # the GPU, cuDNN benchmark on, no host sync inside a steady step, the GPU gauges and MFU in
 # the log rows, the fused BatchNorm+ReLU kernels (--model.fused-bn on) against the unfused step,
 # lockstep's max-pool (--model.max-pool lockstep) against ATen's, and Adam captured against Adam
-# eager.
+# eager (fp32 and fp16).
 # Skipped (77, "skipped: no GPU") where torch sees no GPU or the build has no NCCL backend.
 #   gpu_e2e.sh LOCKSTEP MPIEXEC WORKDIR          data from bench/gpu_data.py (h5py, numpy)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
@@ -121,5 +121,15 @@ expect_output 'resumed from'
 judge adam-resumed adam-eager "Adam: CUDA graph resumed at step 10 vs eager" || fail "Adam: the resumed CUDA graph's losses differ"
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp bf16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-adam "${ADAM[@]}" --train.cuda-graph on
-pass "Adam in the whole-step CUDA graph trains as the eager Adam step does, with no host sync"
+# fp16: the loss scaler's skip and Adam's step count stay on the device (core/optim/step_counter),
+# so the graph holds them too: == the eager fp16 Adam step, and no host sync while replaying.
+for g in on off; do
+  expect_rc 0 env NVIDIA_TF32_OVERRIDE=0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp fp16 --max-steps 20 \
+    --run-dir "adam-fp16-$g" "${ADAM[@]}" --train.cuda-graph $g
+done
+grep -q 'whole-step CUDA graph captured after 3 eager steps' adam-fp16-on/train.log || fail "fp16 Adam was not captured"
+judge adam-fp16-on adam-fp16-off "Adam fp16: CUDA graph vs eager" || fail "Adam fp16: the CUDA graph's losses differ from the eager step's"
+expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp fp16 --max-steps 15 --debug.sync-check 6 \
+  --run-dir sync-adam-fp16 "${ADAM[@]}" --train.cuda-graph on
+pass "Adam in the whole-step CUDA graph (fp32, bf16, fp16) trains as the eager Adam step does, with no host sync"
 echo "e2e gpu: all passed"

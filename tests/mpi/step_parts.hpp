@@ -16,6 +16,7 @@
 #include "core/optim/loss.hpp"
 #include "core/optim/loss_scaler.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/train/objective.hpp"
 #include "core/train/static_step.hpp"
 #include "image_spec.hpp"
@@ -38,6 +39,7 @@ struct StepParts {
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> params;
   std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<StepCounter> counter;
   MpiCommunicator comm{mpi()};
   std::unique_ptr<GradReducer> reducer;
   LossScaler scaler;
@@ -54,11 +56,12 @@ struct StepParts {
     model->to(o.device);
     params = model->parameters();
     opt = make_optimizer(params, OptimizerOptions{o.optimizer, o.lr, 0.9, false, o.weight_decay});
+    counter = std::make_unique<StepCounter>(*opt);
     reducer = std::make_unique<GradReducer>(params, o.comm ? *o.comm : comm, o.bucket_mb, true, WireType::kF32,
                                             o.pass_through);
   }
   StaticStepParts parts() {
-    return {*model, *opt, *reducer, scaler, objective, params, o.amp, o.clip_norm, o.device};
+    return {*model, *opt, *reducer, scaler, *counter, objective, params, o.amp, o.clip_norm, o.device};
   }
 };
 

@@ -11,8 +11,10 @@
 #include "core/base/error.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/model/registry.hpp"
+#include "core/optim/fused_step.hpp"
 #include "core/optim/loss_scaler.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/optim/step_counter.hpp"
 #include "core/train/checkpointer.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/train_state.hpp"
@@ -31,17 +33,21 @@ io::DatasetSpec tiny() { return lockstep::testing::image_spec("tiny", 4, 3, 10.0
 struct Parts {
   std::shared_ptr<Net> model;
   std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<StepCounter> counter;
   LossScaler scaler{false};
-  Parts(const io::DatasetSpec& spec, uint64_t seed) {
+  Parts(const io::DatasetSpec& spec, uint64_t seed, OptimizerKind kind = OptimizerKind::kSgd) {
     torch::manual_seed(seed);
     model = make_model(ModelOptions{"mlp", 0.0}, spec);
-    opt = make_optimizer(model->parameters(), OptimizerOptions{});
+    OptimizerOptions o;
+    o.kind = kind;
+    opt = make_optimizer(model->parameters(), o);
+    counter = std::make_unique<StepCounter>(*opt);
     // One step, so the optimizer has momentum buffers to restore.
     opt->zero_grad();
     model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
     opt->step();
   }
-  CheckpointParts view() { return CheckpointParts{*model, *opt, scaler, mpi(), torch::kCPU}; }
+  CheckpointParts view() { return CheckpointParts{*model, *opt, *counter, scaler, mpi(), torch::kCPU}; }
 };
 
 EvalResult accuracy(double acc) {
@@ -62,6 +68,51 @@ bool same_weights(Net& a, Net& b) {
 }
 
 }  // namespace
+
+// Adam's step count on the device (step_counter.hpp: the fp16 step and the captured one keep
+// it there, the host states lagging): a checkpoint holds the steps taken, skipped ones not
+// counted, and after a resume the device count starts from the loaded states.
+TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
+  const MpiRuntime& m = mpi();
+  Config cfg;
+  cfg.run_dir = fresh_shared_dir("ckpt-count");
+  cfg.model = "mlp";
+  cfg.optimizer = OptimizerKind::kAdam;
+  cfg.tensorboard = false;
+  io::Manifest data;
+  data.spec = tiny();
+  data.source = "csv:tiny.csv";
+  const auto device_steps = [](Parts& p, int steps, int skip_every) {
+    const torch::Tensor found_inf = torch::zeros({});
+    for (int i = 0; i < steps; ++i) {
+      p.opt->zero_grad();
+      p.model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
+      found_inf.fill_(i % skip_every == 0 ? 1.0 : 0.0);
+      fused_step(*p.opt, OptimizerKind::kAdam, &found_inf, nullptr, &p.counter->begin());
+      p.counter->end(found_inf);
+    }
+  };
+  Parts first(data.spec, 3, OptimizerKind::kAdam);  // 1 host step, then 9 on the device, 3 of them skipped
+  device_steps(first, 9, 3);
+  ASSERT_EQ(next_step_count(*first.opt, OptimizerKind::kAdam), 2) << "the host counts lag";
+  TrainState saved(cfg);
+  {
+    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+    rec->start(0);
+    Checkpointer ck(cfg, data, first.view(), *rec);
+    for (int i = 1; i <= 10; ++i) saved.advance_step(i, 8 * m.size());
+    ck.save(saved);
+    rec->wait_checkpoints();
+  }
+  m.barrier();
+  Parts second(data.spec, 4, OptimizerKind::kAdam);  // its host count at 1
+  std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+  Checkpointer ck(cfg, data, second.view(), *rec);
+  TrainState state(cfg);
+  ck.resume(ck.agree_resume_path(), &state, 8 * m.size(), 10);
+  EXPECT_EQ(next_step_count(*second.opt, OptimizerKind::kAdam), 1 + 6 + 1) << "1 host step and 6 taken of 9";
+  EXPECT_EQ(second.counter->begin().item<float>(), 8.0f) << "the device count follows the loaded states";
+}
 
 TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   const MpiRuntime& m = mpi();

@@ -134,8 +134,8 @@ TEST(FusedStep, AStateOfAnotherLayoutIsReadByIndexNotByMemoryOrder) {
 }
 
 // Adam/AdamW reading the lr and the step count from tensors (what a step captured in a CUDA
-// graph reads each replay; static_step.hpp) == reading them from the host, bit for bit; the
-// host counts advance only where the caller counts the step. A lr change reaches both.
+// graph reads each replay; static_step.hpp) == reading them from the host, bit for bit; with
+// a device count the host counts are left to the caller. A lr change reaches both.
 TEST(FusedStep, AdamWithADeviceLrAndStepCountEqualsTheHostValues) {
   for (const auto& [name, o] : cases()) {
     if (o.kind == OptimizerKind::kSgd) continue;
@@ -148,27 +148,18 @@ TEST(FusedStep, AdamWithADeviceLrAndStepCountEqualsTheHostValues) {
       set_lr(*host, now);
       set_lr(*dev, 1e3);  // poison: the kernels must read the tensor, not the group
       lr.fill_(now);
-      const int64_t value = next_step_count(*dev, o.kind);
-      ASSERT_EQ(value, step + 1) << name;
-      count.fill_(static_cast<double>(value));
+      count.fill_(static_cast<double>(step + 1));
       set_grads(a, step);
       set_grads(b, step);
       fused_step(*host, o.kind);
-      const DeviceStepCount c{count, value};
-      fused_step(*dev, o.kind, nullptr, &lr, &c);
-      EXPECT_EQ(next_step_count(*dev, o.kind), value) << name << ": counted by the caller, not by fused_step";
-      count_step(*dev, o.kind);
+      fused_step(*dev, o.kind, nullptr, &lr, &count);
+      EXPECT_EQ(next_step_count(*dev, o.kind), 1) << name << ": the host counts are the caller's";
       for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].equal(b[i])) << name << " parameter " << i << " step " << step;
     }
-    for (size_t i = 0; i + 1 < a.size(); ++i) {  // what a checkpoint holds: step counts and moments
+    EXPECT_EQ(next_step_count(*host, o.kind), 31) << name;
+    for (size_t i = 0; i + 1 < a.size(); ++i) {  // what a checkpoint holds besides the counts: the moments
       const auto& h = *host->state().at(a[i].unsafeGetTensorImpl());
       const auto& d = *dev->state().at(b[i].unsafeGetTensorImpl());
-      const auto step_of = [&](const torch::optim::OptimizerParamState& st) {
-        return o.kind == OptimizerKind::kAdam ? static_cast<const torch::optim::AdamParamState&>(st).step()
-                                              : static_cast<const torch::optim::AdamWParamState&>(st).step();
-      };
-      EXPECT_EQ(step_of(d), 30) << name << " parameter " << i;
-      EXPECT_EQ(step_of(h), step_of(d)) << name << " parameter " << i;
       const auto moments = [&](const torch::optim::OptimizerParamState& st) {
         if (o.kind == OptimizerKind::kAdam) {
           const auto& s = static_cast<const torch::optim::AdamParamState&>(st);
@@ -208,18 +199,16 @@ TEST(FusedStep, AdamReadsTheStepCountFromTheTensor) {
     set_grads(a, 0), set_grads(b, 0), set_grads(c, 0);
     fused_step(*host, kind);
     const torch::Tensor fifty = torch::full({}, 50.0);
-    const DeviceStepCount count{fifty, 1};
-    fused_step(*dev, kind, nullptr, nullptr, &count);
+    fused_step(*dev, kind, nullptr, nullptr, &fifty);
     fused_step(*plain, kind);  // count 1
     for (size_t i = 0; i + 1 < a.size(); ++i) {
       EXPECT_TRUE(a[i].equal(b[i])) << to_string(kind) << " parameter " << i << ": the count was not the tensor's";
       EXPECT_FALSE(c[i].equal(b[i])) << to_string(kind) << " parameter " << i << ": counts 1 and 50 step alike";
     }
     const torch::Tensor wrong = torch::full({}, 2, torch::kLong);
-    const DeviceStepCount bad{wrong, 2};
     set_grads(b, 1);
     try {
-      fused_step(*dev, kind, nullptr, nullptr, &bad);
+      fused_step(*dev, kind, nullptr, nullptr, &wrong);
       FAIL() << "an int64 count was taken";
     } catch (const std::exception& e) {
       EXPECT_NE(std::string(e.what()).find("0-dim float32 tensor"), std::string::npos) << e.what();
@@ -227,23 +216,27 @@ TEST(FusedStep, AdamReadsTheStepCountFromTheTensor) {
   }
 }
 
+// One device count for every parameter: a parameter whose gradient came late or went missing
+// would be stepped at the others' count, so it is refused, naming it and the remedy.
 TEST(FusedStep, OneStepCountRefusesParametersAtDifferentSteps) {
   const OptimizerOptions o{OptimizerKind::kAdam, 1e-3, 0.9, false, 0.0};
   auto p = make_params(4);
   auto opt = make_optimizer(p, o);
+  const auto refused = [&](const torch::Tensor& count, const std::string& what) {
+    try {
+      fused_step(*opt, o.kind, nullptr, nullptr, &count);
+      ADD_FAILURE() << "the shared count was taken: " << what;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rerun with --train.fused-optimizer false"), std::string::npos) << e.what();
+    }
+  };
   set_grads(p, 0);
   p[2].mutable_grad() = torch::Tensor();  // the linear weight sits this step out
   fused_step(*opt, o.kind);
-  set_grads(p, 1);  // now it steps, at count 1 where the others are at 2
+  set_grads(p, 1);  // now it steps, for the first time, where the others are at 1
   const torch::Tensor count = torch::full({}, 2.0);
-  const DeviceStepCount c{count, 2};
-  try {
-    fused_step(*opt, o.kind, nullptr, nullptr, &c);
-    FAIL() << "a parameter at another step took the shared count";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("parameter 2 is at Adam step 0, the others at 1"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("rerun with --train.cuda-graph off"), std::string::npos) << e.what();
-  }
+  refused(count, "parameter 2 takes its first step after the others'");
   fused_step(*opt, o.kind);  // per-parameter counts made here: fine
   try {
     next_step_count(*opt, o.kind);
@@ -251,9 +244,39 @@ TEST(FusedStep, OneStepCountRefusesParametersAtDifferentSteps) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("parameter 2 is at Adam step 1, the others at 2"), std::string::npos) << e.what();
   }
+  set_grads(p, 2);
+  p[1].mutable_grad() = torch::Tensor();
+  refused(count, "parameter 1 has no gradient in this step while the others step");
   const torch::Tensor none = torch::zeros({});
-  const DeviceStepCount sgd_count{none, 1};
   auto sgd = make_optimizer(p, {OptimizerKind::kSgd, 0.05, 0.9, false, 0.0});
   EXPECT_EQ(next_step_count(*sgd, OptimizerKind::kSgd), 0);
-  EXPECT_THROW(fused_step(*sgd, OptimizerKind::kSgd, nullptr, nullptr, &sgd_count), std::exception);
+  EXPECT_THROW(fused_step(*sgd, OptimizerKind::kSgd, nullptr, nullptr, &none), std::exception);
+}
+
+// A found-inf flag that is set skips Adam's and AdamW's update on the device: parameters and
+// moments untouched (the states made, at step 0); clear, the step runs as without it. Without a
+// device count it is refused: the host counts would count the skipped step.
+TEST(FusedStep, AdamSkipsAStepOnTheDeviceWhereFoundInfIsSet) {
+  for (const OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    const OptimizerOptions o{kind, 1e-2, 0.9, false, 1e-3};
+    auto a = make_params(3), b = make_params(3), before = make_params(3);
+    auto ref = make_optimizer(a, o), dev = make_optimizer(b, o);
+    const torch::Tensor set = torch::ones({}), clear = torch::zeros({}), count = torch::ones({});
+    set_grads(b, 0);
+    fused_step(*dev, kind, &set, nullptr, &count);
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(b[i].equal(before[i])) << to_string(kind) << " parameter " << i;
+    for (size_t i = 0; i + 1 < b.size(); ++i) {
+      const auto& st = *dev->state().at(b[i].unsafeGetTensorImpl());
+      const torch::Tensor avg = kind == OptimizerKind::kAdam
+                                    ? static_cast<const torch::optim::AdamParamState&>(st).exp_avg()
+                                    : static_cast<const torch::optim::AdamWParamState&>(st).exp_avg();
+      EXPECT_EQ(avg.count_nonzero().item<int64_t>(), 0) << to_string(kind) << " parameter " << i;
+    }
+    EXPECT_EQ(next_step_count(*dev, kind), 1);
+    set_grads(a, 1), set_grads(b, 1);
+    fused_step(*ref, kind);  // count 1, from the host
+    fused_step(*dev, kind, &clear, nullptr, &count);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(b[i])) << to_string(kind) << " parameter " << i;
+    EXPECT_THROW(fused_step(*dev, kind, &clear), std::exception);
+  }
 }

@@ -109,7 +109,9 @@ TEST(LossScaler, FusedSgdSkipsOnTheDeviceAsTheHostDecisionDoes) {
   }
 }
 
-TEST(LossScaler, AFoundInfFlagIsForSgdOnly) {
+// Adam/AdamW take a found-inf flag only with their step count on the device (step_counter.hpp):
+// with the host's, a skipped step would still be counted.
+TEST(LossScaler, AFoundInfFlagNeedsAdamsCountOnTheDevice) {
   auto p = std::vector<torch::Tensor>{torch::zeros({2}).requires_grad_(true)};
   p[0].mutable_grad() = torch::ones({2});
   auto adam = make_optimizer(p, OptimizerOptions{OptimizerKind::kAdam, 1e-3, 0.9, false, 0.0});
