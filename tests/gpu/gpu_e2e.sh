@@ -132,4 +132,11 @@ judge adam-fp16-on adam-fp16-off "Adam fp16: CUDA graph vs eager" || fail "Adam 
 expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp fp16 --max-steps 15 --debug.sync-check 6 \
   --run-dir sync-adam-fp16 "${ADAM[@]}" --train.cuda-graph on
 pass "Adam in the whole-step CUDA graph (fp32, bf16, fp16) trains as the eager Adam step does, with no host sync"
+
+# 8. (last: a failure here hides no other section) The eager fp16 Adam step, what auto runs for
+# Adam: the loss scaler's found-inf and Adam's step count stay on the device, so no host sync
+# inside a steady step either (before 2026-11-28 found-inf was read every step).
+expect_rc 0 "$LOCKSTEP" train "${COMMON[@]}" --backend nccl --amp fp16 --max-steps 15 --debug.sync-check 6 \
+  --run-dir sync-adam-fp16-eager "${ADAM[@]}" --train.cuda-graph off
+pass "the eager fp16 Adam step makes no host sync"
 echo "e2e gpu: all passed"

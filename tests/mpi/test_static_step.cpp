@@ -62,8 +62,9 @@ StepOutput eager_step(StepParts& r, Amp amp, const torch::Tensor& x, const torch
   r.scaler.scale(s.loss).backward();
   r.reducer->finish();
   // SGD skips an fp16 overflow on the device; Adam/AdamW step only where the host read
-  // found-inf clear, their counts made from the host's (what the device count of the
-  // fixed-buffer step, and of StepRunner's fp16 Adam step, is checked against).
+  // found-inf clear, their counts made from the host's (what the fixed-buffer step's device
+  // count is checked against here; StepRunner's eager fp16 Adam step is checked against
+  // torch::optim's in e2e trainer_features).
   const OptimizerKind kind = optimizer_kind(*r.opt);
   torch::Tensor found_inf;
   if (kind == OptimizerKind::kSgd)

@@ -86,8 +86,8 @@ TEST(StepCounter, SkippedStepsDoNotCountAsOnTheHost) {
 }
 
 // A resume replaces the host states before the first step: the count starts from them, and the
-// steps continue as the host's would. Once steps ran on the count, a load is refused (a graph
-// may hold its address, and the moments' the load replaced).
+// steps continue as the host's would, skips included. Once steps ran on the count, a load is
+// refused (a graph may hold its address, and the moments' the load replaced).
 TEST(StepCounter, StartsFromLoadedStates) {
   const OptimizerOptions o{OptimizerKind::kAdam, 3e-3, 0.9, false, 0.0};
   auto a = counted_params(2), b = counted_params(2);
@@ -105,14 +105,22 @@ TEST(StepCounter, StartsFromLoadedStates) {
   dev->load(in);
   for (size_t i = 0; i < a.size(); ++i) b[i].detach().copy_(a[i].detach());
   counter.restart();
-  for (int step = 10; step < 14; ++step) {
+  const torch::Tensor found_inf = torch::zeros({});
+  int taken = 10;
+  for (int step = 10; step < 16; ++step) {
+    const bool skip = step == 10 || step == 13;
     set_counted_grads(a, step), set_counted_grads(b, step);
-    fused_step(*host, o.kind);
+    if (!skip) fused_step(*host, o.kind), ++taken;
     const torch::Tensor& count = counter.begin();
-    EXPECT_EQ(count.item<float>(), static_cast<float>(step + 1));
-    fused_step(*dev, o.kind, nullptr, nullptr, &count);
+    EXPECT_EQ(count.item<float>(), static_cast<float>(taken + (skip ? 1 : 0))) << "step " << step;
+    found_inf.fill_(skip ? 1.0 : 0.0);
+    fused_step(*dev, o.kind, &found_inf, nullptr, &count);
+    counter.end(found_inf);
     for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].equal(b[i])) << "step " << step;
   }
+  counter.settle();
+  EXPECT_EQ(host_steps(*dev, o.kind), std::vector<int64_t>(3, taken));
+  EXPECT_EQ(taken, 14);
   EXPECT_THROW(counter.restart(), std::exception);
 }
 
