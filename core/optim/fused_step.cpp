@@ -96,13 +96,19 @@ Error split_count(size_t index, const std::string& what) {
                "without --train.amp fp16, --train.cuda-graph off");
 }
 
-// Throws split_count unless every parameter of OPT with a gradient has a state and every one
-// with a state a gradient — or none has a state yet (the first step creates them all).
-void check_shared_count(optim::Optimizer& opt) {
+// Throws Error unless COUNT is a 0-dim float32 tensor on every parameter's device, and
+// split_count unless every parameter of OPT with a gradient has a state and every one with a
+// state a gradient — or none has a state yet (the first step creates them all).
+void check_shared_count(optim::Optimizer& opt, const torch::Tensor& count) {
+  const char* const not_a_count =
+      "fused optimizer step: the device step count must be a 0-dim float32 tensor on the parameters' device (the "
+      "CUDA kernels read it as a float)";
+  LOCKSTEP_REQUIRE(count.dim() == 0 && count.scalar_type() == torch::kFloat, not_a_count);
   auto& state = opt.state();
   size_t index = 0, first_new = SIZE_MAX;
   for (auto& group : opt.param_groups())
     for (const auto& p : group.params()) {
+      LOCKSTEP_REQUIRE(p.device() == count.device(), not_a_count);
       const bool has_state = state.count(p.unsafeGetTensorImpl()) > 0, has_grad = p.grad().defined();
       if (has_state && !has_grad) throw split_count(index, "has no gradient in this step while the others step");
       if (!has_state && has_grad && first_new == SIZE_MAX) first_new = index;
@@ -206,18 +212,8 @@ void fused_step(torch::optim::Optimizer& opt, OptimizerKind kind, const torch::T
   LOCKSTEP_REQUIRE(found_inf == nullptr || kind == OptimizerKind::kSgd || count != nullptr,
                    "fused optimizer step: Adam/AdamW skip a step on the device only with their step count there");
   LOCKSTEP_REQUIRE(count == nullptr || kind != OptimizerKind::kSgd, "fused optimizer step: SGD counts no steps");
-  if (count) {  // checked before any state changes
-    LOCKSTEP_REQUIRE(count->dim() == 0 && count->scalar_type() == torch::kFloat,
-                     "fused optimizer step: the device step count must be a 0-dim float32 tensor on the parameters' "
-                     "device (the CUDA kernels read it as a float)");
-    check_shared_count(opt);
-  }
+  if (count) check_shared_count(opt, *count);  // before any state changes
   for (auto& group : opt.param_groups()) {
-    if (count)
-      for (const auto& p : group.params())
-        LOCKSTEP_REQUIRE(p.device() == count->device(),
-                         "fused optimizer step: the device step count must be a 0-dim float32 tensor on the "
-                         "parameters' device (the CUDA kernels read it as a float)");
     switch (kind) {
       case OptimizerKind::kSgd: sgd_group(opt, group, found_inf, lr); break;
       case OptimizerKind::kAdam:

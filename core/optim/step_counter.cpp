@@ -39,6 +39,11 @@ void StepCounter::end(const torch::Tensor& found_inf) {
   count_.sub_(found_inf);
 }
 
+void StepCounter::step(const torch::Tensor* found_inf, const torch::Tensor* lr) {
+  fused_step(opt_, kind_, found_inf, lr, &begin());
+  if (found_inf) end(*found_inf);
+}
+
 void StepCounter::settle() {
   if (!count_.defined()) return;
   const auto taken = static_cast<int64_t>(count_.item<float>());  // the host sync, at checkpoints only

@@ -45,6 +45,9 @@ class StepCounter {
   const torch::Tensor& begin();
   // A step FOUND_INF (the loss scaler's 0-dim float32 flag, 1: skipped) skipped does not count.
   void end(const torch::Tensor& found_inf);
+  // One fused optimizer step on the count (fused_step.hpp): begin(), the kernels (skipping on
+  // FOUND_INF, reading LR when given; either may be null), end(). The steps' one way in.
+  void step(const torch::Tensor* found_inf, const torch::Tensor* lr);
   // The host states' step := the count (reads the device). Nothing before the first begin().
   void settle();
   // The host states changed under it (a checkpoint loaded before the first step): the next

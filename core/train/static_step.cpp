@@ -85,12 +85,10 @@ void StaticStep::body(StepTimer* timer) {
   torch::NoGradGuard no_grad;
   if (p_.clip_norm > 0) clipped_.add_(clip_grad_norm_counted(p_.trainable, p_.clip_norm, found_inf));
   const torch::Tensor* inf = found_inf.defined() ? &found_inf : nullptr;
-  if (kind_ == OptimizerKind::kSgd) {
+  if (kind_ == OptimizerKind::kSgd)
     fused_step(p_.opt, kind_, inf, &lr_);
-  } else {  // the count advances on the device, and a skipped step takes it back there
-    fused_step(p_.opt, kind_, inf, &lr_, &p_.counter.begin());
-    if (inf) p_.counter.end(found_inf);
-  }
+  else  // the count advances on the device, and a skipped step takes it back there
+    p_.counter.step(inf, &lr_);
   if (!loss_.defined()) {
     loss_ = scored.loss.detach().clone();
     correct_ = scored.correct.clone();

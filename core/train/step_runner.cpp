@@ -204,8 +204,7 @@ StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t e
     if (!cfg.fused_optimizer) {
       s_.opt->step();
     } else if (s_.scaler.enabled() && cfg.optimizer != OptimizerKind::kSgd) {
-      fused_step(*s_.opt, cfg.optimizer, inf, nullptr, &s_.step_counter->begin());
-      if (inf) s_.step_counter->end(found_inf);
+      s_.step_counter->step(inf, nullptr);
     } else {
       fused_step(*s_.opt, cfg.optimizer, inf);
     }

@@ -88,8 +88,7 @@ TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
       p.opt->zero_grad();
       p.model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
       found_inf.fill_(i % skip_every == 0 ? 1.0 : 0.0);
-      fused_step(*p.opt, OptimizerKind::kAdam, &found_inf, nullptr, &p.counter->begin());
-      p.counter->end(found_inf);
+      p.counter->step(&found_inf, nullptr);
     }
   };
   Parts first(data.spec, 3, OptimizerKind::kAdam);  // 1 host step, then 9 on the device, 3 of them skipped

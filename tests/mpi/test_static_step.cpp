@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -76,6 +77,21 @@ StepOutput eager_step(StepParts& r, Amp amp, const torch::Tensor& x, const torch
   return {s.loss.detach(), s.correct};
 }
 
+// One step of one batch through the eager reference (EAGER) and the fixed-buffer STEP over
+// FIXED's parts, at LR: the batch drawn from DATA_SEED (each rank its own), the dropout draws
+// from DROP_SEED, alike in both. Returns (eager, fixed) outputs.
+std::pair<StepOutput, StepOutput> step_both(StepParts& eager, StepParts& fixed, StaticStep& step, Amp amp,
+                                            uint64_t data_seed, uint64_t drop_seed, double lr, int64_t* clipped) {
+  torch::manual_seed(data_seed + 1000 * static_cast<uint64_t>(mpi().rank()));
+  const torch::Tensor x = torch::randn({16, 1, 12, 12}), y = torch::randint(0, 5, {16});
+  torch::manual_seed(drop_seed);
+  StepOutput a = eager_step(eager, amp, x, y, lr, clipped);
+  torch::manual_seed(drop_seed);
+  set_lr(*fixed.opt, lr);
+  StepOutput b = step.run(x, y, lr, nullptr);
+  return {a, b};
+}
+
 }  // namespace
 
 TEST(StaticStep, EqualsTheEagerStepBitForBitWithFixedAddresses) {
@@ -85,14 +101,7 @@ TEST(StaticStep, EqualsTheEagerStepBitForBitWithFixedAddresses) {
     std::vector<const void*> addresses;
     int64_t clipped = 0;
     for (int i = 0; i < 25; ++i) {
-      torch::manual_seed(100 + i + 1000 * mpi().rank());  // the batch (rank's own)
-      const torch::Tensor x = torch::randn({16, 1, 12, 12}), y = torch::randint(0, 5, {16});
-      const double lr = 0.1 * (1.0 - 0.03 * i);
-      torch::manual_seed(7 + i);  // dropout draws alike in both
-      const StepOutput a = eager_step(eager, amp, x, y, lr, &clipped);
-      torch::manual_seed(7 + i);
-      set_lr(*fixed.opt, lr);
-      const StepOutput b = step.run(x, y, lr, nullptr);
+      const auto [a, b] = step_both(eager, fixed, step, amp, 100 + i, 7 + i, 0.1 * (1.0 - 0.03 * i), &clipped);
       ASSERT_TRUE(torch::equal(a.loss, b.loss)) << "step " << i << " " << to_string(amp);
       ASSERT_TRUE(torch::equal(a.correct, b.correct)) << "step " << i;
       for (size_t k = 0; k < eager.params.size(); ++k)
@@ -158,14 +167,7 @@ TEST(StaticStep, AdamAndAdamWEqualTheEagerStepBitForBit) {
     std::vector<const void*> addresses;
     int64_t clipped = 0;
     for (int i = 0; i < 20; ++i) {
-      torch::manual_seed(200 + i + 1000 * mpi().rank());
-      const torch::Tensor x = torch::randn({16, 1, 12, 12}), y = torch::randint(0, 5, {16});
-      const double lr = 2e-3 * (1.0 - 0.04 * i);
-      torch::manual_seed(17 + i);
-      const StepOutput a = eager_step(eager, amp, x, y, lr, &clipped);
-      torch::manual_seed(17 + i);
-      set_lr(*fixed.opt, lr);
-      const StepOutput b = step.run(x, y, lr, nullptr);
+      const auto [a, b] = step_both(eager, fixed, step, amp, 200 + i, 17 + i, 2e-3 * (1.0 - 0.04 * i), &clipped);
       ASSERT_TRUE(torch::equal(a.loss, b.loss)) << to_string(kind) << " step " << i;
       for (size_t k = 0; k < eager.params.size(); ++k)
         ASSERT_TRUE(torch::equal(eager.params[k], fixed.params[k])) << to_string(kind) << " parameter " << k << " step " << i;
@@ -213,14 +215,7 @@ TEST(StaticStep, Fp16AdamSkipsOverflowingStepsOnTheDeviceAsTheHostDecisionDoes) 
     StaticStep step(fixed.parts(), /*capture=*/false);
     int64_t clipped = 0;
     for (int i = 0; i < 20; ++i) {
-      torch::manual_seed(400 + i + 1000 * mpi().rank());
-      const torch::Tensor x = torch::randn({16, 1, 12, 12}), y = torch::randint(0, 5, {16});
-      const double lr = 2e-3 * (1.0 - 0.04 * i);
-      torch::manual_seed(27 + i);
-      const StepOutput a = eager_step(eager, Amp::kFp16, x, y, lr, &clipped);
-      torch::manual_seed(27 + i);
-      set_lr(*fixed.opt, lr);
-      const StepOutput b = step.run(x, y, lr, nullptr);
+      const auto [a, b] = step_both(eager, fixed, step, Amp::kFp16, 400 + i, 27 + i, 2e-3 * (1.0 - 0.04 * i), &clipped);
       ASSERT_TRUE(torch::equal(a.loss, b.loss)) << to_string(kind) << " step " << i;
       for (size_t k = 0; k < eager.params.size(); ++k)
         ASSERT_TRUE(torch::equal(eager.params[k], fixed.params[k])) << to_string(kind) << " parameter " << k << " step " << i;
