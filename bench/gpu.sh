@@ -11,7 +11,9 @@
 #          channels-last shapes (ATen's kernels, cuDNN's, torch.compile's) and the pinned
 #          host-to-device bandwidth; bench/bn_act_bench (bundled): lockstep's own kernels
 #          (--model.fused-bn, --model.max-pool) vs ATen's on the same shapes, bf16 and fp32,
-#          summed per step: data for the next lever, no lockstep run (under two minutes)
+#          summed per step: data for the next lever, no lockstep run; bench/reader_bench
+#          (bundled): the shard reader's GB/s on this node's cores, one rank and 4 or 8 ranks
+#          (under four minutes)
 #   video  the video users' models against the anchor (eager, channels_last, whole-step
 #          graph, torch.compile), no tests: the behaviour job's c3d (17x32x32 gray clips,
 #          width 16, batch 32, fp32: launch-bound, as the job runs) and r3d-18 (16x112x112
@@ -74,6 +76,17 @@ if [ ! -f "$REPORT" ]; then
   } >"$REPORT"
 fi
 say "GPU: $GPU; report: $REPORT"
+# Data helpers (synthetic, made here: the GPU machines have no datasets).
+import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset $WORK/NAME
+  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 "${@:2}" \
+    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
+}
+make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FRAMES frames
+  [ -f "$WORK/$1/manifest.json" ] && return
+  say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
+  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null
+  import_h5 "$1" --shards 8
+}
 if [ "$STAGE" = probe ]; then
   "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl"
   { echo "### Probes (bench/gpu_probe.py)"; echo; sed 's/^/    /' "$OUTDIR/probe.jsonl"; echo; } >>"$REPORT"
@@ -84,6 +97,23 @@ if [ "$STAGE" = probe ]; then
     { echo "### Fused BatchNorm+ReLU vs ATen (bench/bn_act_bench)"; echo; sed 's/^/    /' "$OUTDIR/bn_act_bench.txt"; echo; } >>"$REPORT"
   else
     say "bn_act_bench not found (bench/gpu_build.sh bundles it): the fused kernels not timed"
+  fi
+  # The shard reader on this node's cores, from the page cache (the issue's >= 3 GB/s per node):
+  # one rank at 1, 4 (--data.read-threads' default) and every core's read threads; the node as
+  # 4 ranks x 4 threads and 8 ranks x 2 (reader_bench --ranks), ImageNet-size samples.
+  READER_BENCH=$(command -v reader_bench || echo "$ROOT/build/bench/reader_bench")
+  if [ -x "$READER_BENCH" ]; then
+    make_data io224 16384 3 224 224 100
+    cores=$(nproc)
+    for spec in "1 1" "4 1" "$cores 1" "4 4" "2 8"; do
+      read -r threads ranks <<<"$spec"
+      timeout 120 "$READER_BENCH" "$WORK/io224" --threads "$threads" --ranks "$ranks" ||
+        echo "reader_bench --threads $threads --ranks $ranks: exit $?"
+    done 2>&1 | tee "$OUTDIR/reader_bench.txt"
+    { echo "### The shard reader (bench/reader_bench, 3x224x224 uint8 samples, warm page cache, $cores cores)"; echo
+      sed 's/^/    /' "$OUTDIR/reader_bench.txt"; echo; } >>"$REPORT"
+  else
+    say "reader_bench not found (bench/gpu_build.sh bundles it): the shard reader not timed"
   fi
   exit 0
 fi
@@ -108,17 +138,7 @@ printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
 [ "$STAGE" = tests ] && exit 0
 fi
 
-# --- 2. data (synthetic, made here: the GPU machines have no datasets) -----------------------
-import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset $WORK/NAME
-  "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 "${@:2}" \
-    >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
-}
-make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FRAMES frames
-  [ -f "$WORK/$1/manifest.json" ] && return
-  say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
-  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null
-  import_h5 "$1" --shards 8
-}
+# --- 2. data ------------------------------------------------------------------------------------
 # FLOPs per sample of each architecture, counted once by PyTorch (the anchor's first line).
 flops() {  # flops MODEL H5 [WIDTH [DEPTH]]
   "$PY" - "$1" "$WORK/$2.h5" "${3:-0}" "${4:-18}" <<'PY'

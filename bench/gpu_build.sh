@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds what the GPU report runs (lockstep, gpu_tests, bn_act_bench) in build-gpu/, without video import
+# Builds what the GPU report runs (lockstep, gpu_tests, bn_act_bench, reader_bench) in build-gpu/, without video import
 # (-DLOCKSTEP_WITH_VIDEO=OFF: FFmpeg's codec libraries would make the bundle ~180 MiB, over the
 # 60 MiB pack.sh carries), and bundles them into .gpu/ with ../shared/gpu/pack.sh (docs/gpu.md).
 #   bash bench/gpu_build.sh          from the checkout root, after .ci/setup
@@ -17,5 +17,5 @@ fi
 grep -q "NCCL backend ON" build-gpu.configure.log 2>/dev/null ||
   cmake -S . -B build-gpu 2>&1 | grep -q "NCCL backend ON" || { echo "gpu_build.sh: this machine's build has no NCCL backend" >&2; exit 1; }
 grep -q "LOCKSTEP_BUILD_BENCH:BOOL=ON" build-gpu/CMakeCache.txt || cmake -S . -B build-gpu -DLOCKSTEP_BUILD_BENCH=ON >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target lockstep gpu_tests bn_act_bench
-GPU_PACK_STRIP=1 bash "$PACK" build-gpu/lockstep build-gpu/tests/gpu_tests build-gpu/bench/bn_act_bench
+cmake --build build-gpu -j"$(nproc)" --target lockstep gpu_tests bn_act_bench reader_bench
+GPU_PACK_STRIP=1 bash "$PACK" build-gpu/lockstep build-gpu/tests/gpu_tests build-gpu/bench/bn_act_bench build-gpu/bench/reader_bench

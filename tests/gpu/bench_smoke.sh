@@ -99,6 +99,20 @@ if [ -n "${LOCKSTEP_BN_BENCH:-}" ]; then
 else
   echo "bench/bn_act_bench not configured (-DLOCKSTEP_BUILD_BENCH=OFF): not run"
 fi
+# gpu.sh probe's shard reader rows: reader_bench's node mode (--ranks: one process per rank),
+# and a rank that cannot open its shard ends the run with its line, without a hang.
+if [ -n "${LOCKSTEP_READER_BENCH:-}" ]; then
+  expect_rc 0 timeout 120 "$LOCKSTEP_READER_BENCH" data --threads 2 --ranks 2 --reps 1 --batch 16
+  expect_output 'node of 2 ranks, stream: epoch +[0-9]+'
+  expect_output '"node_ranks": 2, "node_mib_s": [0-9.]+'
+  rm -rf data-cut && cp -r data data-cut && truncate -s 4096 data-cut/train-00001-of-00002.h5
+  expect_rc 1 timeout 120 "$LOCKSTEP_READER_BENCH" data-cut --ranks 2 --reps 1 --batch 16
+  expect_output 'rank 1 of 2: data-cut/train-00001-of-00002.h5: cannot open as HDF5'
+  expect_output 'reader_bench: --ranks 2: a rank failed'
+  pass "bench/reader_bench reads a node's ranks in parallel processes; a failing rank ends it with its line"
+else
+  echo "bench/reader_bench not configured (-DLOCKSTEP_BUILD_BENCH=OFF): not run"
+fi
 GPU_REPORT_DIR=$WORK/report bash "$ROOT/bench/gpu.sh" tests | grep -q "skipped: no GPU" || fail "bench/gpu.sh without a GPU should say so"
 pass "bench/gpu.sh without a GPU says so and exits 0"
 echo "gpu bench smoke: all passed"
