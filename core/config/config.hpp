@@ -73,6 +73,8 @@ struct Config {
   bool weighted_classes = false;       // class_weights is not "none" (set by check_config)
   double label_smoothing = 0.0;
   Amp amp = Amp::kNone;          // core/optim/amp.hpp
+  double loss_scale = 65536.0;   // fp16: the dynamic loss scale's start (core/optim/loss_scaler.hpp)
+  int64_t loss_scale_growth = 2000;  // fp16: finite steps in a row before the scale doubles
   int64_t eval_every = 0;        // steps between evaluations; 0: at epoch ends only
   // Stopping on validation (core/train/stop_rule.hpp): early stopping, and a target.
   BestMetric early_stop_metric = BestMetric::kNone;

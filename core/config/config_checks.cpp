@@ -48,6 +48,9 @@ std::string check_config(Config* c) {
   if (c->label_smoothing < 0 || c->label_smoothing >= 1)
     return "--train.label-smoothing must be in [0, 1)";
   if (c->clip_norm < 0) return "--train.clip-norm must be >= 0";
+  // The scale never goes below 1 (loss_scaler.hpp) and lives in float32.
+  if (!(c->loss_scale >= 1 && c->loss_scale <= 1e38)) return "--train.loss-scale must be in [1, 1e38]";
+  if (c->loss_scale_growth < 1) return "--train.loss-scale-growth must be at least 1";
   if (c->eval_every < 0) return "--train.eval-every must be >= 0";
   if (c->warmup_epochs < 0) return "--train.warmup-epochs must be >= 0";
   if (c->step_epochs <= 0) return "--train.step-epochs must be positive";

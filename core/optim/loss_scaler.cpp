@@ -1,7 +1,10 @@
 // loss_scaler: see loss_scaler.hpp.
 #include "core/optim/loss_scaler.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
+
+#include "core/base/error.hpp"
 
 namespace lockstep {
 
@@ -41,11 +44,28 @@ std::vector<double> LossScaler::state() const {
   return {current_scale(), static_cast<double>(growth_.item<int>()), static_cast<double>(skipped())};
 }
 
-void LossScaler::load_state(const std::vector<double>& s) {
-  if (s.size() != 3 || !enabled_) return;
+void LossScaler::load_state(const std::vector<double>& s, int64_t step) {
+  checked_step_ = step;
+  checked_skips_ = 0;
+  if (s.size() != 3 || !enabled_) return;  // not an fp16 checkpoint: the scaler starts afresh
   scale_.fill_(s[0]);
   growth_.fill_(static_cast<int>(s[1]));
   skipped_.fill_(static_cast<int64_t>(s[2]));
+  checked_skips_ = static_cast<int64_t>(s[2]);
+}
+
+void LossScaler::check_progress(int64_t step) {
+  if (!enabled_ || step <= checked_step_) return;
+  const int64_t from = checked_step_ + 1, skips = skipped();
+  const bool stalled = skips - checked_skips_ >= step - checked_step_ && current_scale() <= 1.0;
+  checked_step_ = step;
+  checked_skips_ = skips;
+  if (stalled)
+    throw Error(fmt::format("fp16: steps {} to {} were all skipped (gradients not finite) with the loss scale at its "
+                            "floor of 1, so nothing trains and the run stops here (its last checkpoint is kept): the "
+                            "model or its data overflows float16; lower --train.lr, try --train.clip-norm, or use "
+                            "--train.amp bf16 (float32's range)",
+                            from, step));
 }
 
 }  // namespace lockstep

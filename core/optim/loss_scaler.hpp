@@ -40,9 +40,15 @@ class LossScaler {
   bool unscale_and_update(const std::vector<torch::Tensor>& params);
   double current_scale() const;
   int64_t skipped() const;
-  // For checkpoints: (scale, finite steps since the last change, skipped steps).
+  // For checkpoints: (scale, finite steps since the last change, skipped steps); load_state
+  // takes the state as of global step STEP (a checkpoint's).
   std::vector<double> state() const;
-  void load_state(const std::vector<double>& s);
+  void load_state(const std::vector<double>& s, int64_t step);
+  // At log rows and checkpoints, after global step STEP (reads the device): throws when every
+  // step since the last check was skipped with the scale at its floor of 1 — gradients that
+  // are not finite even unscaled, which no scale fixes: fp16 would skip every step to the end
+  // and finish as if it had trained. Identical on every rank (the gradients are).
+  void check_progress(int64_t step);
 
  private:
   bool enabled_;
@@ -50,6 +56,7 @@ class LossScaler {
   torch::Tensor scale_;    // float32, 0-dim
   torch::Tensor growth_;   // int32, 0-dim: finite steps since the last change
   torch::Tensor skipped_;  // int64, 0-dim
+  int64_t checked_step_ = 0, checked_skips_ = 0;  // the last check_progress (or load_state)
 };
 
 }  // namespace lockstep

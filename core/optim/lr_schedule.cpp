@@ -6,7 +6,8 @@
 
 namespace lockstep {
 
-double LrSchedule::at(int64_t step) const {
+double LrSchedule::at(int64_t global_step) const {
+  const int64_t step = global_step + offset;
   if (warmup_steps > 0 && step < warmup_steps)
     return base * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
   if (kind == Schedule::kStep)

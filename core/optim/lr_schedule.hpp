@@ -22,6 +22,9 @@ struct LrSchedule {
   double min_fraction = 0.0;
   int64_t step_size = 1;  // step: post-warmup steps between decays
   double gamma = 0.1;     // step: decay factor
+  // Added to the step: a run resumed on another world size or batch counts the schedule in
+  // this world's steps (core/train/session.hpp, plan_from); 0 otherwise.
+  int64_t offset = 0;
 
   double at(int64_t step) const;  // step counts from 0
 };

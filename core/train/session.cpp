@@ -257,11 +257,23 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
     log::info0("class weights (" + cfg.class_weights + "):\n" +
                class_weight_table(weights, histogram, manifest.spec.class_names));
   loss = std::make_unique<Loss>(weights, cfg.label_smoothing, place.device);
-  scaler = LossScaler(cfg.amp == Amp::kFp16, place.device);
+  scaler = LossScaler(cfg.amp == Amp::kFp16, place.device, cfg.loss_scale, cfg.loss_scale_growth);
   const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
   schedule = LrSchedule{cfg.schedule, lr, warmup, planned_steps, cfg.min_lr_fraction,
                         std::max<int64_t>(1, std::llround(cfg.step_epochs * static_cast<double>(steps_per_epoch))),
                         cfg.step_gamma};
+}
+
+void Session::plan_from(const TrainPosition& pos) {
+  const int64_t here = pos.epoch * steps_per_epoch + pos.samples_done_in_epoch / global_batch;  // this world's count
+  schedule.offset = here - pos.step;
+  const int64_t epochs_end = cfg.epochs * steps_per_epoch - schedule.offset;  // as a global step
+  planned_steps = cfg.max_steps > 0 ? std::min<int64_t>(cfg.max_steps, epochs_end) : epochs_end;
+  schedule.total_steps = planned_steps + schedule.offset;
+  if (schedule.offset != 0)
+    log::info0(fmt::format("the learning-rate schedule counts this run's steps of {} samples: the checkpoint's step "
+                           "{} is its step {} (the run ends at step {})",
+                           global_batch, pos.step, here, planned_steps));
 }
 
 Session::~Session() = default;  // the communicator's destructor aborts if close() was not reached

@@ -25,6 +25,7 @@
 #include "core/optim/loss.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/model/registry.hpp"
+#include "core/train/checkpoint_state.hpp"
 #include "core/train/mfu.hpp"
 #include "core/dist/placement.hpp"
 #include "core/dist/rank_placement.hpp"
@@ -71,6 +72,14 @@ struct Session {
   int fused_bn_layers = 0;  // --model.fused-bn on (core/model/bn_act.hpp)
   int own_pool_layers = 0;  // --model.max-pool lockstep (core/model/max_pool_layer.hpp)
   std::vector<RankPlacement> placements;  // every rank's host, GPU and CPUs (rank 0 only)
+
+  // The plan from POS on (step 0, or a checkpoint's position): planned_steps and the
+  // schedule's count. A checkpoint of another world size or global batch was written at a
+  // global step this world would have reached at another number (it takes other samples per
+  // step): the schedule counts this world's steps, as if the run had had it from the start,
+  // so the learning rate continues from the resume's and ends where the run ends (before, a
+  // resume from 2 ranks to 1 left a cosine short of its floor).
+  void plan_from(const TrainPosition& pos);
 
   std::string describe() const;  // the start lines rank 0 logs
   std::string placement_text() const;  // describe()'s placement lines

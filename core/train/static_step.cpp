@@ -16,11 +16,42 @@
 #include "core/train/step_timer.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace lockstep {
+
+#ifdef LOCKSTEP_HAVE_CUDA
+namespace {
+
+// A capture that a call inside it invalidated fails in capture_end's cudaStreamEndCapture,
+// before PyTorch 2.11 ends the allocators' recording into the graph's pool, and ~CUDAGraph
+// releases a pool only after a capture_end that completed: the memory the capture allocated
+// (a step's activations) would stay reserved for nothing while the step runs eagerly. Ends
+// the recording and releases POOL on DEVICE, each only where it is still on (otherwise
+// capture_end ended it and the graph releases the pool).
+void release_failed_capture(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+  } catch (const c10::Error&) {
+    return;  // capture_end got past it: the graph owns the pool
+  }
+  c10::cuda::CUDACachingAllocator::releasePool(device, pool);
+  at::HostAllocator* host = at::getHostAllocator(at::kCUDA);
+  try {
+    host->end_allocate_to_pool(pool);  // pinned memory recorded into the pool too, where the capture did
+  } catch (const c10::Error&) {
+    return;
+  }
+  host->release_pool(pool);
+}
+
+}  // namespace
+#endif
 
 std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.cuda) return "it needs a CUDA GPU";
@@ -114,10 +145,12 @@ bool StaticStep::capture() {
       throw Error("--train.cuda-graph: optimizer state was created while capturing the step (after " +
                   std::to_string(kWarmupSteps) + " eager steps): rerun with --train.cuda-graph off");
   };
+  const c10::MempoolId_t pool = at::cuda::graph_pool_handle();
+  const c10::DeviceIndex device = c10::cuda::current_device();
   try {
     // Thread-local: a background thread's CUDA call (the watchdog's event polls) must not
     // invalidate the capture; the training thread's own unsafe calls still fail it.
-    g->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+    g->graph.capture_begin(pool, cudaStreamCaptureModeThreadLocal);
     try {
       body(nullptr);
     } catch (...) {
@@ -129,6 +162,7 @@ bool StaticStep::capture() {
     }
     g->graph.capture_end();
   } catch (const std::exception& e) {
+    release_failed_capture(device, pool);
     at::autocast::set_autocast_cache_enabled(cache);
     state_kept();
     std::string why = e.what();

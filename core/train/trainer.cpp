@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <cmath>
-
 #include "core/eval/eval_report.hpp"
 #include "core/train/checkpointer.hpp"
 #include "core/train/device_memory.hpp"
@@ -142,6 +140,7 @@ class Trainer {
     timer_.collect(&phases);
     window_.add_times(phases);
     const WindowStats w = window_.close(sum(), st_.lr(), st_.pos().step + 1);
+    s_.scaler.check_progress(st_.pos().step);  // fp16 skipping every step: an error, as a NaN loss is
     st_.add_window(w);
     run_ += w;
     return w;
@@ -211,6 +210,7 @@ class Trainer {
   void checkpoint_now() {
     const auto t0 = Clock::now();
     const TrainState at = st_.with_open_window(window_.peek(sum(), st_.lr()));
+    s_.scaler.check_progress(st_.pos().step);
     sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
     ck_.save(at);
     timer_.trace_span("checkpoint", t0);
@@ -366,10 +366,10 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
                             *recorder);
   TrainState state(cfg);
   const std::string resume = checkpointer.agree_resume_path();
-  // Dropout differs per rank; a fresh start (or a resume on another world size) seeds it
-  // from (seed, rank, step). A resume on the same world size restores the saved states.
+  // Dropout differs per rank: seeded from (seed, rank, step); a same-world resume restores its states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
+  session.plan_from(state.pos());
   recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.
   MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);

@@ -93,6 +93,25 @@ expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir scaled --max-steps 4 --lr-sca
 expect_output 'batch 32/rank x world 2 x accumulation 1 = effective batch 64'
 expect_output 'lr 0.05 x linear scaling for world 2 = effective lr 0.1 \(constant, warmup 7 steps\)'
 pass "adam, adamw, nesterov, step schedule, linear LR scaling with warmup epochs"
+# A cosine resumed on another world size: a step of 1 rank takes half the samples of one of
+# 2, so the checkpoint's step 14 (epoch 1 at 2 ranks) is step 28 of a 1-rank run. The
+# schedule counts the 1-rank steps: from the resume on, the lr is the uninterrupted 1-rank
+# run's, to its floor at the end (before, the horizon was 56 steps of a 42-step run).
+COS=("${BASE[@]}" --train.schedule cosine --epochs 2 --log-every 1 --data.val-split none --data.test-split none)
+expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-1
+expect_rc 0 run_mpi 2 train "${COS[@]}" --run-dir cos-21 --max-steps 14
+expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-21
+expect_output "the learning-rate schedule counts this run's steps of 32 samples: the checkpoint's step 14 is its step 28 \(the run ends at step 42\)"
+"$PYTHON" - cos-1/metrics.jsonl cos-21/metrics.jsonl <<'PY' || fail "a cosine resumed from 2 ranks to 1 left the 1-rank schedule"
+import json, sys
+def lrs(path):
+    return {r["step"]: r["lr"] for r in map(json.loads, open(path)) if r["kind"] == "train"}
+one, resumed = lrs(sys.argv[1]), lrs(sys.argv[2])
+assert max(one) == 56 and max(resumed) == 42, (max(one), max(resumed))
+for step in range(15, 43):
+    assert resumed[step] == one[step + 14], (step, resumed[step], one[step + 14])
+PY
+pass "a cosine resumed on another world size continues the lr and ends at its floor with the run"
 
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir clip --max-steps 8 --clip-norm 0.01 --label-smoothing 0.1
 [ "$(json_rows clip/metrics.jsonl end clipped_steps)" = 8 ] || fail "clip-norm 0.01 should clip every step"
@@ -230,6 +249,20 @@ expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan --lr 1e20 --max-steps 16 
 expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'
 [ ! -e nan/checkpoints/step-000000016.ckpt ] || fail "a diverged run wrote a checkpoint"
 pass "NaN loss stops the job naming the step: $(grep -Eo 'at step [0-9]+' out.txt | head -1)"
+# fp16 skips the steps whose gradients overflow, so a run whose gradients are not finite even
+# at the floor of 1 used to skip every step to the end and exit 0 with a checkpoint. Step 1
+# (scale 4) is taken and diverges; steps 9 to 14 (the epoch's end) are all skipped at the
+# floor: it stops there, before the epoch's checkpoint.
+expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan16 --lr 1e20 --amp fp16 --train.loss-scale 4 --log-every 8
+expect_output 'fp16: steps 9 to 14 were all skipped \(gradients not finite\) with the loss scale at its floor of 1'
+[ ! -e nan16/checkpoints/step-000000014.ckpt ] || fail "a stalled fp16 run wrote its epoch's checkpoint"
+pass "fp16 skipping every step at the floor of its loss scale stops the job naming the steps"
+# --train.loss-scale and --train.loss-scale-growth reach the scaler: 2, doubled after each of
+# 4 finite steps.
+expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fp16-scale --amp fp16 --train.loss-scale 2 --train.loss-scale-growth 1 --max-steps 4
+[ "$(json_rows fp16-scale/metrics.jsonl end loss_scale)/$(json_rows fp16-scale/metrics.jsonl end skipped_steps)" = 32.0/0 ] ||
+  fail "--train.loss-scale 2 with growth 1 over 4 steps: scale/skipped $(json_rows fp16-scale/metrics.jsonl end loss_scale)/$(json_rows fp16-scale/metrics.jsonl end skipped_steps), want 32/0"
+pass "--train.loss-scale and --train.loss-scale-growth set fp16's scaler"
 
 # --- evaluation, logs -------------------------------------------------------------------
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir ev --epochs 1 --eval-every 4

@@ -13,6 +13,7 @@
 //     (NCCL, every rank of the run) inside the graph;
 //   - the batch feed's copy stream delivers every batch whole while the host runs ahead, also
 //     straight out of the loader's pinned batches refilled after their fences;
+//   - a capture that fails runs the step eagerly, as the eager step, and its memory comes back;
 //   - a checkpoint snapshot queued between steps (no host sync) loads as the state at its step;
 //   - host copies (the best weights) queued behind a busy stream hold their moment's values;
 //   - NVML's gauges of the rank's GPU (gpu_gauges.hpp) read in range.
@@ -52,6 +53,7 @@
 #include "step_parts.hpp"
 
 #ifdef LOCKSTEP_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -283,6 +285,44 @@ TEST(GpuStep, CapturedStepHoldsItsGradientAllReduces) {
   graphed.reset();  // before the communicator: ncclCommDestroy waits for the graphs holding its work
   eager.reset();
   nccl->destroy();
+}
+
+// A capture that fails (here: the input preparation reads the device on the host, which
+// invalidates the capture) runs the step eagerly from then on, with the same results as the
+// eager step, and gives back the memory the capture allocated: PyTorch 2.11 leaves a pool
+// whose cudaStreamEndCapture failed recording and unreleased (static_step.cpp,
+// release_failed_capture). Found by reading; never run on a GPU before.
+TEST(GpuStep, AFailedCaptureRunsEagerlyAndGivesBackItsMemory) {
+  SKIP_WITHOUT_GPU();
+  if (mpi().size() > 1) GTEST_SKIP() << "one rank: a failed capture goes eager only there";
+  const RunStream stream(torch::Device(torch::kCUDA, 0));
+  lockstep::testing::StepParts eager_parts(StaticRun::gpu_options(Amp::kNone)), failing_parts(StaticRun::gpu_options(Amp::kNone));
+  const auto syncing = [](const torch::Tensor& x) {
+    (void)x.abs().max().item<float>();  // a host read: fine eagerly, invalidates a capture
+    return x;
+  };
+  StaticStepParts ep = eager_parts.parts(), fp = failing_parts.parts();
+  ep.prepare = syncing;
+  fp.prepare = syncing;
+  StaticStep eager(ep, false), failing(fp, true);
+  const auto reserved = [] {
+    torch::cuda::synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].current;
+  };
+  int64_t before = 0;
+  for (int i = 0; i < 8; ++i) {
+    torch::manual_seed(300 + i);
+    const torch::Tensor x = torch::randn({32, 1, 28, 28}).cuda(), y = torch::randint(0, 10, {32}).cuda();
+    if (i == StaticStep::kWarmupSteps) before = reserved();
+    StepOutput a = eager.run(x, y, 0.05, nullptr);
+    StepOutput b = failing.run(x, y, 0.05, nullptr);
+    EXPECT_FALSE(failing.replaying()) << "step " << i << ": the capture read the device, it cannot have succeeded";
+    EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-5 * std::abs(a.loss.item<double>())) << "step " << i;
+  }
+  EXPECT_LT(max_rel_diff(eager_parts.params, failing_parts.params), 1e-5);
+  const int64_t after = reserved();
+  EXPECT_LE(after, before + (1 << 20)) << "the failed capture's pool kept " << (after - before) << " bytes reserved";
 }
 
 namespace {

@@ -157,7 +157,8 @@ TEST(Options, TrainerChoicesAreChecked) {
        {std::vector<std::string>{"--optimizer", "lamb"}, {"--amp", "fp8"}, {"--lr-scaling", "cubic"},
         {"--best-metric", "val_auc"}, {"--label-smoothing", "1"}, {"--clip-norm", "-1"}, {"--schedule", "poly"},
         {"--train.step-gamma", "0"}, {"--train.progress", "fancy"}, {"--data.random-erase", "1.5"},
-        {"--data.random-erase", "-0.1"}}) {
+        {"--data.random-erase", "-0.1"}, {"--train.loss-scale", "0.5"}, {"--train.loss-scale", "1e39"},
+        {"--train.loss-scale-growth", "0"}}) {
     Config cfg;
     std::vector<std::string> args{"--data", "/d"};
     args.insert(args.end(), bad.begin(), bad.end());

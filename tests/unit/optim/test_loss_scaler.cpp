@@ -60,7 +60,7 @@ TEST(LossScaler, DeviceTrajectoryEqualsTheHostRule) {
   EXPECT_DOUBLE_EQ(lowest, 1.0) << "14 overflows in a row reach the floor";
   // The checkpoint state carries the growth count: a restored scaler continues the same way.
   LossScaler restored(true, torch::kCPU, 65536.0, /*growth_interval=*/3);  // the interval is the config's
-  restored.load_state(dev.state());
+  restored.load_state(dev.state(), 50);
   EXPECT_EQ(restored.state(), dev.state());
   for (int step = 0; step < 4; ++step) {
     for (LossScaler* s : {&dev, &restored}) {
@@ -73,6 +73,53 @@ TEST(LossScaler, DeviceTrajectoryEqualsTheHostRule) {
   p.mutable_grad() = torch::tensor({NAN, 1.0f, 1.0f, 1.0f});
   EXPECT_FALSE(off.unscale_and_update_async({p}).defined()) << "bf16/none: no scaling, no skipping";
   EXPECT_TRUE(off.unscale_and_update({p}));
+}
+
+// A run whose gradients are not finite even unscaled would skip every step to the end and
+// finish as if trained (found by reading a --lr 1e20 fp16 run: 59 of 60 steps skipped, exit
+// 0, a checkpoint). check_progress stops it once a whole stretch between checks was skipped at
+// the floor; overflows above the floor, or one finite step in the stretch, are training.
+TEST(LossScaler, EveryStepSkippedAtTheFloorStopsTheRun) {
+  auto p = torch::zeros({4}).requires_grad_(true);
+  const auto step_with = [&p](LossScaler& s, bool finite) {
+    p.mutable_grad() = finite ? torch::ones({4}) : torch::full({4}, INFINITY);
+    s.unscale_and_update_async({p});
+  };
+  LossScaler s(true, torch::kCPU, 8.0, 2000);
+  step_with(s, false);  // 8 -> 4
+  step_with(s, false);  // -> 2
+  EXPECT_NO_THROW(s.check_progress(2)) << "skipped, but above the floor when checked";
+  step_with(s, false);  // -> 1
+  step_with(s, false);  // stays 1
+  EXPECT_DOUBLE_EQ(s.current_scale(), 1.0);
+  try {
+    s.check_progress(4);
+    FAIL() << "steps 3-4 were skipped at the floor";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("fp16: steps 3 to 4 were all skipped"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--train.amp bf16"), std::string::npos) << e.what();
+  }
+  // One finite step in the stretch: it trained.
+  step_with(s, false);
+  step_with(s, true);
+  step_with(s, false);
+  EXPECT_NO_THROW(s.check_progress(7));
+  EXPECT_NO_THROW(s.check_progress(7)) << "no step since the last check";
+  // Resumed at step 100 from a checkpoint at the floor: the stretch starts there.
+  LossScaler resumed(true, torch::kCPU, 65536.0, 2000);
+  resumed.load_state(s.state(), 100);
+  step_with(resumed, false);
+  EXPECT_THROW(resumed.check_progress(101), std::exception);
+  // A checkpoint without fp16's state (a bf16 run resumed under fp16) starts afresh at its step.
+  LossScaler fresh(true, torch::kCPU, 1.0, 2000);
+  fresh.load_state({}, 40);
+  step_with(fresh, true);
+  step_with(fresh, false);
+  EXPECT_NO_THROW(fresh.check_progress(42));
+  step_with(fresh, false);
+  EXPECT_THROW(fresh.check_progress(43), std::exception);
+  LossScaler off(false);
+  EXPECT_NO_THROW(off.check_progress(10)) << "bf16/none: nothing is skipped";
 }
 
 TEST(LossScaler, FusedSgdSkipsOnTheDeviceAsTheHostDecisionDoes) {
