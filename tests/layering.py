@@ -10,7 +10,11 @@ grows past FILE_MAX_LINES (STYLE rule 15: aim under ~400). And JSON read from a 
 converted through io::json_as / json_get (io/util/json_io.hpp), never nlohmann's own
 get<T>() for a number or a container: that casts 1e300 into an int unchecked (undefined
 behaviour; fuzz_manifest found it). get<std::string>() and get<bool>() throw cleanly and
-stay allowed.
+stay allowed. And nothing calls std::filesystem::remove_all or its recursive iterator
+(core, io, app, tests, bench): the torch wheel's libtorch.so exports its own remove_all,
+which the dynamic linker binds, and it calls a libstdc++ 13 symbol Debian 12 lacks — a jump
+to address 0 on any non-empty directory (io::remove_tree instead; the mpi_tests flake of
+stops 47 and 51: a directory an earlier process of the same pid had left).
 
 usage: layering.py REPO_ROOT       exit 0 when every rule holds, 1 with one line per breach
 """
@@ -47,6 +51,7 @@ FILE_MAX_LINES = 450
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 RAW_JSON_GET = re.compile(r'\bget<(?!std::string>|bool>)')  # lines with std::get< (tuples) are skipped
 JSON_IO = ("io/util/json_io.hpp", "io/util/json_io.cpp")
+NO_REMOVE_ALL = re.compile(r'\bremove_all\s*\(|\brecursive_directory_iterator\b')
 
 
 def folder_of(path):
@@ -79,6 +84,16 @@ def main(root):
                 limit = APP_MAX_LINES if me == "app" and f != "options.cpp" else FILE_MAX_LINES
                 if len(lines) > limit:
                     problems.append(f"{path}: {len(lines)} lines (limit {limit} for {me})")
+    for top in ("core", "io", "app", "tests", "bench"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith((".hpp", ".cpp", ".cuh", ".cu", ".h", ".cc")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, f), root)
+                for n, line in enumerate(open(os.path.join(root, path), encoding="utf-8", errors="replace"), 1):
+                    if NO_REMOVE_ALL.search(line.split("//")[0]):
+                        problems.append(f"{path}:{n}: std::filesystem::remove_all binds libtorch.so's copy, which "
+                                        "jumps to address 0 on Debian 12: use io::remove_tree (io/util/file_util.hpp)")
     for p in problems:
         print(p)
     print(f"layering: {len(problems)} problem(s)")

@@ -48,7 +48,9 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     {
       Watchdog::Scope watch(mpi.watchdog(), "ncclCommInitRank");
-      NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+      ncclComm_t comm = nullptr;
+      NCCL_CHECK(ncclCommInitRank(&comm, size_, id, rank_));
+      comm_ = comm;
     }
     // On a watchdog timeout or an error elsewhere, abort NCCL before MPI_Abort so no
     // kernel keeps spinning on a peer that is gone. Removed before this object goes away.
@@ -57,8 +59,7 @@ class NcclCommunicator final : public Communicator {
     // thread of its own, given a few seconds, and MPI_Abort ends the process either way.
     hook_ = mpi.add_abort_hook([this] {
       aborting_ = true;  // the training thread stops at its next operation or replay
-      ncclComm_t comm = comm_;
-      comm_ = nullptr;
+      const ncclComm_t comm = comm_.exchange(nullptr);
       if (!comm) return;
       if (!captured_) {
         ncclCommAbort(comm);
@@ -81,8 +82,7 @@ class NcclCommunicator final : public Communicator {
   // abort: ncclCommDestroy would wait for peers that may be dead.
   ~NcclCommunicator() override {
     detach();
-    if (comm_) ncclCommAbort(comm_);
-    comm_ = nullptr;
+    if (const ncclComm_t comm = comm_.exchange(nullptr)) ncclCommAbort(comm);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -192,11 +192,13 @@ class NcclCommunicator final : public Communicator {
   void watch(cudaEvent_t done, const std::string& what) {
     Watchdog* w = mpi_.watchdog();
     if (!w) return;
-    ncclComm_t comm = comm_;
-    w->watch(what, [done, comm] {
+    const ncclComm_t comm = comm_;
+    const std::atomic<bool>* aborting = &aborting_;  // the watch goes before this object (detach)
+    w->watch(what, [done, comm, aborting] {
       const cudaError_t rc = cudaEventQuery(done);
       if (rc == cudaSuccess) return Watchdog::Poll::done();
       if (rc != cudaErrorNotReady) return Watchdog::Poll::failed(std::string("CUDA error ") + cudaGetErrorString(rc));
+      if (aborting->load()) return Watchdog::Poll::pending();  // COMM may be freed by the abort hook's ncclCommAbort
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
         return Watchdog::Poll::failed(std::string("NCCL asynchronous error: ") + ncclGetErrorString(async));
@@ -206,7 +208,9 @@ class NcclCommunicator final : public Communicator {
 
   const MpiRuntime& mpi_;
   int rank_, size_;
-  ncclComm_t comm_ = nullptr;
+  // Atomic: the abort hook takes it (another thread: the watchdog's) while the training
+  // thread may be reading it.
+  std::atomic<ncclComm_t> comm_{nullptr};
   cudaStream_t stream_ = nullptr;
   c10::DeviceIndex device_;
   cudaEvent_t last_done_ = nullptr;  // the last operation's event until wait_all()

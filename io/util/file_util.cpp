@@ -2,6 +2,7 @@
 #include "io/util/file_util.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -160,6 +161,18 @@ std::vector<std::string> list_dir(const std::string& dir) {
 }
 
 void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
+void remove_tree(const std::string& path) {
+  // Depth first, links not followed (FTW_PHYS), files before their directory (FTW_DEPTH).
+  const auto remove_one = [](const char* p, const struct stat*, int type, struct FTW*) -> int {
+    const int rc = type == FTW_DP || type == FTW_DNR ? ::rmdir(p) : ::unlink(p);  // DNR: unreadable, so empty or an error
+    return rc == 0 || errno == ENOENT ? 0 : -1;
+  };
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
+  if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+    throw Error("cannot remove " + path + ": " + errno_text());
+}
 
 int64_t file_size(const std::string& path) {
   std::error_code ec;

@@ -32,6 +32,12 @@ void write_file_atomic(const std::string& path, const std::string& data);
 void fsync_path(const std::string& path);     // a file or a directory
 std::vector<std::string> list_dir(const std::string& dir);  // names, sorted
 void remove_file(const std::string& path);  // no error if missing
+// rm -rf PATH (links removed, never followed; no error if missing; throws naming what could
+// not be removed). Not std::filesystem::remove_all: the torch wheel's libtorch.so exports its
+// own copy, which the dynamic linker picks, and that copy calls a libstdc++ 13 function
+// (recursive_directory_iterator::__erase) that Debian 12's libstdc++ lacks: a call to
+// address 0 on any non-empty directory (tests/layering.py refuses it in lockstep's sources).
+void remove_tree(const std::string& path);
 uint32_t crc32_of_file(const std::string& path);
 int64_t file_size(const std::string& path);
 std::string parent_dir(const std::string& path);

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +22,7 @@ std::string fresh_shared_dir(const std::string& tag) {
   std::string made;  // rank 0: the directory, or "" when it could not be made
   if (g_mpi->rank() == 0) {
     try {
-      std::filesystem::remove_all(dir);
+      io::remove_tree(dir);  // an earlier run's of the same pid (not std::filesystem's: file_util.hpp)
       io::make_dirs(dir);
       made = dir;
     } catch (const std::exception&) {  // every rank hears of it below: no rank waits alone

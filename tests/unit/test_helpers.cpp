@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 
 #include "io/util/file_util.hpp"
 #include "io/dataset/shard_writer.hpp"
@@ -18,7 +17,7 @@ std::string fresh_dir(const std::string& tag) {
   const std::string dir = ::testing::TempDir() + "/lockstep-" + std::to_string(::getpid()) + "-" +
                           (info ? std::string(info->name()) : "x") + "-" + tag + "-" +
                           std::to_string(counter++);
-  std::filesystem::remove_all(dir);  // what an earlier run with the same pid left
+  io::remove_tree(dir);  // what an earlier run with the same pid left
   io::make_dirs(dir);
   return dir;
 }
