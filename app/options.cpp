@@ -154,7 +154,7 @@ po::options_description train_options(Config* c) {
       ("train.class-weights", po::value(&c->class_weights)->default_value(c->class_weights), "none | auto (inverse frequency) | w0,w1,... (alias --class-weights)")
       ("train.label-smoothing", po::value(&c->label_smoothing)->default_value(c->label_smoothing), "label smoothing in [0, 1) (alias --label-smoothing)")
       ("train.amp", enum_value(&c->amp), "mixed precision: none | bf16 | fp16 (fp16 with dynamic loss scaling) (alias --amp)")
-      ("train.loss-scale", po::value(&c->loss_scale)->default_value(c->loss_scale), "fp16: the dynamic loss scale at the start (a resume keeps the checkpoint's); halved on every overflowing step, never below 1")
+      ("train.loss-scale", po::value(&c->loss_scale)->default_value(c->loss_scale), "fp16: the dynamic loss scale at the start (a resume keeps the checkpoint's; a power of two unscales exactly); halved on every overflowing step, never below 1")
       ("train.loss-scale-growth", po::value(&c->loss_scale_growth)->default_value(c->loss_scale_growth), "fp16: finite steps in a row before the loss scale doubles")
       ("train.eval-every", po::value(&c->eval_every)->default_value(c->eval_every), "steps between evaluations; 0: each epoch end (alias --eval-every)")
       ("train.early-stop-metric", enum_value(&c->early_stop_metric), "val_f1 | val_acc | val_loss | none: stop when it has not improved for early-stop-patience evaluations")

@@ -138,7 +138,9 @@ double node_epoch(const ReadSpec& r, const Manifest& m, int ranks) {
   }
   const auto t0 = Clock::now();
   const std::string release(static_cast<size_t>(ranks), 'G');
-  const bool released = ::write(go[1], release.data(), release.size()) == static_cast<ssize_t>(release.size());
+  // A rank that failed to open: the others read EOF instead of the release and exit at once.
+  const bool released =
+      opened && ::write(go[1], release.data(), release.size()) == static_cast<ssize_t>(release.size());
   ::close(go[1]);
   ::close(ready[0]);
   bool ok = opened && released;

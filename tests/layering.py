@@ -92,8 +92,9 @@ def main(root):
                 path = os.path.relpath(os.path.join(dirpath, f), root)
                 for n, line in enumerate(open(os.path.join(root, path), encoding="utf-8", errors="replace"), 1):
                     if NO_REMOVE_ALL.search(line.split("//")[0]):
-                        problems.append(f"{path}:{n}: std::filesystem::remove_all binds libtorch.so's copy, which "
-                                        "jumps to address 0 on Debian 12: use io::remove_tree (io/util/file_util.hpp)")
+                        problems.append(f"{path}:{n}: std::filesystem::remove_all (and its recursive iterator) binds "
+                                        "libtorch.so's copy, which jumps to address 0 on Debian 12: use "
+                                        "io::remove_tree (io/util/file_util.hpp)")
     for p in problems:
         print(p)
     print(f"layering: {len(problems)} problem(s)")

@@ -59,6 +59,10 @@ class NcclCommunicator final : public Communicator {
     // thread of its own, given a few seconds, and MPI_Abort ends the process either way.
     hook_ = mpi.add_abort_hook([this] {
       aborting_ = true;  // the training thread stops at its next operation or replay
+      // No poll may read the communicator once it is aborted: forget() waits for one in
+      // progress (it takes the watchdog's lock, which fire() has released when this runs on
+      // the watchdog's thread).
+      if (Watchdog* w = mpi_.watchdog()) w->forget(this);
       const ncclComm_t comm = comm_.exchange(nullptr);
       if (!comm) return;
       if (!captured_) {

@@ -40,15 +40,17 @@ class LossScaler {
   bool unscale_and_update(const std::vector<torch::Tensor>& params);
   double current_scale() const;
   int64_t skipped() const;
-  // For checkpoints: (scale, finite steps since the last change, skipped steps); load_state
-  // takes the state as of global step STEP (a checkpoint's).
+  // For checkpoints: (scale, finite steps since the last change, skipped steps).
   std::vector<double> state() const;
-  void load_state(const std::vector<double>& s, int64_t step);
-  // At log rows and checkpoints, after global step STEP (reads the device): throws when every
-  // step since the last check was skipped with the scale at its floor of 1 — gradients that
-  // are not finite even unscaled, which no scale fixes: fp16 would skip every step to the end
-  // and finish as if it had trained. Identical on every rank (the gradients are).
-  void check_progress(int64_t step);
+  void load_state(const std::vector<double>& s);
+  // At log rows and checkpoints, after global step STEP (reads the device): throws once the
+  // last kStalledSteps steps in a row were each tried at the scale's floor of 1 and skipped —
+  // gradients not finite even unscaled, which no scale fixes: fp16 would skip every step to
+  // the end and finish as if it had trained. The streak is counted on the device in the step
+  // (so inside a CUDA graph too), wherever the checks fall; identical on every rank (the
+  // gradients are); not in checkpoints (a resume counts afresh).
+  static constexpr int64_t kStalledSteps = 10;
+  void check_progress(int64_t step) const;
 
  private:
   bool enabled_;
@@ -56,7 +58,7 @@ class LossScaler {
   torch::Tensor scale_;    // float32, 0-dim
   torch::Tensor growth_;   // int32, 0-dim: finite steps since the last change
   torch::Tensor skipped_;  // int64, 0-dim
-  int64_t checked_step_ = 0, checked_skips_ = 0;  // the last check_progress (or load_state)
+  torch::Tensor floor_streak_;  // int64, 0-dim: steps in a row tried at the floor of 1 and skipped
 };
 
 }  // namespace lockstep

@@ -26,7 +26,7 @@ struct LrSchedule {
   // this world's steps (core/train/session.hpp, plan_from); 0 otherwise.
   int64_t offset = 0;
 
-  double at(int64_t step) const;  // step counts from 0
+  double at(int64_t global_step) const;  // the steps done before this one (offset added)
 };
 
 

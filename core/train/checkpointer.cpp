@@ -91,7 +91,7 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
   ExtraState extra;
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
   parts_.counter.restart();
-  parts_.scaler.load_state(extra.amp_scaler, m.pos.step);
+  parts_.scaler.load_state(extra.amp_scaler);
   state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);
   last_saved_step_ = m.pos.step;
   read_best_standing();

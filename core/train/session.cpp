@@ -144,8 +144,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), train_opt);
   steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
                                         cfg.remainder == Remainder::kWrap, train->dealt());
-  planned_steps = cfg.max_steps > 0 ? std::min<int64_t>(cfg.max_steps, cfg.epochs * steps_per_epoch)
-                                    : cfg.epochs * steps_per_epoch;
+  planned_steps = plan_run(cfg.epochs, cfg.max_steps, steps_per_epoch, global_batch, TrainPosition{}).planned_steps;
   check_rank_shares(*train, manifest, cfg.train_split, cfg.seed, 0, mpi);
   augment = augment_options(cfg);
   check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
@@ -264,16 +263,24 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                         cfg.step_gamma};
 }
 
+RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int64_t global_batch,
+                 const TrainPosition& pos) {
+  RunPlan p;
+  p.offset = pos.epoch * steps_per_epoch + pos.samples_done_in_epoch / global_batch - pos.step;
+  const int64_t epochs_end = epochs * steps_per_epoch - p.offset;  // as a global step
+  p.planned_steps = max_steps > 0 ? std::min<int64_t>(max_steps, epochs_end) : epochs_end;
+  return p;
+}
+
 void Session::plan_from(const TrainPosition& pos) {
-  const int64_t here = pos.epoch * steps_per_epoch + pos.samples_done_in_epoch / global_batch;  // this world's count
-  schedule.offset = here - pos.step;
-  const int64_t epochs_end = cfg.epochs * steps_per_epoch - schedule.offset;  // as a global step
-  planned_steps = cfg.max_steps > 0 ? std::min<int64_t>(cfg.max_steps, epochs_end) : epochs_end;
-  schedule.total_steps = planned_steps + schedule.offset;
-  if (schedule.offset != 0)
+  const RunPlan p = plan_run(cfg.epochs, cfg.max_steps, steps_per_epoch, global_batch, pos);
+  planned_steps = p.planned_steps;
+  schedule.offset = p.offset;
+  schedule.total_steps = planned_steps + p.offset;
+  if (p.offset != 0 && pos.step < planned_steps)
     log::info0(fmt::format("the learning-rate schedule counts this run's steps of {} samples: the checkpoint's step "
                            "{} is its step {} (the run ends at step {})",
-                           global_batch, pos.step, here, planned_steps));
+                           global_batch, pos.step, pos.step + p.offset, planned_steps));
 }
 
 Session::~Session() = default;  // the communicator's destructor aborts if close() was not reached

@@ -25,7 +25,6 @@
 #include "core/optim/loss.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/model/registry.hpp"
-#include "core/train/checkpoint_state.hpp"
 #include "core/train/mfu.hpp"
 #include "core/dist/placement.hpp"
 #include "core/dist/rank_placement.hpp"
@@ -37,6 +36,20 @@ class Optimizer;
 }
 
 namespace lockstep {
+
+struct TrainPosition;  // core/train/checkpoint_state.hpp
+
+// Where a run from POS ends and how its schedule counts (Session::plan_from): with
+// STEPS_PER_EPOCH and GLOBAL_BATCH of this world, the step this world would be at for POS
+// (epoch x steps per epoch + samples done / global batch) minus POS's global step is the
+// schedule's offset (0 unless the checkpoint came from another world size or batch), and the
+// run ends at the epochs' end in global steps, or at MAX_STEPS (> 0) when sooner.
+struct RunPlan {
+  int64_t planned_steps = 0;  // the global step the run ends at
+  int64_t offset = 0;         // LrSchedule::offset
+};
+RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int64_t global_batch,
+                 const TrainPosition& pos);
 
 class MpiRuntime;
 
@@ -73,7 +86,7 @@ struct Session {
   int own_pool_layers = 0;  // --model.max-pool lockstep (core/model/max_pool_layer.hpp)
   std::vector<RankPlacement> placements;  // every rank's host, GPU and CPUs (rank 0 only)
 
-  // The plan from POS on (step 0, or a checkpoint's position): planned_steps and the
+  // The plan from POS on (step 0, or a checkpoint's position; plan_run below): planned_steps and the
   // schedule's count. A checkpoint of another world size or global batch was written at a
   // global step this world would have reached at another number (it takes other samples per
   // step): the schedule counts this world's steps, as if the run had had it from the start,

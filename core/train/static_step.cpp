@@ -19,39 +19,11 @@
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace lockstep {
 
-#ifdef LOCKSTEP_HAVE_CUDA
-namespace {
-
-// A capture that a call inside it invalidated fails in capture_end's cudaStreamEndCapture,
-// before PyTorch 2.11 ends the allocators' recording into the graph's pool, and ~CUDAGraph
-// releases a pool only after a capture_end that completed: the memory the capture allocated
-// (a step's activations) would stay reserved for nothing while the step runs eagerly. Ends
-// the recording and releases POOL on DEVICE, each only where it is still on (otherwise
-// capture_end ended it and the graph releases the pool).
-void release_failed_capture(c10::DeviceIndex device, c10::MempoolId_t pool) {
-  try {
-    c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
-  } catch (const c10::Error&) {
-    return;  // capture_end got past it: the graph owns the pool
-  }
-  c10::cuda::CUDACachingAllocator::releasePool(device, pool);
-  at::HostAllocator* host = at::getHostAllocator(at::kCUDA);
-  try {
-    host->end_allocate_to_pool(pool);  // pinned memory recorded into the pool too, where the capture did
-  } catch (const c10::Error&) {
-    return;
-  }
-  host->release_pool(pool);
-}
-
-}  // namespace
-#endif
 
 std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.cuda) return "it needs a CUDA GPU";
@@ -72,8 +44,29 @@ std::string static_step_obstacle(const StaticStepCase& c) {
 }
 
 #ifdef LOCKSTEP_HAVE_CUDA
-struct StaticStep::Graph {
-  at::cuda::CUDAGraph graph;
+// The captured step. PyTorch 2.11's ~CUDAGraph releases the graph's memory pool only after a
+// capture_end that completed. A capture that a call inside it invalidated fails in
+// capture_end (at cudaStreamEndCapture, before the allocators stop recording into the pool,
+// or later): the memory it allocated (a step's activations) would stay reserved for nothing
+// while the step runs eagerly, and the allocators would keep consulting the dead capture.
+// release_failed() ends what is still on and releases the pool, where capture_end did not
+// complete (so exactly once); cleanup only: its own errors never replace the capture's.
+struct StaticStep::Graph : at::cuda::CUDAGraph {
+  void release_failed() {
+    if (capture_ended_ || capture_dev_ == UNDEFINED_DEVICE) return;  // the destructor's, or never begun
+    namespace alloc = c10::cuda::CUDACachingAllocator;
+    at::HostAllocator* host = at::getHostAllocator(at::kCUDA);
+    const auto quietly = [](const auto& f) {
+      try {
+        f();
+      } catch (...) {  // not recording (capture_end got that far), or no such pool
+      }
+    };
+    quietly([&] { alloc::endAllocateToPool(capture_dev_, mempool_id_); });
+    quietly([&] { alloc::releasePool(capture_dev_, mempool_id_); });
+    quietly([&] { host->end_allocate_to_pool(mempool_id_); });  // pinned memory, where 2.11 records it
+    quietly([&] { host->release_pool(mempool_id_); });
+  }
 };
 #else
 struct StaticStep::Graph {};
@@ -145,24 +138,22 @@ bool StaticStep::capture() {
       throw Error("--train.cuda-graph: optimizer state was created while capturing the step (after " +
                   std::to_string(kWarmupSteps) + " eager steps): rerun with --train.cuda-graph off");
   };
-  const c10::MempoolId_t pool = at::cuda::graph_pool_handle();
-  const c10::DeviceIndex device = c10::cuda::current_device();
   try {
     // Thread-local: a background thread's CUDA call (the watchdog's event polls) must not
     // invalidate the capture; the training thread's own unsafe calls still fail it.
-    g->graph.capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+    g->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
     try {
       body(nullptr);
     } catch (...) {
       try {
-        g->graph.capture_end();  // ends the stream's capture; its own error is the same one
+        g->capture_end();  // ends the stream's capture; its own error is the same one
       } catch (...) {
       }
       throw;
     }
-    g->graph.capture_end();
+    g->capture_end();
   } catch (const std::exception& e) {
-    release_failed_capture(device, pool);
+    g->release_failed();
     at::autocast::set_autocast_cache_enabled(cache);
     state_kept();
     std::string why = e.what();
@@ -210,7 +201,7 @@ StepOutput StaticStep::run(const torch::Tensor& x, const torch::Tensor& y, doubl
   if (capture_ && !graph_ && steps_ > kWarmupSteps) capture();
   if (graph_) {
 #ifdef LOCKSTEP_HAVE_CUDA
-    graph_->graph.replay();
+    graph_->replay();
 #endif
     p_.reducer.watch_replayed("the gradient all-reduces of this process's CUDA graph replay " + std::to_string(steps_));
     if (timer) {

@@ -162,16 +162,27 @@ std::vector<std::string> list_dir(const std::string& dir) {
 
 void remove_file(const std::string& path) { ::unlink(path.c_str()); }
 
+namespace {
+thread_local std::string t_remove_failed;  // remove_tree's walk: the path that could not be removed
+}  // namespace
+
 void remove_tree(const std::string& path) {
   // Depth first, links not followed (FTW_PHYS), files before their directory (FTW_DEPTH).
   const auto remove_one = [](const char* p, const struct stat*, int type, struct FTW*) -> int {
-    const int rc = type == FTW_DP || type == FTW_DNR ? ::rmdir(p) : ::unlink(p);  // DNR: unreadable, so empty or an error
-    return rc == 0 || errno == ENOENT ? 0 : -1;
+    const int rc = type == FTW_DP || type == FTW_DNR ? ::rmdir(p) : ::unlink(p);  // DNR: unreadable
+    if (rc == 0 || errno == ENOENT) return 0;
+    t_remove_failed = p;
+    return -1;
   };
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
-  if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-    throw Error("cannot remove " + path + ": " + errno_text());
+  // A walk cut short by an entry that vanished under it (ENOENT) is walked again.
+  for (int attempt = 0; attempt < 3 && ::lstat(path.c_str(), &st) == 0; ++attempt) {
+    t_remove_failed = path;
+    if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+      throw Error("cannot remove " + t_remove_failed + ": " + errno_text());
+  }
+  if (::lstat(path.c_str(), &st) == 0) throw Error("cannot remove " + path + ": it keeps reappearing");
+  if (errno != ENOENT) throw Error("cannot remove " + path + ": " + errno_text());
 }
 
 int64_t file_size(const std::string& path) {

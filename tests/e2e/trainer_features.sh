@@ -251,10 +251,11 @@ expect_output 'training loss is (nan|inf|-nan) at step 2 \(lr'
 pass "NaN loss stops the job naming the step: $(grep -Eo 'at step [0-9]+' out.txt | head -1)"
 # fp16 skips the steps whose gradients overflow, so a run whose gradients are not finite even
 # at the floor of 1 used to skip every step to the end and exit 0 with a checkpoint. Step 1
-# (scale 4) is taken and diverges; steps 9 to 14 (the epoch's end) are all skipped at the
-# floor: it stops there, before the epoch's checkpoint.
+# (scale 4) is taken and diverges; steps 2 and 3 are skipped at 4 and 2, steps 4 on at the
+# floor: at the epoch's end (step 14) 11 in a row, over the 10 that stop it, before the
+# epoch's checkpoint.
 expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan16 --lr 1e20 --amp fp16 --train.loss-scale 4 --log-every 8
-expect_output 'fp16: steps 9 to 14 were all skipped \(gradients not finite\) with the loss scale at its floor of 1'
+expect_output "fp16: the last 11 steps \(4 to 14\) were all skipped \(gradients not finite\) at the loss scale's floor of 1"
 [ ! -e nan16/checkpoints/step-000000014.ckpt ] || fail "a stalled fp16 run wrote its epoch's checkpoint"
 pass "fp16 skipping every step at the floor of its loss scale stops the job naming the steps"
 # --train.loss-scale and --train.loss-scale-growth reach the scaler: 2, doubled after each of

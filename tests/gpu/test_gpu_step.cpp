@@ -291,7 +291,7 @@ TEST(GpuStep, CapturedStepHoldsItsGradientAllReduces) {
 // invalidates the capture) runs the step eagerly from then on, with the same results as the
 // eager step, and gives back the memory the capture allocated: PyTorch 2.11 leaves a pool
 // whose cudaStreamEndCapture failed recording and unreleased (static_step.cpp,
-// release_failed_capture). Found by reading; never run on a GPU before.
+// Graph::release_failed). Found by reading; never run on a GPU before.
 TEST(GpuStep, AFailedCaptureRunsEagerlyAndGivesBackItsMemory) {
   SKIP_WITHOUT_GPU();
   if (mpi().size() > 1) GTEST_SKIP() << "one rank: a failed capture goes eager only there";

@@ -60,7 +60,7 @@ TEST(LossScaler, DeviceTrajectoryEqualsTheHostRule) {
   EXPECT_DOUBLE_EQ(lowest, 1.0) << "14 overflows in a row reach the floor";
   // The checkpoint state carries the growth count: a restored scaler continues the same way.
   LossScaler restored(true, torch::kCPU, 65536.0, /*growth_interval=*/3);  // the interval is the config's
-  restored.load_state(dev.state(), 50);
+  restored.load_state(dev.state());
   EXPECT_EQ(restored.state(), dev.state());
   for (int step = 0; step < 4; ++step) {
     for (LossScaler* s : {&dev, &restored}) {
@@ -77,49 +77,50 @@ TEST(LossScaler, DeviceTrajectoryEqualsTheHostRule) {
 
 // A run whose gradients are not finite even unscaled would skip every step to the end and
 // finish as if trained (found by reading a --lr 1e20 fp16 run: 59 of 60 steps skipped, exit
-// 0, a checkpoint). check_progress stops it once a whole stretch between checks was skipped at
-// the floor; overflows above the floor, or one finite step in the stretch, are training.
-TEST(LossScaler, EveryStepSkippedAtTheFloorStopsTheRun) {
+// 0, a checkpoint). check_progress stops it once kStalledSteps steps in a row were tried at
+// the floor of 1 and skipped, counted on the device wherever the checks fall; overflows above
+// the floor, a finite step between, or one overflow of a run started at scale 1 are training.
+TEST(LossScaler, StepsSkippedInARowAtTheFloorStopTheRun) {
   auto p = torch::zeros({4}).requires_grad_(true);
   const auto step_with = [&p](LossScaler& s, bool finite) {
     p.mutable_grad() = finite ? torch::ones({4}) : torch::full({4}, INFINITY);
     s.unscale_and_update_async({p});
   };
-  LossScaler s(true, torch::kCPU, 8.0, 2000);
-  step_with(s, false);  // 8 -> 4
-  step_with(s, false);  // -> 2
-  EXPECT_NO_THROW(s.check_progress(2)) << "skipped, but above the floor when checked";
-  step_with(s, false);  // -> 1
-  step_with(s, false);  // stays 1
-  EXPECT_DOUBLE_EQ(s.current_scale(), 1.0);
-  try {
-    s.check_progress(4);
-    FAIL() << "steps 3-4 were skipped at the floor";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("fp16: steps 3 to 4 were all skipped"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--train.amp bf16"), std::string::npos) << e.what();
-  }
-  // One finite step in the stretch: it trained.
-  step_with(s, false);
-  step_with(s, true);
-  step_with(s, false);
-  EXPECT_NO_THROW(s.check_progress(7));
-  EXPECT_NO_THROW(s.check_progress(7)) << "no step since the last check";
-  // Resumed at step 100 from a checkpoint at the floor: the stretch starts there.
+  const auto stops = [](const LossScaler& s, int64_t step) {
+    try {
+      s.check_progress(step);
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  };
+  ASSERT_EQ(LossScaler::kStalledSteps, 10);
+  LossScaler s(true, torch::kCPU, 4.0, 2000);
+  step_with(s, false);  // at 4 -> 2
+  step_with(s, false);  // at 2 -> 1: not yet at the floor when tried
+  for (int i = 0; i < 9; ++i) step_with(s, false);  // steps 3-11 at the floor
+  EXPECT_EQ(stops(s, 11), "") << "9 in a row at the floor";
+  EXPECT_EQ(stops(s, 11), "") << "checking again changes nothing";
+  step_with(s, false);  // step 12: the 10th
+  const std::string why = stops(s, 12);
+  EXPECT_NE(why.find("fp16: the last 10 steps (3 to 12) were all skipped"), std::string::npos) << why;
+  EXPECT_NE(why.find("--train.amp bf16"), std::string::npos) << why;
+  step_with(s, true);  // a finite step starts the count again
+  for (int i = 0; i < 9; ++i) step_with(s, false);
+  EXPECT_EQ(stops(s, 22), "");
+  // --train.loss-scale 1: one overflow is a skipped step, not a stalled run.
+  LossScaler one(true, torch::kCPU, 1.0, 2000);
+  step_with(one, true);
+  step_with(one, false);
+  EXPECT_EQ(stops(one, 2), "");
+  // A resume counts afresh (the streak is not in checkpoints).
   LossScaler resumed(true, torch::kCPU, 65536.0, 2000);
-  resumed.load_state(s.state(), 100);
+  resumed.load_state(s.state());
+  EXPECT_DOUBLE_EQ(resumed.current_scale(), 1.0);
   step_with(resumed, false);
-  EXPECT_THROW(resumed.check_progress(101), std::exception);
-  // A checkpoint without fp16's state (a bf16 run resumed under fp16) starts afresh at its step.
-  LossScaler fresh(true, torch::kCPU, 1.0, 2000);
-  fresh.load_state({}, 40);
-  step_with(fresh, true);
-  step_with(fresh, false);
-  EXPECT_NO_THROW(fresh.check_progress(42));
-  step_with(fresh, false);
-  EXPECT_THROW(fresh.check_progress(43), std::exception);
+  EXPECT_EQ(stops(resumed, 101), "");
   LossScaler off(false);
-  EXPECT_NO_THROW(off.check_progress(10)) << "bf16/none: nothing is skipped";
+  EXPECT_EQ(stops(off, 10), "") << "bf16/none: nothing is skipped";
 }
 
 TEST(LossScaler, FusedSgdSkipsOnTheDeviceAsTheHostDecisionDoes) {

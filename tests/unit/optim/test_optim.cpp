@@ -102,7 +102,7 @@ TEST(LossScaler, SkipsNonFiniteStepsHalvesAndGrows) {
   }
   EXPECT_DOUBLE_EQ(s.current_scale(), 1024.0);  // two finite steps in a row: doubled
   LossScaler restored(true);
-  restored.load_state(s.state(), 3);
+  restored.load_state(s.state());
   EXPECT_DOUBLE_EQ(restored.current_scale(), 1024.0);
   EXPECT_EQ(restored.skipped(), 1);
   LossScaler off(false);
