@@ -59,42 +59,42 @@ def folder_of(path):
     return "/".join(parts[:2]) if parts[0] in ("core", "io") else parts[0]
 
 
+def sources(root, tops, suffixes):
+    """(relative path, file name, lines) of every file under ROOT/TOPS ending in SUFFIXES."""
+    for top in tops:
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if f.endswith(suffixes):
+                    path = os.path.relpath(os.path.join(dirpath, f), root)
+                    text = open(os.path.join(root, path), encoding="utf-8").read()
+                    yield path, f, text.split("\n")
+
+
 def main(root):
     problems = []
-    for top in ("core", "io", "app"):
-        for dirpath, _, files in os.walk(os.path.join(root, top)):
-            for f in sorted(files):
-                if not f.endswith((".hpp", ".cpp", ".in")):
-                    continue
-                path = os.path.relpath(os.path.join(dirpath, f), root)
-                me = folder_of(path)
-                if me not in ALLOWED:
-                    problems.append(f"{path}: folder {me} is not in the layering (tests/layering.py)")
-                    continue
-                lines = open(os.path.join(root, path), encoding="utf-8").read().split("\n")
-                for n, line in enumerate(lines, 1):
-                    if path not in JSON_IO and RAW_JSON_GET.search(line) and "std::get<" not in line:
-                        problems.append(f"{path}:{n}: nlohmann get<T>() on a number/container: use io::json_as")
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    target = folder_of(m.group(1))
-                    if target != me and target not in ALLOWED[me]:
-                        problems.append(f"{path}:{n}: includes {m.group(1)} ({target} is not below {me})")
-                limit = APP_MAX_LINES if me == "app" and f != "options.cpp" else FILE_MAX_LINES
-                if len(lines) > limit:
-                    problems.append(f"{path}: {len(lines)} lines (limit {limit} for {me})")
-    for top in ("core", "io", "app", "tests", "bench"):
-        for dirpath, _, files in os.walk(os.path.join(root, top)):
-            for f in sorted(files):
-                if not f.endswith((".hpp", ".cpp", ".cuh", ".cu", ".h", ".cc")):
-                    continue
-                path = os.path.relpath(os.path.join(dirpath, f), root)
-                for n, line in enumerate(open(os.path.join(root, path), encoding="utf-8", errors="replace"), 1):
-                    if NO_REMOVE_ALL.search(line.split("//")[0]):
-                        problems.append(f"{path}:{n}: std::filesystem::remove_all (and its recursive iterator) binds "
-                                        "libtorch.so's copy, which jumps to address 0 on Debian 12: use "
-                                        "io::remove_tree (io/util/file_util.hpp)")
+    for path, f, lines in sources(root, ("core", "io", "app"), (".hpp", ".cpp", ".in")):
+        me = folder_of(path)
+        if me not in ALLOWED:
+            problems.append(f"{path}: folder {me} is not in the layering (tests/layering.py)")
+            continue
+        for n, line in enumerate(lines, 1):
+            if path not in JSON_IO and RAW_JSON_GET.search(line) and "std::get<" not in line:
+                problems.append(f"{path}:{n}: nlohmann get<T>() on a number/container: use io::json_as")
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target = folder_of(m.group(1))
+            if target != me and target not in ALLOWED[me]:
+                problems.append(f"{path}:{n}: includes {m.group(1)} ({target} is not below {me})")
+        limit = APP_MAX_LINES if me == "app" and f != "options.cpp" else FILE_MAX_LINES
+        if len(lines) > limit:
+            problems.append(f"{path}: {len(lines)} lines (limit {limit} for {me})")
+    for path, _, lines in sources(root, ("core", "io", "app", "tests", "bench"), (".hpp", ".cpp", ".cuh", ".cu", ".h", ".cc")):
+        for n, line in enumerate(lines, 1):
+            if NO_REMOVE_ALL.search(line.split("//")[0]):
+                problems.append(f"{path}:{n}: std::filesystem::remove_all (and its recursive iterator) binds "
+                                "libtorch.so's copy, which jumps to address 0 on Debian 12: use "
+                                "io::remove_tree (io/util/file_util.hpp)")
     for p in problems:
         print(p)
     print(f"layering: {len(problems)} problem(s)")

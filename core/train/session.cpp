@@ -144,7 +144,6 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), train_opt);
   steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
                                         cfg.remainder == Remainder::kWrap, train->dealt());
-  planned_steps = plan_run(cfg.epochs, cfg.max_steps, steps_per_epoch, global_batch, TrainPosition{}).planned_steps;
   check_rank_shares(*train, manifest, cfg.train_split, cfg.seed, 0, mpi);
   augment = augment_options(cfg);
   check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
@@ -258,9 +257,10 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   loss = std::make_unique<Loss>(weights, cfg.label_smoothing, place.device);
   scaler = LossScaler(cfg.amp == Amp::kFp16, place.device, cfg.loss_scale, cfg.loss_scale_growth);
   const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
-  schedule = LrSchedule{cfg.schedule, lr, warmup, planned_steps, cfg.min_lr_fraction,
+  schedule = LrSchedule{cfg.schedule, lr, warmup, /*total_steps: plan_from*/ 1, cfg.min_lr_fraction,
                         std::max<int64_t>(1, std::llround(cfg.step_epochs * static_cast<double>(steps_per_epoch))),
                         cfg.step_gamma};
+  plan_from(TrainPosition{});  // a fresh run's; a resume plans again from its checkpoint
 }
 
 RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int64_t global_batch,

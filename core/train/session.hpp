@@ -66,7 +66,7 @@ struct Session {
   int64_t classes = 0;
   int64_t steps_per_epoch = 0;
   int64_t global_batch = 0;  // samples per optimizer step, all ranks
-  int64_t planned_steps = 0;  // the step the run ends at (epochs, or --max-steps when sooner)
+  int64_t planned_steps = 0;  // the step the run ends at (epochs, or --max-steps when sooner): plan_from
   std::unique_ptr<io::RankReader> train, val, test;  // val/test: null when off or absent
   AugmentOptions augment;
   Placement place;

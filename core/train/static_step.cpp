@@ -24,7 +24,6 @@
 
 namespace lockstep {
 
-
 std::string static_step_obstacle(const StaticStepCase& c) {
   if (!c.cuda) return "it needs a CUDA GPU";
   if (!c.class_labels) return "CTC sequence targets change shape every batch";
