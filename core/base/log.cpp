@@ -144,6 +144,14 @@ void info0(const std::string& msg) {
   emit(STDOUT_FILENO, timestamp() + " " + msg + "\n", true);
 }
 
+void info0_lines(const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = std::min(text.find('\n', at), text.size());
+    info0(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+}
+
 bool interactive() { return state().tty; }
 
 void force_progress_bar(bool bar) { state().tty = bar; }

@@ -34,6 +34,8 @@ const std::string& host();
 bool set_file(const std::string& path);
 
 void info0(const std::string& msg);
+// Each line of TEXT as its own info0 line (its own timestamp).
+void info0_lines(const std::string& text);
 // Rank 0's periodic step lines: like info0, except that on a terminal (where the progress
 // bar shows the same figures) they go to train.log only.
 void step0(const std::string& msg);

@@ -43,6 +43,8 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["val_cer"] = m.val_cer;
   o["val_wer"] = m.val_wer;
   o["eval_hflip"] = m.eval_hflip;
+  o["lr"] = m.lr;
+  o["clipped_steps"] = m.clipped_steps;
   o["best_metric"] = m.best_metric;
   o["best_value"] = m.best_value;
   if (!m.epoch_stats.empty()) o["epoch_stats"] = io::Json::parse(m.epoch_stats);
@@ -94,6 +96,8 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get_or("val_cer", &m.val_cer);
     get_or("val_wer", &m.val_wer);
     get_or("eval_hflip", &m.eval_hflip);
+    get_or("lr", &m.lr);
+    get_or("clipped_steps", &m.clipped_steps);
     get_or("best_metric", &m.best_metric);
     get_or("best_value", &m.best_value);
     field = "epoch_stats";
@@ -107,7 +111,8 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
   const std::string norm = stored_normalisation_problem(m.mean, m.std, m.sample_shape);
   LOCKSTEP_REQUIRE(norm.empty(), path + ": checkpoint metadata: " + norm);
   LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
-                       m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty(),
+                       m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty() && m.clipped_steps >= 0 &&
+                       m.clipped_steps <= m.pos.step,
                    path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
   return m;
 }

@@ -57,6 +57,8 @@ struct CheckpointMeta {
   double val_cer = -1.0;  // sequence targets: of the last evaluation, -1 when none
   double val_wer = -1.0;
   bool eval_hflip = false;  // evaluations averaged with mirrors (--eval.hflip); false in older checkpoints
+  double lr = -1.0;           // the learning rate of the last step; -1 in older checkpoints
+  int64_t clipped_steps = 0;  // steps whose gradient norm --train.clip-norm clipped, run total; 0 in older ones
   std::string best_metric;  // set in best.ckpt: the metric and its value
   double best_value = 0.0;
 };

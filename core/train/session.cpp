@@ -272,15 +272,33 @@ RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int
   return p;
 }
 
-void Session::plan_from(const TrainPosition& pos) {
+void Session::plan_from(const TrainPosition& pos, double last_lr) {
   const RunPlan p = plan_run(cfg.epochs, cfg.max_steps, steps_per_epoch, global_batch, pos);
   planned_steps = p.planned_steps;
   schedule.offset = p.offset;
   schedule.total_steps = planned_steps + p.offset;
-  if (p.offset != 0 && pos.step < planned_steps)
+  if (pos.step >= planned_steps) return;  // nothing left to train
+  if (p.offset != 0)
     log::info0(fmt::format("the learning-rate schedule counts this run's steps of {} samples: the checkpoint's step "
                            "{} is its step {} (the run ends at step {})",
                            global_batch, pos.step, pos.step + p.offset, planned_steps));
+  const std::string jump = lr_jump_note(schedule, pos, last_lr, mpi.size(), planned_steps);
+  if (!jump.empty()) log::warn0(jump);
+}
+
+std::string lr_jump_note(const LrSchedule& schedule, const TrainPosition& pos, double last_lr, int world,
+                         int64_t planned_steps) {
+  if (last_lr < 0 || pos.step == 0 || pos.step >= planned_steps) return "";
+  // This schedule's rate for the checkpoint's last step, give or take a step (another world
+  // size maps steps onto its own), is the rate that step ran at, unless the schedule changed.
+  for (int64_t d = -1; d <= 1; ++d)
+    if (std::abs(schedule.at(std::max<int64_t>(0, pos.step - 1 + d)) - last_lr) <= 1e-6 * std::abs(last_lr)) return "";
+  return fmt::format("the checkpoint's last step (step {}) ran at learning rate {:.6g}; this run's schedule gives "
+                     "that step {:.6g} (--train.lr, its scaling for {} rank(s), the schedule, --train.epochs or "
+                     "--train.max-steps differ), so the rate jumps: step {} runs at {:.6g} and the schedule ends at "
+                     "step {}",
+                     pos.step, last_lr, schedule.at(pos.step - 1), world, pos.step + 1, schedule.at(pos.step),
+                     planned_steps);
 }
 
 Session::~Session() = default;  // the communicator's destructor aborts if close() was not reached

@@ -50,6 +50,12 @@ struct RunPlan {
 };
 RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int64_t global_batch,
                  const TrainPosition& pos);
+// A resume from POS, whose last step ran at LAST_LR (< 0: unknown), under SCHEDULE (planned:
+// the run ends at PLANNED_STEPS) on WORLD ranks: "" when the schedule gives that step the same
+// rate (give or take one step: another world size maps steps onto its own), else the line
+// saying the rate jumps (another --train.lr, --train.epochs, --max-steps, ...).
+std::string lr_jump_note(const LrSchedule& schedule, const TrainPosition& pos, double last_lr, int world,
+                         int64_t planned_steps);
 
 class MpiRuntime;
 
@@ -92,7 +98,9 @@ struct Session {
   // step): the schedule counts this world's steps, as if the run had had it from the start,
   // so the learning rate continues from the resume's and ends where the run ends (before, a
   // resume from 2 ranks to 1 left a cosine short of its floor).
-  void plan_from(const TrainPosition& pos);
+  // LAST_LR (>= 0: a resume) is the rate the checkpoint's last step ran at: lr_jump_note's
+  // warning when the rate jumps.
+  void plan_from(const TrainPosition& pos, double last_lr = -1.0);
 
   std::string describe() const;  // the start lines rank 0 logs
   std::string placement_text() const;  // describe()'s placement lines

@@ -46,6 +46,8 @@ TrainState TrainState::with_open_window(const WindowStats& w) const {
 
 void TrainState::to_meta(CheckpointMeta* m) const {
   m->pos = pos_;
+  m->lr = lr_;
+  m->clipped_steps = clipped_steps_;
   m->epoch_stats = epoch_.to_json();
   m->stopped_early = stopped_early_;
   m->stop_rule = rule_.active() || rule_.has_state() ? rule_.state_json() : "";
@@ -58,6 +60,8 @@ void TrainState::to_meta(CheckpointMeta* m) const {
 void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
                            int64_t steps_per_epoch) {
   pos_ = m.pos;
+  if (m.lr >= 0) lr_ = m.lr;
+  clipped_steps_ = m.clipped_steps;
   epoch_ = m.epoch_stats.empty() ? WindowStats{} : WindowStats::from_json(m.epoch_stats, path);
   val_acc_ = m.val_acc;
   val_f1_ = m.val_f1;

@@ -1,7 +1,8 @@
 // train_state: a training run's state between steps, with one owner — the position, the
-// learning rate of the last step, the current epoch's statistics, the last validation
-// and the stop rule. The trainer changes it only through the methods below; a checkpoint
-// stores it (to_meta) and a resumed run restores it (from_meta). Nothing else writes it.
+// learning rate of the last step, the clipped-step count, the current epoch's statistics,
+// the last validation and the stop rule. The trainer changes it only through the methods
+// below; a checkpoint stores it (to_meta) and a resumed run restores it (from_meta).
+// Nothing else writes it.
 //
 // 1. Each step: set_lr(), then advance_step() (the global step and the samples of the
 //    epoch consumed); each log window adds its statistics (add_window).
@@ -38,7 +39,13 @@ class TrainState {
   bool stopped() const { return !stopped_early_.empty(); }
   const std::string& stopped_early() const { return stopped_early_; }  // why the stop rule ended the run
 
+  // The run's steps whose gradient norm was clipped (--train.clip-norm), as of the last
+  // set_clipped_steps (the trainer reads the device counter at windows, validations and
+  // checkpoints).
+  int64_t clipped_steps() const { return clipped_steps_; }
+
   void set_lr(double lr) { lr_ = lr; }
+  void set_clipped_steps(int64_t n) { clipped_steps_ = n; }
   // STEP_IN_EPOCH optimizer steps of this epoch are done, each of GLOBAL_BATCH samples.
   void advance_step(int64_t step_in_epoch, int64_t global_batch);
   void add_window(const WindowStats& w) { epoch_ += w; }
@@ -61,6 +68,7 @@ class TrainState {
  private:
   TrainPosition pos_;
   double lr_ = 0.0;
+  int64_t clipped_steps_ = 0;
   WindowStats epoch_;
   EvalResult last_eval_;
   // The scores a checkpoint records (-1: none): the last validation's, this process's or

@@ -119,13 +119,8 @@ class Trainer {
   void draw_progress(int64_t epoch, int64_t step_in_epoch) {
     if (!rec_.progress_due()) return;
     const auto [loss, acc] = window_.local_means(cfg_.batch_size * cfg_.grad_accum);
-    Progress pr;
-    pr.epoch = epoch + 1;
-    pr.epochs = cfg_.epochs;
-    pr.step = step_in_epoch;
-    pr.steps = s_.steps_per_epoch;
-    pr.loss = loss;
-    pr.accuracy = acc;
+    // epoch, epochs, step, steps, loss, accuracy
+    Progress pr{epoch + 1, cfg_.epochs, step_in_epoch, s_.steps_per_epoch, loss, acc};
     const double secs = st_.epoch_stats().times.seconds;
     pr.samples_per_s = secs > 0 ? st_.epoch_stats().samples / secs : 0.0;
     pr.eta_s = pr.samples_per_s > 0
@@ -141,6 +136,7 @@ class Trainer {
     window_.add_times(phases);
     const WindowStats w = window_.close(sum(), st_.lr(), st_.pos().step + 1);
     s_.scaler.check_progress(st_.pos().step);  // fp16 skipping every step: an error, as a NaN loss is
+    settle_clipped();
     st_.add_window(w);
     run_ += w;
     return w;
@@ -154,7 +150,12 @@ class Trainer {
       row.loss_scale = s_.scaler.current_scale();
       row.skipped_steps = s_.scaler.skipped();
     }
-    if (cfg_.clip_norm > 0) row.clipped_steps = runner_.clipped_steps();
+    if (cfg_.clip_norm > 0) row.clipped_steps = st_.clipped_steps();
+  }
+
+  // The run's clipped steps (a device read) into the state: at windows, validations, checkpoints.
+  void settle_clipped() {
+    if (cfg_.clip_norm > 0) st_.set_clipped_steps(clipped_before_ + runner_.clipped_steps());
   }
 
   void log_row(int64_t epoch, int64_t step_in_epoch) {
@@ -198,6 +199,7 @@ class Trainer {
     const EvalResult ev = validate();
     if (ev.count == 0) return;
     report_eval(what, cfg_.val_split, ev, /*detail=*/false);
+    settle_clipped();
     MetricsRow row = base_row(RowKind::kEval, epoch);
     add_scores(&row, ScoreSet::kVal, ev);
     add_run_state(row);
@@ -209,6 +211,7 @@ class Trainer {
   // step made are saved) and counted in the stored epoch statistics, but stays open.
   void checkpoint_now() {
     const auto t0 = Clock::now();
+    settle_clipped();
     const TrainState at = st_.with_open_window(window_.peek(sum(), st_.lr()));
     s_.scaler.check_progress(st_.pos().step);
     sync_buffers(*s_.model, *s_.place.comm, cfg_.sync_buffers);
@@ -340,6 +343,7 @@ class Trainer {
   Recorder& rec_;
   Checkpointer& ck_;
   TrainState& st_;
+  const int64_t clipped_before_ = st_.clipped_steps();  // a resumed run's, from its checkpoint
   StepTimer timer_;
   StepRunner runner_{s_, timer_};  // the device step
   io::EpochLoaders loaders_{*s_.train, cfg_.seed, cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum,
@@ -369,19 +373,14 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   // Dropout differs per rank: seeded from (seed, rank, step); a same-world resume restores its states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
-  session.plan_from(state.pos());
+  session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
   recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.
   MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);
   start_row.world_size = mpi.size();
   start_row.versions = version_items();
   recorder->row(start_row);
-  const std::string start = session.describe();
-  for (size_t at = 0; at < start.size();) {  // one timestamped line each
-    const size_t nl = std::min(start.find('\n', at), start.size());
-    log::info0(start.substr(at, nl - at));
-    at = nl + 1;
-  }
+  log::info0_lines(session.describe());
   log::info0("versions: " + version_line());
   // Gone before the communicator: ncclCommDestroy waits for every CUDA graph holding its work.
   auto trainer = std::make_unique<Trainer>(session, *recorder, checkpointer, state);

@@ -102,6 +102,8 @@ expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-1
 expect_rc 0 run_mpi 2 train "${COS[@]}" --run-dir cos-21 --max-steps 14
 expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-21
 expect_output "the learning-rate schedule counts this run's steps of 32 samples: the checkpoint's step 14 is its step 28 \(the run ends at step 42\)"
+# The 2-rank run's cosine ended at its --max-steps 14; this one's ends at 42: the rate jumps back up.
+expect_output "the checkpoint's last step \(step 14\) ran at learning rate 0.000626802; this run's schedule gives that step 0.0264018 .*so the rate jumps: step 15 runs at 0.025 and the schedule ends at step 42"
 "$PYTHON" - cos-1/metrics.jsonl cos-21/metrics.jsonl <<'PY' || fail "a cosine resumed from 2 ranks to 1 left the 1-rank schedule"
 import json, sys
 def lrs(path):
@@ -112,10 +114,18 @@ for step in range(15, 43):
     assert resumed[step] == one[step + 14], (step, resumed[step], one[step + 14])
 PY
 pass "a cosine resumed on another world size continues the lr and ends at its floor with the run"
+# --train.max-steps raised on a finished cosine: the decay restarts higher, which one line says.
+expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-1 --epochs 3
+expect_output "the checkpoint's last step \(step 56\) ran at learning rate .*; this run's schedule gives that step .* so the rate jumps: step 57 runs at .* and the schedule ends at step 84"
+pass "a resume whose schedule moved says the learning rate jumps"
 
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir clip --max-steps 8 --clip-norm 0.01 --label-smoothing 0.1
-[ "$(json_rows clip/metrics.jsonl end clipped_steps)" = 8 ] || fail "clip-norm 0.01 should clip every step"
 expect_output 'clip norm 0.01, label smoothing 0.1'
+[ "$(json_rows clip/metrics.jsonl end clipped_steps)" = 8 ] || fail "clip-norm 0.01 should clip every step"
+# The count is the run's, as the fp16 skip count is: a resume continues it (it restarted at 0).
+expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir clip --max-steps 12 --clip-norm 0.01 --label-smoothing 0.1
+[ "$(json_rows clip/metrics.jsonl end clipped_steps | tr '\n' ' ')" = "8 12 " ] || fail "clipped_steps after a resume: $(json_rows clip/metrics.jsonl end clipped_steps)"
+! grep -q "rate jumps" "$WORK/out.txt" || fail "a constant rate resumed with more steps does not jump"
 pass "gradient clipping counted in metrics; label smoothing accepted"
 
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir bf16 --max-steps 8 --amp bf16

@@ -112,9 +112,21 @@ TEST(TrainState, MetaRoundTrip) {
   m.num_classes = 10;
   m.config_ini = "[train]\nlr = 0.1\n";
   m.eval_hflip = true;
-  const CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
+  m.lr = 0.0123456789012345;
+  m.clipped_steps = 99;
+  CheckpointMeta r = meta_from_json(meta_to_json(m), "x");
   EXPECT_EQ(r.pos.step, 123);
   EXPECT_TRUE(r.eval_hflip);
+  EXPECT_EQ(r.lr, m.lr) << "a double survives JSON exactly (the resume compares it)";
+  EXPECT_EQ(r.clipped_steps, 99);
+  io::Json older = io::Json::parse(meta_to_json(m));  // a checkpoint written before both fields
+  older.erase("lr");
+  older.erase("clipped_steps");
+  r = meta_from_json(older.dump(), "old.ckpt");
+  EXPECT_EQ(r.lr, -1.0) << "unknown";
+  EXPECT_EQ(r.clipped_steps, 0);
+  m.clipped_steps = 124;  // more clipped steps than steps
+  EXPECT_THROW(meta_from_json(meta_to_json(m), "x"), Error);
   EXPECT_EQ(r.pos.samples_done_in_epoch, 4096);
   EXPECT_EQ(r.seed, m.seed);
   EXPECT_EQ(r.sample_shape, m.sample_shape);

@@ -51,3 +51,31 @@ TEST(RunPlan, AnotherWorldSizeCountsInThisWorldsSteps) {
   // A checkpoint already past the end: the plan ends before it (the trainer has nothing to do).
   EXPECT_LT(plan_run(2, 10, 28, 32, epoch_one).planned_steps, epoch_one.step);
 }
+
+// lr_jump_note: a resume whose schedule gives the checkpoint's last step another rate than it
+// ran at says so (a hostile finding: --max-steps raised on a cosine run restarted the decay
+// from a higher rate, silently); an unchanged schedule, on any world size, says nothing.
+TEST(RunPlan, AResumeSaysWhenTheLearningRateJumps) {
+  LrSchedule cosine{Schedule::kCosine, 0.1, /*warmup*/ 2, /*total*/ 40, /*min*/ 0.0, 1, 0.1};
+  const TrainPosition at20{20, 1, 0};
+  const double ran = cosine.at(19);  // what step 20 ran at
+  EXPECT_EQ(lr_jump_note(cosine, at20, ran, 1, 40), "") << "the same schedule";
+  EXPECT_EQ(lr_jump_note(cosine, at20, -1.0, 1, 40), "") << "an older checkpoint: its rate is unknown";
+  EXPECT_EQ(lr_jump_note(cosine, at20, ran, 1, 20), "") << "nothing left to train";
+  EXPECT_EQ(lr_jump_note(cosine, TrainPosition{}, 0.05, 1, 40), "") << "a fresh run";
+  // Another world size maps the checkpoint's step onto this world's, give or take one.
+  LrSchedule mapped = cosine;
+  mapped.offset = 1;
+  EXPECT_EQ(lr_jump_note(mapped, at20, ran, 2, 39), "");
+  // --train.max-steps raised to 80: step 20 is now early in a longer decay.
+  LrSchedule longer = cosine;
+  longer.total_steps = 80;
+  const std::string note = lr_jump_note(longer, at20, ran, 1, 80);
+  EXPECT_NE(note.find("step 20"), std::string::npos) << note;
+  EXPECT_NE(note.find("rate jumps"), std::string::npos) << note;
+  EXPECT_NE(note.find("ends at step 80"), std::string::npos) << note;
+  // Another --train.lr on a constant schedule.
+  const LrSchedule constant{Schedule::kConstant, 0.2, 0, 40, 0.0, 1, 0.1};
+  EXPECT_NE(lr_jump_note(constant, at20, 0.1, 1, 40), "");
+  EXPECT_EQ(lr_jump_note(constant, at20, 0.2, 1, 40), "");
+}

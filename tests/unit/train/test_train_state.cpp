@@ -84,9 +84,14 @@ TEST(TrainState, EverythingSavedIsRestored) {
   EXPECT_FALSE(a.observe_eval(accuracy(0.8, 0.7), 1.0));
   EXPECT_FALSE(a.observe_eval(accuracy(0.7, 0.6), 2.0));  // one evaluation without improvement
 
+  a.set_lr(0.0375);
+  a.set_clipped_steps(4);
+
   TrainState b(cfg);
   b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 100);
   EXPECT_EQ(b.pos().step, 5);
+  EXPECT_EQ(b.lr(), 0.0375) << "the last step's rate: the resume compares its schedule with it";
+  EXPECT_EQ(b.clipped_steps(), 4) << "a run total, as the fp16 skip count is";
   EXPECT_EQ(b.pos().epoch, 0);
   EXPECT_EQ(b.pos().samples_done_in_epoch, 160);
   EXPECT_EQ(b.epoch_stats().to_json(), a.epoch_stats().to_json());
