@@ -251,13 +251,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The multiprocessor count of each device, asked once (the grids follow it).
+// The multiprocessor count of each device, asked once for the first kCached device ids
+// (the grids follow it), every time for any later one.
 cudaError_t multiprocessors(int device, int* sms) {
-  static std::atomic<int> cached[64] = {};
-  if (device < 0 || device >= 64) return cudaErrorInvalidDevice;
-  if ((*sms = cached[device].load()) > 0) return cudaSuccess;
+  constexpr int kCached = 64;
+  static std::atomic<int> cached[kCached] = {};
+  if (device < 0) return cudaErrorInvalidDevice;
+  if (device < kCached && (*sms = cached[device].load()) > 0) return cudaSuccess;
   const cudaError_t rc = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
-  if (rc == cudaSuccess) cached[device] = *sms;
+  if (rc == cudaSuccess && device < kCached) cached[device] = *sms;
   return rc;
 }
 

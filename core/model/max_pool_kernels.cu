@@ -37,7 +37,8 @@ struct Positions {
     bits = (bits & ~(uint64_t{0xff} << (8 * k))) | (static_cast<uint64_t>(r) << (8 * k));
   }
   __device__ __forceinline__ void load(const uint8_t* p) {
-    bits = V == 8 ? *reinterpret_cast<const unsigned long long*>(p) : *reinterpret_cast<const uint32_t*>(p);
+    if constexpr (V == 8) bits = *reinterpret_cast<const unsigned long long*>(p);
+    else bits = *reinterpret_cast<const uint32_t*>(p);
   }
   __device__ __forceinline__ void store(uint8_t* p) const {
     if constexpr (V == 8) *reinterpret_cast<unsigned long long*>(p) = bits;
