@@ -11,9 +11,12 @@
 // --ranks P (P > 1): what one node serves to P ranks. P processes, each reading its rank's
 // slice in stream mode with --threads read threads (what P ranks of a job do), released
 // together once every one has opened its reader; the node's MiB/s is all their samples over
-// the wall time from that release to the last one's end. Printed after the one-rank rows.
+// the wall time from that release to the last one's end. Printed after the one-rank rows;
+// --one-rank 0 leaves those out (the raw read stays, as the reference): what a sweep over
+// node layouts that has the one-rank rows from a --ranks 1 run needs.
 //
-//   reader_bench DATASET_DIR [--split train] [--batch 64] [--reps 3] [--block N] [--cold 0|1] [--threads 1] [--ranks 1]
+//   reader_bench DATASET_DIR [--split train] [--batch 64] [--reps 3] [--block N] [--cold 0|1] [--threads 1]
+//                [--ranks 1] [--one-rank 1]
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,7 +170,7 @@ using lockstep::bench::Series;
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: reader_bench DATASET_DIR [--split S] [--batch B] [--reps R] [--block N] [--cold 0|1] "
-                         "[--threads T] [--ranks P]\n");
+                         "[--threads T] [--ranks P] [--one-rank 0|1]\n");
     return 2;
   }
   ReadSpec spec;
@@ -176,6 +179,7 @@ int main(int argc, char** argv) {
   int64_t reps = 3;
   bool cold = false;
   int ranks = 1;
+  bool one_rank = true;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--split") spec.split = argv[i + 1];
@@ -185,10 +189,15 @@ int main(int argc, char** argv) {
     else if (k == "--cold") cold = std::string(argv[i + 1]) == "1";
     else if (k == "--threads") spec.threads = std::stoi(argv[i + 1]);
     else if (k == "--ranks") ranks = std::stoi(argv[i + 1]);
+    else if (k == "--one-rank") one_rank = std::string(argv[i + 1]) != "0";
     else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
   }
   if (ranks < 1 || spec.threads < 1 || spec.batch < 1 || reps < 1) {
     std::fprintf(stderr, "reader_bench: --ranks, --threads, --batch and --reps must be >= 1\n");
+    return 2;
+  }
+  if (!one_rank && ranks == 1) {
+    std::fprintf(stderr, "reader_bench: --one-rank 0 needs --ranks > 1 (nothing else would be measured)\n");
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);  // node_epoch's release write when every rank has died: an error, not a kill
@@ -212,6 +221,7 @@ int main(int argc, char** argv) {
     for (int64_t r = 0; r < reps; ++r) {
       cool();
       raw.v.push_back(file_mb / raw_read(files, &bytes));
+      if (!one_rank) continue;
       cool();
       mem.v.push_back(payload_mb / reader_epoch(spec, m, "memory", &open_s));
       load.v.push_back(payload_mb / open_s);
@@ -229,15 +239,19 @@ int main(int argc, char** argv) {
                   100.0 * s.median() / raw.median());
     };
     row("raw sequential read() of the files", raw);
-    row("reader, memory mode: load (once)", load);
-    row("reader, memory mode: epoch", mem);
-    row("reader, stream mode: open+epoch", stream);
+    if (one_rank) {
+      row("reader, memory mode: load (once)", load);
+      row("reader, memory mode: epoch", mem);
+      row("reader, stream mode: open+epoch", stream);
+    }
     if (ranks > 1) row("node of " + std::to_string(ranks) + " ranks, stream: epoch", node);
-    std::printf("{\"cache\": \"%s\", \"read_threads\": %d, \"raw_mib_s\": %.1f, \"raw_min\": %.1f, \"raw_max\": %.1f, "
-                "\"memory_load_mib_s\": %.1f, \"memory_epoch_mib_s\": %.1f, \"memory_epoch_min\": %.1f, "
-                "\"memory_epoch_max\": %.1f, \"stream_mib_s\": %.1f, \"stream_min\": %.1f, \"stream_max\": %.1f",
-                cold ? "cold" : "warm", spec.threads, raw.median(), raw.lo(), raw.hi(), load.median(), mem.median(),
-                mem.lo(), mem.hi(), stream.median(), stream.lo(), stream.hi());
+    std::printf("{\"cache\": \"%s\", \"read_threads\": %d, \"raw_mib_s\": %.1f, \"raw_min\": %.1f, \"raw_max\": %.1f",
+                cold ? "cold" : "warm", spec.threads, raw.median(), raw.lo(), raw.hi());
+    if (one_rank) {
+      std::printf(", \"memory_load_mib_s\": %.1f, \"memory_epoch_mib_s\": %.1f, \"memory_epoch_min\": %.1f, "
+                  "\"memory_epoch_max\": %.1f, \"stream_mib_s\": %.1f, \"stream_min\": %.1f, \"stream_max\": %.1f",
+                  load.median(), mem.median(), mem.lo(), mem.hi(), stream.median(), stream.lo(), stream.hi());
+    }
     if (ranks > 1) {
       std::printf(", \"node_ranks\": %d, \"node_mib_s\": %.1f, \"node_min\": %.1f, \"node_max\": %.1f", ranks,
                   node.median(), node.lo(), node.hi());

@@ -105,6 +105,11 @@ if [ -n "${LOCKSTEP_READER_BENCH:-}" ]; then
   expect_rc 0 timeout 120 "$LOCKSTEP_READER_BENCH" data --threads 2 --ranks 2 --reps 1 --batch 16
   expect_output 'node of 2 ranks, stream: epoch +[0-9]+'
   expect_output '"node_ranks": 2, "node_mib_s": [0-9.]+'
+  expect_rc 0 timeout 120 "$LOCKSTEP_READER_BENCH" data --threads 1 --ranks 2 --reps 1 --batch 16 --one-rank 0
+  expect_output 'node of 2 ranks, stream: epoch +[0-9]+'
+  ! grep -q 'memory mode\|stream_mib_s' "$WORK/out.txt" || fail "--one-rank 0 measured the one-rank rows"
+  expect_rc 2 "$LOCKSTEP_READER_BENCH" data --one-rank 0
+  expect_output '--one-rank 0 needs --ranks > 1'
   rm -rf data-cut && cp -r data data-cut && truncate -s 4096 data-cut/train-00001-of-00002.h5
   expect_rc 1 timeout 120 "$LOCKSTEP_READER_BENCH" data-cut --ranks 2 --reps 1 --batch 16
   expect_output 'rank 1 of 2: data-cut/train-00001-of-00002.h5: cannot open as HDF5'
