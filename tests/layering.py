@@ -51,7 +51,14 @@ FILE_MAX_LINES = 450
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 RAW_JSON_GET = re.compile(r'\bget<(?!std::string>|bool>)')  # lines with std::get< (tuples) are skipped
 JSON_IO = ("io/util/json_io.hpp", "io/util/json_io.cpp")
-NO_REMOVE_ALL = re.compile(r'\bremove_all\s*\(|\brecursive_directory_iterator\b')
+NO_REMOVE_ALL = re.compile(r'\bremove_all\b|\brecursive_directory_iterator\b')  # a call or its address
+BLOCK_COMMENT = re.compile(r'/\*.*?\*/', re.S)
+
+
+def code_of(lines):
+    """LINES without their comments (// and /* */, newlines kept: line numbers hold)."""
+    text = BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), "\n".join(lines))
+    return [line.split("//")[0] for line in text.split("\n")]
 
 
 def folder_of(path):
@@ -90,8 +97,8 @@ def main(root):
         if len(lines) > limit:
             problems.append(f"{path}: {len(lines)} lines (limit {limit} for {me})")
     for path, _, lines in sources(root, ("core", "io", "app", "tests", "bench"), (".hpp", ".cpp", ".cuh", ".cu", ".h", ".cc")):
-        for n, line in enumerate(lines, 1):
-            if NO_REMOVE_ALL.search(line.split("//")[0]):
+        for n, line in enumerate(code_of(lines), 1):
+            if NO_REMOVE_ALL.search(line):
                 problems.append(f"{path}:{n}: std::filesystem::remove_all (and its recursive iterator) binds "
                                 "libtorch.so's copy, which jumps to address 0 on Debian 12: use "
                                 "io::remove_tree (io/util/file_util.hpp)")
