@@ -44,14 +44,16 @@ double LossScaler::current_scale() const { return scale_.item<double>(); }
 int64_t LossScaler::skipped() const { return skipped_.item<int64_t>(); }
 
 std::vector<double> LossScaler::state() const {
-  return {current_scale(), static_cast<double>(growth_.item<int>()), static_cast<double>(skipped())};
+  return {current_scale(), static_cast<double>(growth_.item<int>()), static_cast<double>(skipped()),
+          static_cast<double>(floor_streak_.item<int64_t>())};
 }
 
 void LossScaler::load_state(const std::vector<double>& s) {
-  if (s.size() != 3 || !enabled_) return;
+  if ((s.size() != 3 && s.size() != 4) || !enabled_) return;
   scale_.fill_(s[0]);
   growth_.fill_(static_cast<int>(s[1]));
   skipped_.fill_(static_cast<int64_t>(s[2]));
+  floor_streak_.fill_(s.size() == 4 ? static_cast<int64_t>(s[3]) : int64_t{0});  // older checkpoints: none
 }
 
 void LossScaler::check_progress(int64_t step) const {

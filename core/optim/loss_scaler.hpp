@@ -40,7 +40,8 @@ class LossScaler {
   bool unscale_and_update(const std::vector<torch::Tensor>& params);
   double current_scale() const;
   int64_t skipped() const;
-  // For checkpoints: (scale, finite steps since the last change, skipped steps).
+  // For checkpoints: (scale, finite steps since the last change, skipped steps, the stall
+  // streak below). load_state also takes the first three alone (checkpoints before 2026-11-28).
   std::vector<double> state() const;
   void load_state(const std::vector<double>& s);
   // At log rows and checkpoints, after global step STEP (reads the device): throws once the
@@ -48,7 +49,9 @@ class LossScaler {
   // gradients not finite even unscaled, which no scale fixes: fp16 would skip every step to
   // the end and finish as if it had trained. The streak is counted on the device in the step
   // (so inside a CUDA graph too), wherever the checks fall; identical on every rank (the
-  // gradients are); not in checkpoints (a resume counts afresh).
+  // gradients are); saved in checkpoints, so a resume counts on (it counted afresh before, and
+  // a resume that ended within kStalledSteps steps finished as if it had trained: a hostile
+  // finding).
   static constexpr int64_t kStalledSteps = 10;
   void check_progress(int64_t step) const;
 

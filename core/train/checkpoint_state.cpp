@@ -4,7 +4,9 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sstream>
 
@@ -127,6 +129,27 @@ std::string param_shapes_text(Net& model) {
   std::string shapes;
   for (const auto& p : model.named_parameters()) shapes += p.key() + ":" + c10::str(p.value().sizes()) + ";";
   return shapes;
+}
+
+std::string non_finite_state(Net& model) {
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> values;
+  const auto add = [&](const char* kind, const std::string& name, const torch::Tensor& t) {
+    if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return;
+    names.push_back(std::string(kind) + " '" + name + "'");
+    values.push_back(t.detach());
+  };
+  for (const auto& p : model.named_parameters()) add("parameter", p.key(), p.value());
+  for (const auto& b : model.named_buffers()) add("buffer", b.key(), b.value());
+  if (values.empty()) return "";
+  // The largest magnitude of each: NaN for a NaN, inf for an infinity (never a sum that overflows).
+  const torch::Tensor peaks = torch::stack(at::_foreach_norm(values, std::numeric_limits<double>::infinity()))
+                                  .to(torch::kCPU, torch::kDouble)
+                                  .contiguous();
+  const double* v = peaks.data_ptr<double>();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!std::isfinite(v[i])) return names[i];
+  return "";
 }
 
 std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, Net& model, const std::string& path) {

@@ -82,6 +82,10 @@ std::string stored_normalisation_problem(const std::vector<double>& mean, const 
 
 // "name:[shape];..." of every parameter: what a checkpoint's weights must match.
 std::string param_shapes_text(Net& model);
+// MODEL's first parameter or floating-point buffer holding a NaN or an infinity, as
+// "parameter 'fc.weight'" or "buffer 'bn1.running_var'"; "" when every one is finite. One
+// reduction over all of them and one read of the device.
+std::string non_finite_state(Net& model);
 // Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):
 // another model family, width, depth, optimizer or parameter shapes. One line, naming PATH.
 std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, Net& model, const std::string& path);

@@ -161,6 +161,19 @@ CheckpointMeta Checkpointer::meta_of(const TrainState& state) const {
 
 std::function<std::string()> Checkpointer::snapshot(int64_t step) {
   const MpiRuntime& mpi = parts_.mpi;
+  // Never a checkpoint of diverged weights: the NaN-loss rule sees a step's damage only in
+  // the next step's loss, fp16's stall rule within LossScaler::kStalledSteps steps (a hostile
+  // finding: fp16 checkpoints of NaN BatchNorm statistics). Collective: a rank's buffers
+  // (BatchNorm's running statistics) may differ from rank 0's.
+  const std::string bad = non_finite_state(parts_.model);
+  double any_bad = bad.empty() ? 0.0 : 1.0;
+  mpi.allreduce_max(&any_bad, 1);
+  if (any_bad > 0)
+    throw Error(fmt::format("step {}: {} holds a NaN or an infinity (training diverged), so no checkpoint is "
+                            "written and {}; lower --train.lr, or try --train.clip-norm",
+                            step, bad.empty() ? std::string("another rank's model") : bad,
+                            last_saved_step_ >= 0 ? fmt::format("the last one (step {}) is kept", last_saved_step_)
+                                                  : std::string("there is none yet")));
   if (step != gathered_step_) {  // a collective: every rank decides alike, on the step
     gathered_rng_ = mpi.gather_bytes(rng_state_bytes(parts_.device), 0);
     gathered_step_ = step;
@@ -187,8 +200,8 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
 
 void Checkpointer::save(const TrainState& state) {
   if (last_saved_step_ == state.pos().step) return;
-  last_saved_step_ = state.pos().step;
   Recorder::Payload payload = snapshot(state.pos().step);
+  last_saved_step_ = state.pos().step;
   rec_.write_checkpoint(state.pos().step, meta_to_json(meta_of(state)), std::move(payload), cfg_.keep_last);
 }
 

@@ -267,7 +267,20 @@ pass "NaN loss stops the job naming the step: $(grep -Eo 'at step [0-9]+' out.tx
 expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan16 --lr 1e20 --amp fp16 --train.loss-scale 4 --log-every 8
 expect_output "fp16: the last 11 steps \(4 to 14\) were all skipped \(gradients not finite\) at the loss scale's floor of 1"
 [ ! -e nan16/checkpoints/step-000000014.ckpt ] || fail "a stalled fp16 run wrote its epoch's checkpoint"
-pass "fp16 skipping every step at the floor of its loss scale stops the job naming the steps"
+# The same with --ckpt.every 5: no checkpoint of diverged weights (BatchNorm's statistics are
+# NaN by step 5) — they were written before, and a resume trained on from them.
+expect_rc 1 run_mpi 2 train "${NOLR[@]}" --run-dir nan16c --lr 1e20 --amp fp16 --train.loss-scale 4 --log-every 8 --ckpt.every 5
+expect_output "step 5: buffer '[a-z0-9_.]+' holds a NaN or an infinity \(training diverged\), so no checkpoint is written and there is none yet"
+[ -z "$(ls nan16c/checkpoints 2>/dev/null)" ] || fail "a diverged fp16 run wrote a checkpoint: $(ls nan16c/checkpoints)"
+# An MLP's weights stay finite (huge): its checkpoints are kept, and so is the stall's streak,
+# so the resume stops again (it counted afresh and finished the epoch as if it had trained).
+MLP16=("${NOLR[@]}" --model mlp --run-dir nan16m --lr 1e20 --amp fp16 --train.loss-scale 4 --log-every 8 --ckpt.every 5)
+expect_rc 1 run_mpi 2 train "${MLP16[@]}"
+expect_output "the last 11 steps \(4 to 14\) were all skipped"
+expect_rc 1 run_mpi 2 train "${MLP16[@]}"
+expect_output "resumed from nan16m/checkpoints/step-000000010.ckpt"
+expect_output "the last 11 steps \(4 to 14\) were all skipped"
+pass "fp16 skipping every step at the floor of its loss scale stops the job naming the steps, resumed too; no checkpoint of NaN statistics"
 # --train.loss-scale and --train.loss-scale-growth reach the scaler: 2, doubled after each of
 # 4 finite steps.
 expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fp16-scale --amp fp16 --train.loss-scale 2 --train.loss-scale-growth 1 --max-steps 4

@@ -113,12 +113,22 @@ TEST(LossScaler, StepsSkippedInARowAtTheFloorStopTheRun) {
   step_with(one, true);
   step_with(one, false);
   EXPECT_EQ(stops(one, 2), "");
-  // A resume counts afresh (the streak is not in checkpoints).
+  // A resume counts on: the streak is in checkpoints (s has 9 in a row at step 22). It
+  // counted afresh before, so a stalled run resumed near its end finished as if it had trained.
   LossScaler resumed(true, torch::kCPU, 65536.0, 2000);
   resumed.load_state(s.state());
   EXPECT_DOUBLE_EQ(resumed.current_scale(), 1.0);
+  EXPECT_EQ(stops(resumed, 22), "");
   step_with(resumed, false);
-  EXPECT_EQ(stops(resumed, 101), "");
+  EXPECT_NE(stops(resumed, 23).find("the last 10 steps (14 to 23)"), std::string::npos) << stops(resumed, 23);
+  // A checkpoint written before the streak was saved: scale, growth and skips, no streak.
+  LossScaler older(true, torch::kCPU, 65536.0, 2000);
+  std::vector<double> three = s.state();
+  three.pop_back();
+  older.load_state(three);
+  EXPECT_DOUBLE_EQ(older.current_scale(), 1.0);
+  step_with(older, false);
+  EXPECT_EQ(stops(older, 23), "") << "counts afresh";
   LossScaler off(false);
   EXPECT_EQ(stops(off, 10), "") << "bf16/none: nothing is skipped";
 }

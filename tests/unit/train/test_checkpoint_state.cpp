@@ -247,3 +247,23 @@ TEST(TrainState, AnotherTrainableSetIsOneLineNamingFreeze) {
     }
   }
 }
+
+// A checkpoint is never written of diverged weights (checkpointer.cpp): the first parameter or
+// floating-point buffer holding a NaN or an infinity is named; huge finite values are not.
+TEST(TrainState, NonFiniteWeightsOrStatisticsAreNamed) {
+  auto model = make_model(ModelOptions{"cnn", 0.0}, mnist_like());
+  EXPECT_EQ(non_finite_state(*model), "");
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model->named_parameters())
+    if (p.key().find("fc") != std::string::npos) p.value().fill_(1e30);
+  EXPECT_EQ(non_finite_state(*model), "") << "large is not diverged";
+  std::string buffer;
+  for (const auto& b : model->named_buffers())
+    if (buffer.empty() && b.key().find("running_var") != std::string::npos) buffer = b.key();
+  ASSERT_FALSE(buffer.empty());
+  model->named_buffers()[buffer].index_put_({0}, NAN);
+  EXPECT_EQ(non_finite_state(*model), "buffer '" + buffer + "'");
+  const std::string param = model->named_parameters().keys().back();
+  model->named_parameters()[param].view(-1).index_put_({0}, -INFINITY);
+  EXPECT_EQ(non_finite_state(*model), "parameter '" + param + "'") << "parameters are named first";
+}
