@@ -71,7 +71,7 @@ std::string Checkpointer::agree_resume_path() {
   return mpi.broadcast_string(path, 0);
 }
 
-void Checkpointer::resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch) {
+void Checkpointer::resume(const std::string& path, TrainState* state) {
   const io::CheckpointData d = io::read_checkpoint(path);
   const CheckpointMeta m = meta_from_json(d.meta_json, path);
   LOCKSTEP_REQUIRE(m.sample_shape == spec_.sample_shape && m.num_classes == spec_.num_classes,
@@ -92,8 +92,8 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
   parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
-  state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);
-  last_saved_step_ = m.pos.step;
+  state->from_meta(m, path, cfg_.eval_hflip);
+  last_saved_ = m.pos;
   read_best_standing();
   // Generator states continue exactly on the same world size; on another one each rank
   // reseeds from (seed, rank, step) (docs/checkpoints.md).
@@ -172,7 +172,7 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
     throw Error(fmt::format("step {}: {} holds a NaN or an infinity (training diverged), so no checkpoint is "
                             "written and {}; lower --train.lr, or try --train.clip-norm",
                             step, bad.empty() ? std::string("another rank's model") : bad,
-                            last_saved_step_ >= 0 ? fmt::format("the last one (step {}) is kept", last_saved_step_)
+                            last_saved_.step >= 0 ? fmt::format("the last one (step {}) is kept", last_saved_.step)
                                                   : std::string("there is none yet")));
   if (step != gathered_step_) {  // a collective: every rank decides alike, on the step
     gathered_rng_ = mpi.gather_bytes(rng_state_bytes(parts_.device), 0);
@@ -199,9 +199,11 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
 }
 
 void Checkpointer::save(const TrainState& state) {
-  if (last_saved_step_ == state.pos().step) return;
-  Recorder::Payload payload = snapshot(state.pos().step);
-  last_saved_step_ = state.pos().step;
+  const TrainPosition& at = state.pos();
+  if (at.step == last_saved_.step && at.epoch == last_saved_.epoch && at.samples_done_in_epoch == last_saved_.samples_done_in_epoch)
+    return;  // this position is saved (a stop right after a checkpoint); its epoch's end is not
+  Recorder::Payload payload = snapshot(at.step);
+  last_saved_ = at;
   rec_.write_checkpoint(state.pos().step, meta_to_json(meta_of(state)), std::move(payload), cfg_.keep_last);
 }
 

@@ -69,11 +69,11 @@ class Checkpointer {
   Checkpointer& operator=(const Checkpointer&) = delete;
 
   std::string agree_resume_path();  // collective
-  // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
-  // GLOBAL_BATCH samples.
-  void resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch);
+  // Restores the parts and STATE from PATH.
+  void resume(const std::string& path, TrainState* state);
   // Collective: a checkpoint of STATE (its epoch statistics must include the open log
-  // window); skipped when this step already has one.
+  // window); skipped when this process saved (or resumed) this very position. The same step
+  // at the next epoch's start (its end work done since) is saved again, over the first.
   void save(const TrainState& state);
   // Collective: best.ckpt when STATE's last validation improves --ckpt.best-metric.
   void update_best(const TrainState& state);
@@ -97,7 +97,7 @@ class Checkpointer {
   const io::DatasetSpec& spec_;  // data_.spec
   CheckpointParts parts_;
   Recorder& rec_;
-  int64_t last_saved_step_ = -1;
+  TrainPosition last_saved_{-1, -1, -1};  // the position this process saved or resumed last
   int64_t gathered_step_ = -1;          // the step gathered_rng_ was gathered at (every rank)
   std::vector<uint8_t> gathered_rng_;   // every rank's generator states, on rank 0
   int64_t shared_step_ = -1;            // rank 0: the step of shared_

@@ -80,4 +80,19 @@ std::string epoch_line(const io::MetricsRow& r, int64_t epochs, int64_t steps) {
                      r.seconds.value_or(0), times_of(r).summary(steps));
 }
 
+std::string final_evaluation_line(const TrainPosition& pos, int64_t epochs, int64_t max_steps) {
+  std::string past;
+  if (pos.epoch > epochs || (pos.epoch == epochs && pos.samples_done_in_epoch > 0))
+    past = fmt::format("--train.epochs {}", epochs);
+  if (max_steps > 0 && pos.step > max_steps)
+    past += fmt::format("{}--train.max-steps {}", past.empty() ? "" : ", ", max_steps);
+  if (past.empty())
+    return fmt::format("training is complete at step {}, but the run's final evaluation never finished (a stop or a "
+                       "kill during it): evaluating now",
+                       pos.step);
+  return fmt::format("the checkpoint (step {}, epoch {}) is already past this run's end ({}): nothing more to "
+                     "train; evaluating its weights now",
+                     pos.step, pos.epoch + 1, past);
+}
+
 }  // namespace lockstep

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/eval/evaluator.hpp"
+#include "core/train/checkpoint_state.hpp"
 #include "core/train/epoch_stats.hpp"
 #include "io/records/metrics_row.hpp"
 
@@ -32,5 +33,9 @@ std::string train_line(const io::MetricsRow& row, int64_t epochs, int64_t step_i
 std::string val_text(const io::MetricsRow& row);
 // "epoch 2/10 done: loss 0.4321 acc 0.8750 val_loss ... 2300 samples/s 12.3 s; data wait ..."
 std::string epoch_line(const io::MetricsRow& row, int64_t epochs, int64_t steps);
+// What a resumed run at POS with nothing left to train does now, its final evaluation never
+// having run: either that evaluation was stopped or killed, or POS is already past this run's
+// end (--train.epochs EPOCHS, --train.max-steps MAX_STEPS: lowered since), which it names.
+std::string final_evaluation_line(const TrainPosition& pos, int64_t epochs, int64_t max_steps);
 
 }  // namespace lockstep

@@ -266,7 +266,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
 RunPlan plan_run(int64_t epochs, int64_t max_steps, int64_t steps_per_epoch, int64_t global_batch,
                  const TrainPosition& pos) {
   RunPlan p;
-  p.offset = pos.epoch * steps_per_epoch + pos.samples_done_in_epoch / global_batch - pos.step;
+  // An epoch consumed in full (a checkpoint at its last step) resumes at its end, on any world.
+  p.offset = pos.epoch * steps_per_epoch + std::min(pos.samples_done_in_epoch / global_batch, steps_per_epoch) - pos.step;
   const int64_t epochs_end = epochs * steps_per_epoch - p.offset;  // as a global step
   p.planned_steps = max_steps > 0 ? std::min<int64_t>(max_steps, epochs_end) : epochs_end;
   return p;

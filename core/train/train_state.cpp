@@ -57,8 +57,7 @@ void TrainState::to_meta(CheckpointMeta* m) const {
   m->val_wer = val_wer_;
 }
 
-void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
-                           int64_t steps_per_epoch) {
+void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip) {
   pos_ = m.pos;
   if (m.lr >= 0) lr_ = m.lr;
   clipped_steps_ = m.clipped_steps;
@@ -78,10 +77,6 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, boo
   } else {
     rule_.load_state_json(m.stop_rule, path);
   }
-  // The data order is a function of (seed, epoch, rank); what carries over is how many
-  // samples of the epoch were consumed, so a different world size or batch resumes at the
-  // same fraction of the epoch (docs/checkpoints.md).
-  if (pos_.samples_done_in_epoch / global_batch >= steps_per_epoch) end_epoch();
 }
 
 }  // namespace lockstep

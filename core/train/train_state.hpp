@@ -7,7 +7,8 @@
 // 1. Each step: set_lr(), then advance_step() (the global step and the samples of the
 //    epoch consumed); each log window adds its statistics (add_window).
 // 2. end_epoch() is the one epoch rollover: the next epoch's first step, empty statistics.
-//    from_meta() calls it when the checkpoint was taken after an epoch's last step.
+//    The trainer calls it after the epoch's end work (validation, its row), also for a
+//    resumed checkpoint that had consumed the epoch before that work ran.
 // 3. observe_eval() records a validation and asks the stop rule; once it says stop, the
 //    reason stays (stopped()), also across resumes.
 // 4. The last validation's scores travel in checkpoints: a checkpoint taken after a resume
@@ -60,10 +61,10 @@ class TrainState {
   void to_meta(CheckpointMeta* m) const;
   // Restores what to_meta stored, from the checkpoint at PATH. EVAL_HFLIP: this run's
   // --eval.hflip; scores made with the other mode do not compare, so the stop rule starts
-  // afresh (one warning). STEPS_PER_EPOCH at GLOBAL_BATCH samples: this run's, so a
-  // checkpoint taken at its epoch's end resumes at the next epoch's start.
-  void from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
-                 int64_t steps_per_epoch);
+  // afresh (one warning). The position is the checkpoint's as it is: one whose epoch's
+  // samples were all consumed before its end work ran (a stop at its last step, or another
+  // world size or batch) stays in that epoch, and the trainer runs the end work first.
+  void from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip);
 
  private:
   TrainPosition pos_;

@@ -64,8 +64,9 @@ class Trainer {
     bool stop = st_.stopped();
     while (st_.pos().epoch < cfg_.epochs && !stop) {
       const int64_t epoch = st_.pos().epoch;
-      const int64_t first = st_.pos().samples_done_in_epoch / s_.global_batch;
-      io::EpochLoader* loader = &loaders_.open(epoch, first * cfg_.grad_accum);  // steps: micro-batches
+      // A checkpoint that had consumed the epoch (stopped at its last step) resumes at its end work.
+      const int64_t first = std::min(st_.pos().samples_done_in_epoch / s_.global_batch, s_.steps_per_epoch);
+      io::EpochLoader* loader = first < s_.steps_per_epoch ? &loaders_.open(epoch, first * cfg_.grad_accum) : nullptr;
       s_.model->train();
       for (int64_t step = first; step < s_.steps_per_epoch; ++step) {
         const auto t0 = Clock::now();
@@ -82,15 +83,14 @@ class Trainer {
         st_.advance_step(step + 1, s_.global_batch);
         draw_progress(epoch, step + 1);
         if (st_.pos().step % cfg_.log_every == 0) log_row(epoch, step + 1);
-        if (cfg_.eval_every > 0 && st_.pos().step % cfg_.eval_every == 0 && step + 1 < s_.steps_per_epoch) {
+        const bool mid = step + 1 < s_.steps_per_epoch;  // at the last step end_epoch validates and checkpoints
+        if (cfg_.eval_every > 0 && st_.pos().step % cfg_.eval_every == 0 && mid) {
           evaluate_now(epoch, "validation");
           s_.model->train();
-          if (st_.stopped()) {
-            stop = true;
-            break;
-          }
+          stop = st_.stopped();  // the stop rule
+          if (stop) break;
         }
-        if (cfg_.ckpt_every > 0 && st_.pos().step % cfg_.ckpt_every == 0) checkpoint_now();
+        if (cfg_.ckpt_every > 0 && st_.pos().step % cfg_.ckpt_every == 0 && mid) checkpoint_now();
         if (cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps) {
           stop = true;
           break;
@@ -99,7 +99,7 @@ class Trainer {
         if (const int sig = vote_.at_step(stop_signal::pending())) return stop_on_signal(sig);
       }
       if (!stop && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
-      end_epoch(epoch, stop);
+      end_epoch(epoch, stop && st_.pos().samples_done_in_epoch < s_.steps_per_epoch * s_.global_batch);  // cut short?
       stop = stop || st_.stopped();
       if (stop) loaders_.release();
     }
@@ -231,9 +231,7 @@ class Trainer {
                      : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
       return kExitOk;
     }
-    log::info0(fmt::format("training is complete at step {}, but the run's final evaluation never finished (a stop or "
-                           "a kill during it): evaluating now",
-                           st_.pos().step));
+    log::info0(final_evaluation_line(st_.pos(), cfg_.epochs, cfg_.max_steps));
     last_epoch_ = std::min<int64_t>(st_.pos().epoch, cfg_.epochs - 1);
     if (const int sig = vote_.now(stop_signal::pending())) return stop_after_training(sig);
     // The final weights' validation again (its scores in the checkpoint have no loss), not
@@ -372,7 +370,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   const std::string resume = checkpointer.agree_resume_path();
   // Dropout differs per rank: seeded from (seed, rank, step); a same-world resume restores its states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
-  if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
+  if (!resume.empty()) checkpointer.resume(resume, &state);
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
   recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.

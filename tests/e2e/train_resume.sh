@@ -82,6 +82,24 @@ a=$(json_rows straight/metrics.jsonl end val_loss); b=$(json_rows split/metrics.
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "resumed run diverged: val_loss $a straight vs $b resumed"
 pass "interrupted + resumed run equals the uninterrupted one (val_loss $a)"
 
+# A checkpoint that had consumed its epoch before the epoch's end work ran resumes at that
+# work. It rolled over to the next epoch instead: that epoch got no validation, no row and no
+# best.ckpt, and a 1-epoch run said its "final evaluation never finished" (a hostile
+# finding). Here 1 rank x 8 stops after the samples of a whole epoch of 2 ranks x 32.
+n=$("$PYTHON" -c "import json, sys; print(json.load(open(sys.argv[1]))['splits']['train']['count'])" data/manifest.json)
+k=$((8 * (n / 64)))
+[ "$k" -lt $((n / 8)) ] || fail "the slice's $n samples make no partial epoch at batch 8"
+EDGE=(--data data --epochs 1 --log-every 5 --lr 0.05 --run-dir edge)
+expect_rc 0 "$LOCKSTEP" train "${EDGE[@]}" --batch-size 8 --max-steps "$k"
+[ -z "$(json_rows edge/metrics.jsonl epoch step)" ] || fail "a cut epoch has no row"
+expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
+expect_output "resumed from edge/checkpoints/step-0+$k.ckpt at step $k \(epoch 1\)"
+expect_output "epoch 1/1 done: .* val_acc"
+! grep -q "never finished" "$WORK/out.txt" || fail "a resume at the epoch's end is no unfinished evaluation"
+[ "$(json_rows edge/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at steps: $(json_rows edge/metrics.jsonl epoch step)"
+[ "$(json_rows edge/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows edge/metrics.jsonl end step)"
+pass "a checkpoint at its epoch's last samples resumes at the epoch's end work (validation, row, best)"
+
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"
 expect_output 'best_metric +val_f1'

@@ -48,6 +48,13 @@ TEST(RunPlan, AnotherWorldSizeCountsInThisWorldsSteps) {
   EXPECT_EQ(p.planned_steps, 18 + 2);
   // --train.max-steps is a global step: it ends the run there whatever the world.
   EXPECT_EQ(plan_run(2, 30, 28, 32, epoch_one).planned_steps, 30);
+  // An epoch consumed in full (its end work left): on a world whose steps take more samples
+  // than the epoch has in whole steps, the schedule counts no step past the epoch's end.
+  // 459 samples: 29 wrapped steps of 16 consumed 464, which is 8 steps of 58, where this
+  // world's epoch has 7.
+  p = plan_run(2, 0, 7, 58, TrainPosition{29, 0, 464});
+  EXPECT_EQ(p.offset, 7 - 29);
+  EXPECT_EQ(p.planned_steps, 29 + 7) << "one more epoch";
   // A checkpoint already past the end: the plan ends before it (the trainer has nothing to do).
   EXPECT_LT(plan_run(2, 10, 28, 32, epoch_one).planned_steps, epoch_one.step);
 }

@@ -81,3 +81,16 @@ TEST(RunRows, LogLinesAreRenderedFromTheRow) {
   EXPECT_EQ(epoch_line(seq, 1, 10),
             "epoch 1/1 done: loss 0.5000 val_loss 1.5000 val_cer 0.2000 val_wer 0.5000 320 samples/s 2.0 s; " + summary);
 }
+
+// A resume with nothing to train and no end row: its final evaluation was cut, or (a hostile
+// finding: it said so for both) the checkpoint is past a lowered --train.epochs / --max-steps.
+TEST(RunRows, TheFinalEvaluationLineNamesWhyItRuns) {
+  const std::string cut = final_evaluation_line(TrainPosition{30, 3, 0}, 3, 0);
+  EXPECT_NE(cut.find("final evaluation never finished"), std::string::npos) << cut;
+  EXPECT_EQ(final_evaluation_line(TrainPosition{30, 3, 0}, 3, 30), cut) << "--max-steps at the end is the end";
+  EXPECT_EQ(final_evaluation_line(TrainPosition{23, 1, 288}, 1, 0),
+            "the checkpoint (step 23, epoch 2) is already past this run's end (--train.epochs 1): nothing more to "
+            "train; evaluating its weights now");
+  const std::string both = final_evaluation_line(TrainPosition{23, 3, 0}, 2, 20);
+  EXPECT_NE(both.find("(--train.epochs 2, --train.max-steps 20)"), std::string::npos) << both;
+}
