@@ -56,12 +56,34 @@ LOCKSTEP=$(command -v lockstep || echo "$ROOT/build/lockstep")
 GPU_TESTS=$(command -v gpu_tests || echo "$ROOT/build/tests/gpu_tests")
 MPIEXEC=$(command -v mpirun || echo mpirun)
 say() { echo "[gpu.sh $(date +%H:%M:%S)] $*"; }
+# limit SECONDS CMD...: every command under its own limit, so that a hang costs one row, not
+# the stage's call (TERM, then KILL 10 s later; a lockstep run checkpoints and exits on the
+# TERM). Run in the background and waited for: a TERM to this script interrupts the wait and
+# its trap runs at once (timeout, in a process group of its own, passes the TERM on). Its
+# standard input stays the caller's (flops' here-document).
+LIMITED=
+limit() {
+  local s=$1; shift
+  timeout -k 10 "$s" "$@" <&0 &
+  LIMITED=$!
+  wait "$LIMITED"
+}
 if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   say "skipped: no GPU (torch sees none here); nothing measured"
   exit 0
 fi
 mkdir -p "$OUTDIR" "$WORK"
 exec > >(tee -a "$OUTDIR/gpu.log") 2>&1
+# Cut by the caller's time limit (timeout sends TERM to this script and its group, tee
+# included): the running command is stopped and the rows measured so far still become a
+# table in the report (nothing is printed: stdout's tee may be gone).
+on_term() {
+  trap - TERM
+  if [ -n "$LIMITED" ]; then kill -TERM "$LIMITED" 2>/dev/null || true; wait "$LIMITED" 2>/dev/null || true; fi
+  if [ -s "$REPORT.rows" ]; then table "Rows measured before the stage was cut at its time limit" 2>/dev/null || true; fi
+  exit 124
+}
+trap on_term TERM
 [ -x "$LOCKSTEP" ] || { say "error: no lockstep binary (PATH or build/lockstep)"; exit 1; }
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || "$PY" -c 'import torch; print(torch.cuda.get_device_name())')
 REPORT=$OUTDIR/gpu-report.md
@@ -69,7 +91,10 @@ if [ ! -f "$REPORT" ]; then
   {
     echo "## GPU report: $GPU, $(date -u +%Y-%m-%d)"
     echo
-    echo "lockstep $("$LOCKSTEP" --version 2>/dev/null | head -1), $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'), $(nproc) cores."
+    echo "$("$LOCKSTEP" --version 2>/dev/null | head -1), $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores."
+    if [ -f "$ROOT/.gpu/pack.vars" ]; then
+      echo "Bundle packed $(. "$ROOT/.gpu/pack.vars"; echo "$GPU_PACK_DATE ($GPU_PACK_BINARIES)") from $(cat "$ROOT/.gpu/commit" 2>/dev/null || echo 'an unrecorded commit')."
+    fi
     echo "1 rank (NCCL backend). Throughput: wall clock between log rows (lockstep), CUDA events (PyTorch);"
     echo "steady state after warm-up. bench/gpu.sh $STAGE."
     echo
@@ -88,11 +113,12 @@ make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FR
   import_h5 "$1" --shards 8
 }
 if [ "$STAGE" = probe ]; then
-  "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl"
+  limit 150 "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl" ||
+    say "gpu_probe.py: exit $? (see probe.err)"
   { echo "### Probes (bench/gpu_probe.py)"; echo; sed 's/^/    /' "$OUTDIR/probe.jsonl"; echo; } >>"$REPORT"
   BN_BENCH=$(command -v bn_act_bench || echo "$ROOT/build/bench/bn_act_bench")
   if [ -x "$BN_BENCH" ]; then
-    for dtype in bf16 fp32; do "$BN_BENCH" --dtype $dtype || echo "bn_act_bench --dtype $dtype: exit $?"; done 2>&1 |
+    for dtype in bf16 fp32; do limit 90 "$BN_BENCH" --dtype $dtype || echo "bn_act_bench --dtype $dtype: exit $?"; done 2>&1 |
       tee "$OUTDIR/bn_act_bench.txt"
     { echo "### Fused BatchNorm+ReLU vs ATen (bench/bn_act_bench)"; echo; sed 's/^/    /' "$OUTDIR/bn_act_bench.txt"; echo; } >>"$REPORT"
   else
@@ -100,15 +126,16 @@ if [ "$STAGE" = probe ]; then
   fi
   # The shard reader on this node's cores, from the page cache (the issue's >= 3 GB/s per node):
   # one rank at 1, 4 (--data.read-threads' default) and every core's read threads; the node as
-  # 4 ranks x 4 threads and 8 ranks x 2 (reader_bench --ranks), ImageNet-size samples.
+  # 4 ranks x 4 threads and 8 ranks x 2 (reader_bench --ranks), ImageNet-size samples (quick's
+  # ResNet-18 set, 1.2 GB: made here unless this machine still has it).
   READER_BENCH=$(command -v reader_bench || echo "$ROOT/build/bench/reader_bench")
   if [ -x "$READER_BENCH" ]; then
-    make_data io224 16384 3 224 224 100
+    make_data img224 8192 3 224 224 100
     cores=$(nproc)
     for spec in "1 1" "4 1" "$cores 1" "4 4" "2 8"; do
       read -r threads ranks <<<"$spec"
       # The node rows leave out the one-rank rows the first three already have (--one-rank 0).
-      timeout 120 "$READER_BENCH" "$WORK/io224" --threads "$threads" --ranks "$ranks" \
+      limit 60 "$READER_BENCH" "$WORK/img224" --threads "$threads" --ranks "$ranks" \
         $([ "$ranks" -gt 1 ] && echo --one-rank 0) ||
         echo "reader_bench --threads $threads --ranks $ranks: exit $?"
     done 2>&1 | tee "$OUTDIR/reader_bench.txt"
@@ -124,17 +151,17 @@ fi
 if [ "$STAGE" != video ] && [ "$STAGE" != speech ]; then
 tests_line=()
 if [ -x "$GPU_TESTS" ]; then
-  if "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
+  if limit 240 "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUTDIR/gpu_tests.txt" || true
 else
   tests_line+=("gpu_tests not found (bench/gpu_build.sh bundles it)")
 fi
-if bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1; then
+if limit 360 bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1; then
   tests_line+=("gpu_e2e passed")
 else
   tests_line+=("gpu_e2e FAILED: $(grep -m1 '^FAIL' "$OUTDIR/gpu_e2e.txt" || tail -1 "$OUTDIR/gpu_e2e.txt")")
 fi
-grep -E '^(ok|FAIL|GPU vs CPU|fp16:)' "$OUTDIR/gpu_e2e.txt" || true
+grep -E '^(ok|FAIL|NOTE|GPU vs CPU|fp16:)' "$OUTDIR/gpu_e2e.txt" || true
 say "tests: ${tests_line[*]}"
 printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
 [ "$STAGE" = tests ] && exit 0
@@ -143,7 +170,7 @@ fi
 # --- 2. data ------------------------------------------------------------------------------------
 # FLOPs per sample of each architecture, counted once by PyTorch (the anchor's first line).
 flops() {  # flops MODEL H5 [WIDTH [DEPTH]]
-  "$PY" - "$1" "$WORK/$2.h5" "${3:-0}" "${4:-18}" <<'PY'
+  limit 120 "$PY" - "$1" "$WORK/$2.h5" "${3:-0}" "${4:-18}" <<'PY'
 import sys, torch, h5py, numpy as np
 sys.path.insert(0, "bench")
 from gpu_anchor import make_model, flops_per_sample
@@ -175,13 +202,15 @@ if [ "$STAGE" = speech ]; then
 elif [ "$STAGE" = video ]; then
   make_data clip32 8192 1 32 32 5 17
   make_data clip112 1024 3 112 112 50 16
-  FLOPS_C3D=$(flops c3d clip32 16)
-  FLOPS_R3D=$(flops r3d clip112 64 18)
+  FLOPS_C3D=$(flops c3d clip32 16 || echo 0)  # 0: no MFU column, the rows still run
+  FLOPS_R3D=$(flops r3d clip112 64 18 || echo 0)
 else
-  make_data img28 16384 1 28 28 10
+  # 65536 samples: 256 steps per epoch at batch 256, so few measured windows hold an epoch's
+  # end (gpu_report.py leaves those out: the anchor has none).
+  make_data img28 65536 1 28 28 10
   make_data img224 8192 3 224 224 100
-  FLOPS_CNN=$(flops cnn img28)
-  FLOPS_R18=$(flops resnet18 img224)
+  FLOPS_CNN=$(flops cnn img28 || echo 0)
+  FLOPS_R18=$(flops resnet18 img224 || echo 0)
 fi
 
 # --- 3. runs ------------------------------------------------------------------------------------
@@ -194,23 +223,24 @@ lockstep_run() {  # lockstep_run NAME DATA MODEL FLOPS DTYPE BATCH STEPS [ARGS..
   [ "$dtype" != fp32 ] && amp=$dtype
   rm -rf "$run"
   util_start "$WORK/util-$name.csv"
-  "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
+  limit 180 "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
     --max-steps "$steps" --log-every $((steps / 10)) --epochs 100000 --data.val-split none --data.test-split none \
     --run-dir "$run" --threads 4 "$@" >"$OUTDIR/run-$name.txt" 2>&1 || say "$name: exit $? (see run-$name.txt)"
   util_stop
   "$PY" "$ROOT/bench/gpu_report.py" lockstep "lockstep $name" "$run" "$WORK/util-$name.csv" "$fl" "$dtype" "$GPU" |
-    tee -a "$REPORT.rows"
+    tee -a "$REPORT.rows" || true
 }
 
 anchor_run() {  # anchor_run NAME H5 MODEL DTYPE BATCH MODE STEPS [ARGS...]
   local name=$1 h5=$2 model=$3 dtype=$4 batch=$5 mode=$6 steps=$7
   shift 7
   util_start "$WORK/util-$name.csv"
-  "$PY" "$ROOT/bench/gpu_anchor.py" --h5 "$WORK/$h5.h5" --model "$model" --dtype "$dtype" --batch "$batch" --mode "$mode" \
-    --steps "$steps" "$@" >"$OUTDIR/anchor-$name.json" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
+  limit 240 "$PY" "$ROOT/bench/gpu_anchor.py" --h5 "$WORK/$h5.h5" --model "$model" --dtype "$dtype" --batch "$batch" \
+    --mode "$mode" --steps "$steps" "$@" >"$OUTDIR/anchor-$name.json" 2>"$OUTDIR/anchor-$name.err" ||
+    say "$name: exit $? (see anchor-$name.err)"
   util_stop
   "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$dtype" "$GPU" |
-    tee -a "$REPORT.rows"
+    tee -a "$REPORT.rows" || true
 }
 
 # --trace.steps with --trace.ops: LibTorch's operator profile of a few steady steps (kernels,
@@ -221,7 +251,7 @@ profile_run() {  # profile_run NAME DATA MODEL DTYPE BATCH STEPS RANGE [ARGS...]
   shift 7
   [ "$dtype" != fp32 ] && amp=$dtype
   rm -rf "$run"
-  "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
+  limit 180 "$LOCKSTEP" train --data "$WORK/$data" --model "$model" --batch-size "$batch" --amp "$amp" --backend nccl \
     --max-steps "$steps" --log-every $((steps / 4)) --epochs 100000 --data.val-split none --data.test-split none \
     --run-dir "$run" --threads 4 --trace.steps "$range" "$@" >"$OUTDIR/prof-$name.txt" 2>&1 || say "prof-$name: exit $?"
   if [ -f "$run/trace/ops-rank-0.txt" ]; then
@@ -238,17 +268,18 @@ speech_anchor_run() {  # speech_anchor_run NAME DTYPE EPOCHS [ARGS...]
   local name=$1 dtype=$2 epochs=$3
   shift 3
   util_start "$WORK/util-$name.csv"
-  "$PY" -m torch.distributed.run --standalone --nproc_per_node 1 "$ROOT/bench/ddp_speech.py" --data "$WORK/speech" \
+  limit 240 "$PY" -m torch.distributed.run --standalone --nproc_per_node 1 "$ROOT/bench/ddp_speech.py" --data "$WORK/speech" \
     --device cuda --dtype "$dtype" --epochs "$epochs" --eval-split none --threads 4 "$@" \
     >"$OUTDIR/anchor-$name.out" 2>"$OUTDIR/anchor-$name.err" || say "$name: exit $? (see anchor-$name.err)"
   util_stop
   "$PY" "$ROOT/bench/gpu_report.py" epochs "$OUTDIR/anchor-$name.out" >"$OUTDIR/anchor-$name.json" || true
   "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$dtype" "$GPU" |
-    tee -a "$REPORT.rows"
+    tee -a "$REPORT.rows" || true
 }
 
-table() {  # table TITLE: the rows measured since the last table
-  { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo; } >>"$REPORT"
+table() {  # table TITLE: the rows measured since the last table, and lockstep's ratios to PyTorch's
+  { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo
+    "$PY" "$ROOT/bench/gpu_report.py" ratios "$REPORT.rows" || true; echo; } >>"$REPORT"
   rm -f "$REPORT.rows"
 }
 
@@ -293,26 +324,30 @@ elif [ "$STAGE" = video ]; then
   done
   table "R3D-18 (16x112x112x3 clips, 50 classes, width 64), batch 32, bf16"
 elif [ "$STAGE" = quick ]; then
+  # The issue's first target first (a stage cut at its limit keeps what ran: on_term).
+  say "ResNet-18 224x224, batch 256, bf16"
+  lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
+  for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
+  lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
+  lockstep_run r18-bf16-own-kernels img224 resnet "$FLOPS_R18" bf16 256 120 $OWN_KERNELS
+  lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
+  table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
+  # Batch 64 is launch-bound (~0.4 ms a step in a graph): 2000 steps make a second or more to
+  # time, and enough 200 ms utilisation samples; batch 256 takes 400.
+  for b in 64 256; do
+    steps=$([ "$b" = 64 ] && echo 2000 || echo 400)
+    say "reference CNN, batch $b, fp32"
+    lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" "$steps"
+    for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" "$steps"; done
+    lockstep_run "cnn-b$b-eager" img28 cnn "$FLOPS_CNN" fp32 "$b" "$steps" --train.cuda-graph off
+    if [ "$b" = 64 ]; then lockstep_run "cnn-b$b-own-kernels" img28 cnn "$FLOPS_CNN" fp32 "$b" "$steps" $OWN_KERNELS; fi
+    table "Reference CNN (28x28x1), batch $b, fp32 (lockstep: whole-step CUDA graph, and -eager without)"
+  done
   say "operator profiles of lockstep's steady steps"
   profile_run cnn-b64 img28 cnn fp32 64 80 61-70
   profile_run r18-bf16 img224 resnet bf16 256 40 31-35
   { echo "### Operator profiles (lockstep --trace.steps, --trace.ops)"; echo; cat "$REPORT.ops"; echo; } >>"$REPORT"
   rm -f "$REPORT.ops"
-  for b in 64 256; do
-    say "reference CNN, batch $b, fp32"
-    lockstep_run "cnn-b$b" img28 cnn "$FLOPS_CNN" fp32 "$b" 400
-    lockstep_run "cnn-b$b-eager" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 --train.cuda-graph off
-    if [ "$b" = 64 ]; then lockstep_run "cnn-b$b-own-kernels" img28 cnn "$FLOPS_CNN" fp32 "$b" 400 $OWN_KERNELS; fi
-    for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" 300; done
-    table "Reference CNN (28x28x1), batch $b, fp32 (lockstep: whole-step CUDA graph, and -eager without)"
-  done
-  say "ResNet-18 224x224, batch 256, bf16"
-  lockstep_run r18-bf16 img224 resnet "$FLOPS_R18" bf16 256 120
-  lockstep_run r18-bf16-eager img224 resnet "$FLOPS_R18" bf16 256 120 --train.cuda-graph off
-  lockstep_run r18-bf16-own-kernels img224 resnet "$FLOPS_R18" bf16 256 120 $OWN_KERNELS
-  lockstep_run r18-bf16-no-copy-stream img224 resnet "$FLOPS_R18" bf16 256 120 --train.copy-stream false
-  for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
-  table "ResNet-18 (224x224x3, 100 classes), batch 256, bf16"
 else
   for dtype in fp32 fp16; do
     say "ResNet-18 224x224, batch 256, $dtype"

@@ -3,12 +3,14 @@
   python3 bench/gpu_report.py lockstep NAME RUN_DIR UTIL_CSV FLOPS_PER_SAMPLE DTYPE GPU_NAME
   python3 bench/gpu_report.py pytorch NAME ANCHOR_JSON UTIL_CSV DTYPE GPU_NAME
   python3 bench/gpu_report.py header
+  python3 bench/gpu_report.py ratios ROWS        (a table's rows -> lockstep's ratios to PyTorch's rows)
   python3 bench/gpu_report.py epochs DDP_OUT     (bench/ddp_speech.py's output -> an anchor JSON:
                                                  the median samples/s of epochs 2.., their span)
 
 lockstep: throughput is wall clock between train rows (each row's unix_time is taken once the
 window's device work is done), the median over the windows after the first two (warm-up,
-cuDNN's algorithm search); lockstep's own samples_per_s (host step time) is shown beside it;
+cuDNN's algorithm search) that hold no epoch's end (its checkpoint and loader restart: the
+PyTorch anchor has none); lockstep's own samples_per_s (host step time) is shown beside it;
 data wait is the data phase's share of the step's device time. GPU busy: nvidia-smi's
 utilization.gpu sampled every 200 ms, averaged over the measured windows (lockstep) or the
 timed steps (PyTorch). MFU: model FLOPs per
@@ -16,7 +18,7 @@ sample (counted by PyTorch's FlopCounterMode on the same architecture) x samples
 GPU's dense peak for the dtype (float32 runs use TF32 tensor cores in cuDNN's convolutions,
 so their peak is TF32's).
 """
-import datetime, json, statistics, sys
+import datetime, json, re, statistics, sys
 
 # Dense peak TFLOPS per GPU (NVIDIA data sheets): bf16/fp16, tf32.
 PEAKS = {"H200": (989.4, 494.7), "H100 80GB HBM3": (989.4, 494.7), "H100 NVL": (835.0, 417.5),
@@ -40,17 +42,43 @@ def util_mean(path, t0, t1):
             t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
             if t0 <= t <= t1:
                 vals.append(float(parts[1]))
-    except OSError:
+    except (OSError, ValueError):
         return None
-    return statistics.mean(vals) if vals else None
+    # Fewer than 5 samples (200 ms apart) say nothing about a second of work.
+    return statistics.mean(vals) if len(vals) >= 5 else None
 
 
 def fmt(v, spec, unit=""):
     return "n/a" if v is None else f"{v:{spec}}{unit}"
 
 
+ROW = re.compile(r"^\| (lockstep|pytorch) (\S+) \| ([0-9.]+) \|")
+
+
+def ratios(path):
+    """lockstep's rows over PyTorch's, from a table's rows: the first lockstep row (the default
+    configuration) over every PyTorch row, and every lockstep row over the best PyTorch row."""
+    rows = {"lockstep": [], "pytorch": []}
+    for line in open(path):
+        m = ROW.match(line)
+        if m:
+            rows[m.group(1)].append((m.group(2), float(m.group(3))))
+    if not rows["lockstep"] or not rows["pytorch"]:
+        return
+    name, sps = rows["lockstep"][0]
+    each = ", ".join(f"{n} {sps / p:.2f}x" for n, p in rows["pytorch"] if p > 0)
+    print(f"lockstep {name} over PyTorch: {each}.")
+    best_name, best = max(rows["pytorch"], key=lambda r: r[1])
+    if best > 0:
+        each = ", ".join(f"{n} {s / best:.2f}x" for n, s in rows["lockstep"])
+        print(f"Over the fastest PyTorch row ({best_name}): {each}.")
+
+
 def main():
     kind = sys.argv[1]
+    if kind == "ratios":
+        ratios(sys.argv[2])
+        return
     if kind == "epochs":
         r = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
         sps, spans = r["samples_per_s"][1:] or r["samples_per_s"], r["epoch_spans"][1:] or r["epoch_spans"]
@@ -73,10 +101,12 @@ def main():
             return
         # The global batch, from the first window: samples/s x seconds = its samples.
         batch = round(rows[0]["samples_per_s"] * rows[0]["seconds"] / rows[0]["step"]) if rows[0]["step"] > 0 else 0
-        sps = []
+        sps, ends = [], []
         for a, b in zip(rows[1:], rows[2:]):
             if batch > 0 and b["unix_time"] > a["unix_time"]:
-                sps.append((b["step"] - a["step"]) * batch / (b["unix_time"] - a["unix_time"]))
+                v = (b["step"] - a["step"]) * batch / (b["unix_time"] - a["unix_time"])
+                (ends if a.get("epoch") != b.get("epoch") else sps).append(v)
+        sps = sps or ends  # every window holds an epoch's end: all of them
         wall = statistics.median(sps) if sps else None
         own = statistics.median(r["samples_per_s"] for r in rows[2:])
         phases = ("data_wait_s", "forward_s", "backward_s", "exposed_comm_s", "optimizer_s")
@@ -106,4 +136,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # a row: one failed row, never a stage without its table (bench/gpu.sh)
+        if len(sys.argv) > 2 and sys.argv[1] in ("lockstep", "pytorch"):
+            print(f"| {sys.argv[2]} | failed: {e.__class__.__name__}: {e} | | | | |")
+        else:
+            sys.exit(f"gpu_report.py {' '.join(sys.argv[1:2])}: {e.__class__.__name__}: {e}")

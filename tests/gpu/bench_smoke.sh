@@ -36,6 +36,15 @@ PY
   echo "$row" | grep -Eq "^\| pytorch $model $mode \| ([0-9]+|skipped: CUDA graphs need a GPU) \|" || fail "report row: $row"
 done
 pass "the anchor runs every mode on the CPU; its JSON becomes report rows"
+# Each table's ratios: lockstep's default row over every PyTorch row (the targets).
+{ echo "$row" | sed 's/^| pytorch resnet18 eager /| pytorch r18-eager /'
+  "$PYTHON" "$ROOT/bench/gpu_report.py" lockstep "lockstep cnn" run /dev/null 1e6 fp32 cpu
+  "$PYTHON" "$ROOT/bench/gpu_report.py" pytorch "pytorch cnn-eager" anchor-cnn-eager.json /dev/null fp32 cpu; } >rows.md
+ratios=$("$PYTHON" "$ROOT/bench/gpu_report.py" ratios rows.md)
+echo "$ratios"
+echo "$ratios" | grep -Eq '^lockstep cnn over PyTorch: r18-eager [0-9.]+x, cnn-eager [0-9.]+x\.$' || fail "ratios: $ratios"
+echo "$ratios" | grep -Eq '^Over the fastest PyTorch row \((r18|cnn)-eager\): cnn [0-9.]+x\.$' || fail "ratios: $ratios"
+pass "each table's ratios of lockstep to PyTorch"
 
 # gpu.sh video: clips from the same generator, imported and trained by lockstep as clips;
 # the anchor's clip models (bench/ddp_video.py's) on the CPU in both layouts.
