@@ -22,9 +22,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -165,6 +167,20 @@ void drop_page_cache() {
 
 using lockstep::bench::Series;
 
+// OPTION's VALUE as an integer in [LO, HI]; false (after one line naming it) otherwise.
+bool parse_int(const char* option, const char* value, int64_t lo, int64_t hi, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < lo || v > hi) {
+    std::fprintf(stderr, "reader_bench: %s %s: not an integer from %lld to %lld\n", option, value,
+                 static_cast<long long>(lo), static_cast<long long>(hi));
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,27 +192,28 @@ int main(int argc, char** argv) {
   ReadSpec spec;
   spec.dir = argv[1];
   spec.split = "train";
-  int64_t reps = 3;
-  bool cold = false;
-  int ranks = 1;
-  bool one_rank = true;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  int64_t reps = 3, ranks = 1, threads = 1, cold = 0, one_rank = 1;
+  for (int i = 2; i < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--split") spec.split = argv[i + 1];
-    else if (k == "--batch") spec.batch = std::stoll(argv[i + 1]);
-    else if (k == "--reps") reps = std::stoll(argv[i + 1]);
-    else if (k == "--block") spec.block = std::stoll(argv[i + 1]);
-    else if (k == "--cold") cold = std::string(argv[i + 1]) == "1";
-    else if (k == "--threads") spec.threads = std::stoi(argv[i + 1]);
-    else if (k == "--ranks") ranks = std::stoi(argv[i + 1]);
-    else if (k == "--one-rank") one_rank = std::string(argv[i + 1]) != "0";
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "reader_bench: %s needs a value\n", k.c_str());
+      return 2;
+    }
+    const char* v = argv[i + 1];
+    bool ok = true;
+    if (k == "--split") spec.split = v;
+    else if (k == "--batch") ok = parse_int("--batch", v, 1, int64_t{1} << 30, &spec.batch);
+    else if (k == "--reps") ok = parse_int("--reps", v, 1, 1000, &reps);
+    else if (k == "--block") ok = parse_int("--block", v, 0, int64_t{1} << 30, &spec.block);
+    else if (k == "--cold") ok = parse_int("--cold", v, 0, 1, &cold);
+    else if (k == "--threads") ok = parse_int("--threads", v, 1, 1024, &threads);
+    else if (k == "--ranks") ok = parse_int("--ranks", v, 1, 1024, &ranks);
+    else if (k == "--one-rank") ok = parse_int("--one-rank", v, 0, 1, &one_rank);
+    else { std::fprintf(stderr, "reader_bench: unknown option %s\n", k.c_str()); return 2; }
+    if (!ok) return 2;
   }
-  if (ranks < 1 || spec.threads < 1 || spec.batch < 1 || reps < 1) {
-    std::fprintf(stderr, "reader_bench: --ranks, --threads, --batch and --reps must be >= 1\n");
-    return 2;
-  }
-  if (!one_rank && ranks == 1) {
+  spec.threads = static_cast<int>(threads);
+  if (one_rank == 0 && ranks == 1) {
     std::fprintf(stderr, "reader_bench: --one-rank 0 needs --ranks > 1 (nothing else would be measured)\n");
     return 2;
   }
@@ -205,8 +222,18 @@ int main(int argc, char** argv) {
     const Manifest m = read_manifest(spec.dir);
     std::vector<std::string> files;
     for (const auto& s : m.split(spec.split, spec.dir).shards) files.push_back(spec.dir + "/" + s.file);
-    const double payload_mb = static_cast<double>(m.split(spec.split, spec.dir).count()) *
-                              static_cast<double>(m.spec.sample_bytes()) / (1 << 20);
+    // Each rank reads its slice in whole batches: a batch larger than a rank's share reads
+    // nothing (and a figure over the whole split would be made up).
+    const int64_t count = m.split(spec.split, spec.dir).count(), share = count / ranks;
+    if (share < spec.batch) {
+      std::fprintf(stderr, "reader_bench: --batch %lld is more than each of --ranks %lld ranks' %lld samples of %s\n",
+                   static_cast<long long>(spec.batch), static_cast<long long>(ranks), static_cast<long long>(share),
+                   spec.split.c_str());
+      return 2;
+    }
+    const double mb = static_cast<double>(m.spec.sample_bytes()) / (1 << 20);
+    const double payload_mb = static_cast<double>(count / spec.batch * spec.batch) * mb;  // one rank's epoch
+    const double node_mb = static_cast<double>(ranks * (share / spec.batch * spec.batch)) * mb;  // the node's
     int64_t bytes = 0;
     double open_s = 0.0;
     raw_read(files, &bytes);  // warm the page cache
@@ -216,7 +243,7 @@ int main(int argc, char** argv) {
     // The node's ranks first: fork() while this process has no thread yet.
     for (int64_t r = 0; ranks > 1 && r < reps; ++r) {
       cool();
-      node.v.push_back(payload_mb / node_epoch(spec, m, ranks));
+      node.v.push_back(node_mb / node_epoch(spec, m, static_cast<int>(ranks)));
     }
     for (int64_t r = 0; r < reps; ++r) {
       cool();

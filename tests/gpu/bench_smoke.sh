@@ -119,6 +119,15 @@ if [ -n "${LOCKSTEP_READER_BENCH:-}" ]; then
   ! grep -q 'memory mode\|stream_mib_s' "$WORK/out.txt" || fail "--one-rank 0 measured the one-rank rows"
   expect_rc 2 "$LOCKSTEP_READER_BENCH" data --one-rank 0
   expect_output '--one-rank 0 needs --ranks > 1'
+  # Bad values are one line and exit 2 (they aborted, or ran with a misread number, or timed
+  # nothing and printed a rate: a hostile finding).
+  expect_rc 2 "$LOCKSTEP_READER_BENCH" data --ranks abc
+  expect_output '^reader_bench: --ranks abc: not an integer from 1 to 1024$'
+  expect_rc 2 "$LOCKSTEP_READER_BENCH" data --threads 1e3
+  expect_rc 2 "$LOCKSTEP_READER_BENCH" data --batch
+  expect_output '^reader_bench: --batch needs a value$'
+  expect_rc 2 "$LOCKSTEP_READER_BENCH" data --batch 512 --ranks 2
+  expect_output "^reader_bench: --batch 512 is more than each of --ranks 2 ranks' [0-9]+ samples of train$"
   rm -rf data-cut && cp -r data data-cut && truncate -s 4096 data-cut/train-00001-of-00002.h5
   expect_rc 1 timeout 120 "$LOCKSTEP_READER_BENCH" data-cut --ranks 2 --reps 1 --batch 16
   expect_output 'rank 1 of 2: data-cut/train-00001-of-00002.h5: cannot open as HDF5'
