@@ -130,6 +130,15 @@ int cmd_inspect(const Args& args) {
   if (verify && !io::is_directory(path))
     throw UsageError("--verify checks a whole dataset against its manifest: lockstep inspect DIR --verify (" + path +
                      " is not a dataset directory)");
+  // A run directory (metrics.jsonl, checkpoints/) is no dataset: name what inspect reads in it.
+  if (io::is_directory(path) && !io::path_exists(path + "/manifest.json") &&
+      (io::path_exists(path + "/metrics.jsonl") || io::is_directory(path + "/checkpoints"))) {
+    const auto ckpts = io::is_directory(path + "/checkpoints") ? io::list_checkpoints(path + "/checkpoints")
+                                                               : std::vector<std::pair<int64_t, std::string>>{};
+    throw UsageError(path + " is a run directory, not a dataset: inspect one of its checkpoints (" +
+                     (ckpts.empty() ? path + "/checkpoints/step-N.ckpt: none yet" : ckpts.back().second) +
+                     "), or see the run with lockstep report " + path);
+  }
   if (io::is_directory(path)) {
     inspect_dataset(path, verify);
   } else if (path.size() > 3 && path.compare(path.size() - 3, 3, ".h5") == 0) {

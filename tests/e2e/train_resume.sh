@@ -71,7 +71,9 @@ pass "evaluate: $acc2 at 1 and 2 ranks"
 
 expect_rc 0 "$LOCKSTEP" inspect "$ckpt"
 expect_output '^step +75$'
-pass "inspect reads the checkpoint"
+expect_rc 2 "$LOCKSTEP" inspect run
+expect_output 'run is a run directory, not a dataset: inspect one of its checkpoints \(run/checkpoints/step-0+[0-9]+\.ckpt\), or see the run with lockstep report run'
+pass "inspect reads the checkpoint, and names one for a run directory"
 # Exact continuation: checkpoints carry every rank's RNG state (dropout), so a run
 # interrupted at step 20 and resumed ends bit-identical to one that never stopped.
 STRAIGHT=(--data data --epochs 2 --batch-size 32 --log-every 10 --lr 0.05 --model.dropout 0.5)
