@@ -71,7 +71,7 @@ std::string Checkpointer::agree_resume_path() {
   return mpi.broadcast_string(path, 0);
 }
 
-void Checkpointer::resume(const std::string& path, TrainState* state) {
+void Checkpointer::resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch) {
   const io::CheckpointData d = io::read_checkpoint(path);
   const CheckpointMeta m = meta_from_json(d.meta_json, path);
   LOCKSTEP_REQUIRE(m.sample_shape == spec_.sample_shape && m.num_classes == spec_.num_classes,
@@ -92,7 +92,7 @@ void Checkpointer::resume(const std::string& path, TrainState* state) {
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
   parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
-  state->from_meta(m, path, cfg_.eval_hflip);
+  state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);
   last_saved_ = m.pos;
   read_best_standing();
   // Generator states continue exactly on the same world size; on another one each rank

@@ -69,8 +69,9 @@ class Checkpointer {
   Checkpointer& operator=(const Checkpointer&) = delete;
 
   std::string agree_resume_path();  // collective
-  // Restores the parts and STATE from PATH.
-  void resume(const std::string& path, TrainState* state);
+  // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
+  // GLOBAL_BATCH samples.
+  void resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch);
   // Collective: a checkpoint of STATE (its epoch statistics must include the open log
   // window); skipped when this process saved (or resumed) this very position. The same step
   // at the next epoch's start (its end work done since) is saved again, over the first.

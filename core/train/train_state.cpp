@@ -57,7 +57,8 @@ void TrainState::to_meta(CheckpointMeta* m) const {
   m->val_wer = val_wer_;
 }
 
-void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip) {
+void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
+                           int64_t steps_per_epoch) {
   pos_ = m.pos;
   if (m.lr >= 0) lr_ = m.lr;
   clipped_steps_ = m.clipped_steps;
@@ -77,6 +78,9 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, boo
   } else {
     rule_.load_state_json(m.stop_rule, path);
   }
+  // Checkpoints before 2026-11-28 (no lr in their meta) held an epoch's last position also
+  // after its end work (a --ckpt.every step at the epoch's end): they roll over, as then.
+  if (m.lr < 0 && pos_.samples_done_in_epoch / global_batch >= steps_per_epoch) end_epoch();
 }
 
 }  // namespace lockstep

@@ -63,8 +63,11 @@ class TrainState {
   // --eval.hflip; scores made with the other mode do not compare, so the stop rule starts
   // afresh (one warning). The position is the checkpoint's as it is: one whose epoch's
   // samples were all consumed before its end work ran (a stop at its last step, or another
-  // world size or batch) stays in that epoch, and the trainer runs the end work first.
-  void from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip);
+  // world size or batch) stays in that epoch, and the trainer runs the end work first; one
+  // written before 2026-11-28 rolls over to the next epoch, as it did then (STEPS_PER_EPOCH of
+  // GLOBAL_BATCH samples: this run's).
+  void from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
+                 int64_t steps_per_epoch);
 
  private:
   TrainPosition pos_;

@@ -370,7 +370,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   const std::string resume = checkpointer.agree_resume_path();
   // Dropout differs per rank: seeded from (seed, rank, step); a same-world resume restores its states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
-  if (!resume.empty()) checkpointer.resume(resume, &state);
+  if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
   recorder->start(state.pos().step);
   // A "start" row per invocation: what ran, on how many ranks, from which step.

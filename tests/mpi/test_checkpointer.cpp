@@ -108,7 +108,7 @@ TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
   std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
   Checkpointer ck(cfg, data, second.view(), *rec);
   TrainState state(cfg);
-  ck.resume(ck.agree_resume_path(), &state);
+  ck.resume(ck.agree_resume_path(), &state, 8 * m.size(), 10);
   EXPECT_EQ(next_step_count(*second.opt, OptimizerKind::kAdam), 1 + 6 + 1) << "1 host step and 6 taken of 9";
   EXPECT_EQ(second.counter->begin().item<float>(), 8.0f) << "the device count follows the loaded states";
 }
@@ -128,7 +128,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   data.spec = tiny();
   data.source = "csv:tiny.csv";
   const io::DatasetSpec& spec = data.spec;
-  const int64_t global_batch = 8 * m.size();
+  const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
 
   Parts first(spec, 3);
   TrainState saved(cfg);
@@ -154,7 +154,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   const std::string path = ck.agree_resume_path();
   EXPECT_EQ(path, dir + "/checkpoints/step-000000003.ckpt");
   TrainState state(cfg);
-  ck.resume(path, &state);
+  ck.resume(path, &state, global_batch, steps_per_epoch);
   rec->start(state.pos().step);
   EXPECT_TRUE(same_weights(*first.model, *second.model));
   EXPECT_EQ(state.pos().step, 3);
@@ -199,7 +199,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   other.model = "cnn";
   Checkpointer refuse(other, data, second.view(), *rec);
   TrainState untouched(other);
-  EXPECT_THROW(refuse.resume(path, &untouched), UsageError);
+  EXPECT_THROW(refuse.resume(path, &untouched, global_batch, steps_per_epoch), UsageError);
   EXPECT_EQ(untouched.pos().step, 0);
 
   // Issue 31, minor list: a checkpoint of another dataset (same shapes) was resumed
@@ -213,7 +213,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
     Checkpointer elsewhere(cfg, another, second.view(), *rec);
     TrainState fresh(cfg);
     try {
-      elsewhere.resume(path, &fresh);
+      elsewhere.resume(path, &fresh, global_batch, steps_per_epoch);
       ADD_FAILURE() << "resumed onto " << name << " from " << source;
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("a run continues on its own data"), std::string::npos) << e.what();
@@ -225,5 +225,5 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   reimported.dataset_id = "another-import";
   Checkpointer same(cfg, reimported, second.view(), *rec);
   TrainState again(cfg);
-  EXPECT_NO_THROW(same.resume(path, &again));
+  EXPECT_NO_THROW(same.resume(path, &again, global_batch, steps_per_epoch));
 }

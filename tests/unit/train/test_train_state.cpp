@@ -88,7 +88,7 @@ TEST(TrainState, EverythingSavedIsRestored) {
   a.set_clipped_steps(4);
 
   TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip);
+  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 100);
   EXPECT_EQ(b.pos().step, 5);
   EXPECT_EQ(b.lr(), 0.0375) << "the last step's rate: the resume compares its schedule with it";
   EXPECT_EQ(b.clipped_steps(), 4) << "a run total, as the fp16 skip count is";
@@ -102,7 +102,7 @@ TEST(TrainState, EverythingSavedIsRestored) {
   EXPECT_TRUE(b.observe_eval(accuracy(0.7, 0.6), 4.0));
   EXPECT_TRUE(b.stopped());
   TrainState c(cfg);
-  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip);
+  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip, 32, 100);
   EXPECT_TRUE(c.stopped());  // a run that stopped stays stopped
   EXPECT_EQ(c.stopped_early(), b.stopped_early());
 }
@@ -119,7 +119,7 @@ TEST(TrainState, ACheckpointAfterAResumeKeepsTheLastValidationScores) {
   EXPECT_DOUBLE_EQ(first.val_f1, 0.7);
 
   TrainState b(cfg);
-  b.from_meta(first, "mem.ckpt", cfg.eval_hflip);
+  b.from_meta(first, "mem.ckpt", cfg.eval_hflip, 32, 100);
   b.advance_step(2, 32);
   const CheckpointMeta next = stored(b);
   EXPECT_DOUBLE_EQ(next.val_acc, 0.75);
@@ -133,7 +133,7 @@ TEST(TrainState, ACheckpointAfterAResumeKeepsTheLastValidationScores) {
   seq.wer = 0.4;
   b.observe_eval(seq, 2.0);
   TrainState c(cfg);
-  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip);
+  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip, 32, 100);
   const CheckpointMeta again = stored(c);
   EXPECT_DOUBLE_EQ(again.val_cer, 0.2);
   EXPECT_DOUBLE_EQ(again.val_wer, 0.4);
@@ -159,14 +159,24 @@ TEST(TrainState, ACheckpointAtTheEpochsLastStepResumesInThatEpoch) {
   TrainState a(cfg);
   for (int i = 1; i <= 4; ++i) a.advance_step(i, 32);
   a.add_window(window_of(4, 2.0));
+  a.set_lr(0.05);
   TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip);
+  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 4);  // 4 steps per epoch: all done
   EXPECT_EQ(b.pos().epoch, 0);
   EXPECT_EQ(b.pos().samples_done_in_epoch, 128);
   EXPECT_EQ(b.epoch_stats().steps, 4) << "the epoch's row reports all of it";
   b.end_epoch();
   EXPECT_EQ(b.pos().epoch, 1);
   EXPECT_EQ(b.pos().samples_done_in_epoch, 0);
+  // A checkpoint before 2026-11-28 (no lr in its meta) held that position after the end
+  // work too (a --ckpt.every step at the epoch's end): it rolls over, as it did then.
+  CheckpointMeta older = stored(a);
+  older.lr = -1.0;
+  TrainState c(cfg);
+  c.from_meta(older, "old.ckpt", cfg.eval_hflip, 32, 4);
+  EXPECT_EQ(c.pos().epoch, 1);
+  EXPECT_EQ(c.pos().samples_done_in_epoch, 0);
+  EXPECT_EQ(c.epoch_stats().steps, 0);
 }
 
 TEST(TrainState, AnotherEvalHflipModeRestartsTheStopRule) {
@@ -175,7 +185,7 @@ TEST(TrainState, AnotherEvalHflipModeRestartsTheStopRule) {
   a.observe_eval(accuracy(0.9, 0.9), 1.0);
   a.observe_eval(accuracy(0.8, 0.8), 2.0);  // one more without improvement would stop
   TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", /*eval_hflip=*/true);  // a validated without
+  b.from_meta(stored(a), "mem.ckpt", /*eval_hflip=*/true, 32, 100);  // a validated without
   EXPECT_FALSE(b.observe_eval(accuracy(0.5, 0.5), 3.0));  // the first result of a fresh rule
   EXPECT_FALSE(b.observe_eval(accuracy(0.5, 0.5), 4.0));
   EXPECT_TRUE(b.observe_eval(accuracy(0.5, 0.5), 5.0));
