@@ -63,8 +63,13 @@ std::vector<io::TbWriter::HParam> hparams(const std::string& resolved_ini) {
 
 class Rank0Recorder final : public Recorder {
  public:
+  // train.log from here on, the directory being this job's: a resume's lines (which checkpoint,
+  // the schedule's count, a learning rate that jumps) come before start() and belong in it.
   Rank0Recorder(const Config& cfg, const MpiRuntime& mpi, std::unique_ptr<io::RunDir> dir)
-      : cfg_(cfg), mpi_(mpi), dir_(std::move(dir)), bar_(log::interactive()) {}
+      : cfg_(cfg), mpi_(mpi), dir_(std::move(dir)), bar_(log::interactive()) {
+    LOCKSTEP_REQUIRE(log::set_file(cfg_.run_dir + "/train.log"),
+                     "cannot append to " + cfg_.run_dir + "/train.log (a symbolic link, or not writable)");
+  }
 
   ~Rank0Recorder() override {
     writer_.reset();  // waits for a write in flight before the directory lock is released
@@ -79,8 +84,6 @@ class Rank0Recorder final : public Recorder {
     io::remove_file(cfg_.run_dir + "/resumable");
     io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
     io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
-    LOCKSTEP_REQUIRE(log::set_file(cfg_.run_dir + "/train.log"),
-                     "cannot append to " + cfg_.run_dir + "/train.log (a symbolic link, or not writable)");
     int64_t dropped = 0;
     metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped);
     if (dropped > 0)

@@ -104,6 +104,9 @@ expect_rc 0 "$LOCKSTEP" train "${COS[@]}" --run-dir cos-21
 expect_output "the learning-rate schedule counts this run's steps of 32 samples: the checkpoint's step 14 is its step 28 \(the run ends at step 42\)"
 # The 2-rank run's cosine ended at its --max-steps 14; this one's ends at 42: the rate jumps back up.
 expect_output "the checkpoint's last step \(step 14\) ran at learning rate 0.000626802; this run's schedule gives that step 0.0264018 .*so the rate jumps: step 15 runs at 0.025 and the schedule ends at step 42"
+# A resume's lines come before the run's start and are in train.log too (they were not).
+grep -q "resumed from cos-21/checkpoints/step-000000014.ckpt" cos-21/train.log && grep -q "rate jumps" cos-21/train.log ||
+  fail "train.log lacks the resume's lines"
 "$PYTHON" - cos-1/metrics.jsonl cos-21/metrics.jsonl <<'PY' || fail "a cosine resumed from 2 ranks to 1 left the 1-rank schedule"
 import json, sys
 def lrs(path):
