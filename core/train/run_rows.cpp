@@ -95,4 +95,12 @@ std::string final_evaluation_line(const TrainPosition& pos, int64_t epochs, int6
                      pos.step, pos.epoch + 1, past);
 }
 
+std::string nothing_trained_note(int64_t skipped, int64_t steps) {
+  if (steps == 0 || skipped < steps) return "";
+  return fmt::format("fp16: the loss scaler skipped every one of this run's {} steps (gradients not finite at every "
+                     "scale it tried), so the weights did not change: nothing trained; lower --train.loss-scale "
+                     "(65536 by default) or use --train.amp bf16",
+                     steps);
+}
+
 }  // namespace lockstep

@@ -37,5 +37,10 @@ std::string epoch_line(const io::MetricsRow& row, int64_t epochs, int64_t steps)
 // having run: either that evaluation was stopped or killed, or POS is already past this run's
 // end (--train.epochs EPOCHS, --train.max-steps MAX_STEPS: lowered since), which it names.
 std::string final_evaluation_line(const TrainPosition& pos, int64_t epochs, int64_t max_steps);
+// fp16: when the loss scaler skipped all STEPS of this process's run (SKIPPED of them; a start
+// scale far above what the gradients bear, halved once per skip and never down to a finite
+// step), the warning that nothing trained; "" otherwise (the stall at the scale's floor of 1
+// stops a run before: loss_scaler.hpp).
+std::string nothing_trained_note(int64_t skipped, int64_t steps);
 
 }  // namespace lockstep

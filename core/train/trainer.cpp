@@ -112,9 +112,7 @@ class Trainer {
   }
 
  private:
-  AllreduceSum sum() const {
-    return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); };
-  }
+  AllreduceSum sum() const { return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); }; }
 
   void draw_progress(int64_t epoch, int64_t step_in_epoch) {
     if (!rec_.progress_due()) return;
@@ -315,6 +313,8 @@ class Trainer {
                         : fmt::format(", test_acc {:.4f} test_f1 {:.4f} ({})", test.accuracy, test.macro_f1, chosen);
     const std::string skipped =
         s_.scaler.enabled() ? fmt::format(", {} step(s) skipped by the fp16 loss scaler", s_.scaler.skipped()) : "";
+    if (const auto none = nothing_trained_note(s_.scaler.skipped() - skipped_before_, run_.steps); !none.empty())
+      log::warn0(none);
     MetricsRow row = base_row(RowKind::kEnd, last_epoch_);
     add_training(&row, end_epoch_stats_, total_sps, sequence_);
     add_scores(&row, ScoreSet::kVal, val);
@@ -351,6 +351,7 @@ class Trainer {
   RankMonitor ranks_;  // every rank's breakdown at log rows, stragglers
   SignalVote vote_{s_.mpi};  // the stop-signal agreement, posted at one step, read at the next
   WindowStats run_;               // this process's steps, for the end row's throughput
+  const int64_t skipped_before_ = s_.scaler.enabled() ? s_.scaler.skipped() : 0;  // fp16: at the run's start
   WindowStats end_epoch_stats_;   // the last epoch's (or partial epoch's) statistics
   int64_t last_epoch_ = 0;
   int64_t last_eval_step_ = -1;

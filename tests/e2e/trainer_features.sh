@@ -289,7 +289,12 @@ pass "fp16 skipping every step at the floor of its loss scale stops the job nami
 expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fp16-scale --amp fp16 --train.loss-scale 2 --train.loss-scale-growth 1 --max-steps 4
 [ "$(json_rows fp16-scale/metrics.jsonl end loss_scale)/$(json_rows fp16-scale/metrics.jsonl end skipped_steps)" = 32.0/0 ] ||
   fail "--train.loss-scale 2 with growth 1 over 4 steps: scale/skipped $(json_rows fp16-scale/metrics.jsonl end loss_scale)/$(json_rows fp16-scale/metrics.jsonl end skipped_steps), want 32/0"
-pass "--train.loss-scale and --train.loss-scale-growth set fp16's scaler"
+! grep -q "nothing trained" "$WORK/out.txt" || fail "a run that trained said nothing trained"
+# A start scale far above what the gradients bear skips every step above the floor (no stall):
+# the run ends with the warning that nothing trained (it said "finished" alone).
+expect_rc 0 "$LOCKSTEP" train "${BASE[@]}" --run-dir fp16-huge --amp fp16 --train.loss-scale 1e38 --max-steps 6
+expect_output "fp16: the loss scaler skipped every one of this run's 6 steps .*nothing trained"
+pass "--train.loss-scale and --train.loss-scale-growth set fp16's scaler; a run that skipped every step says nothing trained"
 
 # --- evaluation, logs -------------------------------------------------------------------
 expect_rc 0 run_mpi 2 train "${BASE[@]}" --run-dir ev --epochs 1 --eval-every 4

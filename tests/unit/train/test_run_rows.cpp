@@ -94,3 +94,14 @@ TEST(RunRows, TheFinalEvaluationLineNamesWhyItRuns) {
   const std::string both = final_evaluation_line(TrainPosition{23, 3, 0}, 2, 20);
   EXPECT_NE(both.find("(--train.epochs 2, --train.max-steps 20)"), std::string::npos) << both;
 }
+
+// fp16 with a start scale far above what the gradients bear (--train.loss-scale 1e38 halves
+// 126 times before it reaches 1) skipped all 42 steps of a run that then said "finished", exit
+// 0 (a hostile finding): the end warns that nothing trained.
+TEST(RunRows, AnFp16RunThatSkippedEveryStepSaysNothingTrained) {
+  EXPECT_EQ(nothing_trained_note(41, 42), "");
+  EXPECT_EQ(nothing_trained_note(0, 0), "") << "no step taken (a resume of a finished run)";
+  const std::string all = nothing_trained_note(42, 42);
+  EXPECT_NE(all.find("skipped every one of this run's 42 steps"), std::string::npos) << all;
+  EXPECT_NE(all.find("nothing trained"), std::string::npos) << all;
+}
