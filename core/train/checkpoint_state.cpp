@@ -140,7 +140,15 @@ std::string non_finite_state(Net& model) {
     values.push_back(t.detach());
   };
   for (const auto& p : model.named_parameters()) add("parameter", p.key(), p.value());
-  for (const auto& b : model.named_buffers()) add("buffer", b.key(), b.value());
+  // Buffers: BatchNorm's running statistics only (a model's own buffers may hold -inf on
+  // purpose: an additive attention mask in a TorchScript model).
+  for (const auto& b : model.named_buffers()) {
+    const std::string& k = b.key();
+    const auto ends = [&k](const std::string& tail) {
+      return k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends("running_mean") || ends("running_var")) add("buffer", k, b.value());
+  }
   if (values.empty()) return "";
   // The largest magnitude of each: NaN for a NaN, inf for an infinity (never a sum that overflows).
   const torch::Tensor peaks = torch::stack(at::_foreach_norm(values, std::numeric_limits<double>::infinity()))

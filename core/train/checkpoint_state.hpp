@@ -82,7 +82,7 @@ std::string stored_normalisation_problem(const std::vector<double>& mean, const 
 
 // "name:[shape];..." of every parameter: what a checkpoint's weights must match.
 std::string param_shapes_text(Net& model);
-// MODEL's first parameter or floating-point buffer holding a NaN or an infinity, as
+// MODEL's first parameter or BatchNorm running statistic holding a NaN or an infinity, as
 // "parameter 'fc.weight'" or "buffer 'bn1.running_var'"; "" when every one is finite. One
 // reduction over all of them and one read of the device.
 std::string non_finite_state(Net& model);

@@ -292,8 +292,14 @@ std::string lr_jump_note(const LrSchedule& schedule, const TrainPosition& pos, d
   if (last_lr < 0 || pos.step == 0 || pos.step >= planned_steps) return "";
   // This schedule's rate for the checkpoint's last step, give or take a step (another world
   // size maps steps onto its own), is the rate that step ran at, unless the schedule changed.
-  for (int64_t d = -1; d <= 1; ++d)
-    if (std::abs(schedule.at(std::max<int64_t>(0, pos.step - 1 + d)) - last_lr) <= 1e-6 * std::abs(last_lr)) return "";
+  // The rate may fall between two of this world's steps: within the range of three of them.
+  double lo = INFINITY, hi = -INFINITY;
+  for (int64_t d = -1; d <= 1; ++d) {
+    const double r = schedule.at(std::max<int64_t>(0, pos.step - 1 + d));
+    lo = std::min(lo, r), hi = std::max(hi, r);
+  }
+  const double slack = 1e-6 * std::abs(last_lr);
+  if (last_lr >= lo - slack && last_lr <= hi + slack) return "";
   return fmt::format("the checkpoint's last step (step {}) ran at learning rate {:.6g}; this run's schedule gives "
                      "that step {:.6g} (--train.lr, its scaling for {} rank(s), the schedule, --train.epochs or "
                      "--train.max-steps differ), so the rate jumps: step {} runs at {:.6g} and the schedule ends at "

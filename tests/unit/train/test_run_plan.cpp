@@ -74,6 +74,8 @@ TEST(RunPlan, AResumeSaysWhenTheLearningRateJumps) {
   LrSchedule mapped = cosine;
   mapped.offset = 1;
   EXPECT_EQ(lr_jump_note(mapped, at20, ran, 2, 39), "");
+  // A real remap lands between two of this world's steps (2 ranks to 3: a reviewer's case).
+  EXPECT_EQ(lr_jump_note(cosine, at20, 0.5 * (cosine.at(19) + cosine.at(20)), 3, 40), "");
   // --train.max-steps raised to 80: step 20 is now early in a longer decay.
   LrSchedule longer = cosine;
   longer.total_steps = 80;
