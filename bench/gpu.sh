@@ -21,6 +21,10 @@
 #          each also with lockstep's own kernels; c3d also with the job's optimizer, Adam,
 #          captured (--train.cuda-graph on: auto leaves Adam eager until this row measures
 #          it) and eager, against PyTorch's fused Adam eager and in a graph (capturable)
+#   anchors  the PyTorch anchor rows of quick alone (ResNet-18 bf16 in every mode, fp32 and fp16
+#          channels_last, the reference CNN at batch 64 and 256), then bench/gpu_probe.py: python
+#          only, no lockstep binary, so it runs the moment a GPU is lent, while gpu_build.sh still
+#          builds the bundle here (a device that is lent for minutes still measures the anchors)
 #   speech the speech users' LMU, no tests: jobs/speech_digits_lmu.ini's model and recipe (width
 #          256, batch 16, Adam, clipping, cosine; ragged batches, so eager: one autograd node for the
 #          recurrence, core/model/lmu_scan) on synthetic utterances (bench/gpu_speech_data.py,
@@ -48,7 +52,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${1:-quick}
-case $STAGE in tests | quick | full | probe | video | speech) ;; *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe|video|speech]" >&2; exit 2 ;; esac
+case $STAGE in tests | quick | full | probe | video | speech | anchors) ;;
+  *) echo "usage: bash bench/gpu.sh [tests|quick|full|probe|video|speech|anchors]" >&2; exit 2 ;; esac
 OUTDIR=${GPU_REPORT_DIR:-${OUT:-$ROOT/gpu-report}}
 # Lockstep's own kernels, each auto until measured here (rows "-own-kernels").
 OWN_KERNELS="--model.fused-bn on --model.max-pool lockstep"
@@ -86,7 +91,7 @@ on_term() {
   exit 124
 }
 trap on_term TERM
-[ -x "$LOCKSTEP" ] || { say "error: no lockstep binary (PATH or build/lockstep)"; exit 1; }
+[ "$STAGE" = anchors ] || [ -x "$LOCKSTEP" ] || { say "error: no lockstep binary (PATH or build/lockstep)"; exit 1; }
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || "$PY" -c 'import torch; print(torch.cuda.get_device_name())')
 REPORT=$OUTDIR/gpu-report.md
 if [ ! -f "$REPORT" ]; then
@@ -108,16 +113,23 @@ import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset
   "$LOCKSTEP" shard --input "hdf5:$WORK/$1.h5" --output "$WORK/$1" --name "$1" --val-fraction 0 "${@:2}" \
     >"$OUTDIR/shard-$1.txt" 2>&1 || { tail -3 "$OUTDIR/shard-$1.txt"; exit 1; }
 }
-make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: images, or clips of FRAMES frames
-  [ -f "$WORK/$1/manifest.json" ] && return
+make_h5() {  # make_h5 NAME N C H W CLASSES [FRAMES]: $WORK/NAME.h5, images or clips of FRAMES frames
+  [ -f "$WORK/$1.h5.done" ] && return
   say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
-  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null
+  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null && touch "$WORK/$1.h5.done"
+}
+make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: make_h5, imported as the dataset $WORK/NAME
+  [ -f "$WORK/$1/manifest.json" ] && return
+  make_h5 "$@"
   import_h5 "$1" --shards 8
 }
-if [ "$STAGE" = probe ]; then
+gpu_probe() {  # bench/gpu_probe.py's lines into the report
   limit 150 "$PY" "$ROOT/bench/gpu_probe.py" 2>"$OUTDIR/probe.err" | tee "$OUTDIR/probe.jsonl" ||
     say "gpu_probe.py: exit $? (see probe.err)"
   { echo "### Probes (bench/gpu_probe.py)"; echo; sed 's/^/    /' "$OUTDIR/probe.jsonl"; echo; } >>"$REPORT"
+}
+if [ "$STAGE" = probe ]; then
+  gpu_probe
   BN_BENCH=$(command -v bn_act_bench || echo "$ROOT/build/bench/bn_act_bench")
   if [ -x "$BN_BENCH" ]; then
     for dtype in bf16 fp32; do limit 90 "$BN_BENCH" --dtype $dtype || echo "bn_act_bench --dtype $dtype: exit $?"; done 2>&1 |
@@ -150,7 +162,7 @@ if [ "$STAGE" = probe ]; then
 fi
 
 # --- 1. the GPU tests (not in video or speech; GPU_SKIP_TESTS=1 leaves them to a call of their own)
-if [ "$STAGE" != video ] && [ "$STAGE" != speech ] && [ -z "${GPU_SKIP_TESTS:-}" ]; then
+if [ "$STAGE" != video ] && [ "$STAGE" != speech ] && [ "$STAGE" != anchors ] && [ -z "${GPU_SKIP_TESTS:-}" ]; then
 tests_line=()
 if [ -x "$GPU_TESTS" ]; then
   if limit 240 "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
@@ -201,6 +213,11 @@ cd "$ROOT"
 if [ "$STAGE" = speech ]; then
   make_speech speech 2048
   make_series har 4096 6 100 4
+elif [ "$STAGE" = anchors ]; then
+  make_h5 img28 65536 1 28 28 10
+  make_h5 img224 8192 3 224 224 100
+  FLOPS_CNN=$(flops cnn img28 || echo 0)
+  FLOPS_R18=$(flops resnet18 img224 || echo 0)
 elif [ "$STAGE" = video ]; then
   make_data clip32 8192 1 32 32 5 17
   make_data clip112 1024 3 112 112 50 16
@@ -325,6 +342,22 @@ elif [ "$STAGE" = video ]; then
     anchor_run "r3d-bf16-$mode" clip112 r3d bf16 32 "$mode" 60 --width 64 --depth 18
   done
   table "R3D-18 (16x112x112x3 clips, 50 classes, width 64), batch 32, bf16"
+elif [ "$STAGE" = anchors ]; then
+  # quick's PyTorch rows (same names, steps and data), for quick's lockstep rows of a later call.
+  say "anchors: ResNet-18 224x224, batch 256"
+  for mode in eager channels_last graph compile; do anchor_run "r18-bf16-$mode" img224 resnet18 bf16 256 "$mode" 60; done
+  table "PyTorch anchors: ResNet-18 (224x224x3, 100 classes), batch 256, bf16 (no lockstep row: gpu.sh anchors)"
+  for dtype in fp32 fp16; do
+    for mode in channels_last compile; do anchor_run "r18-$dtype-$mode" img224 resnet18 "$dtype" 256 "$mode" 60; done
+  done
+  table "PyTorch anchors: ResNet-18, batch 256, fp32 and fp16"
+  for b in 64 256; do
+    steps=$([ "$b" = 64 ] && echo 2000 || echo 400)
+    for mode in eager channels_last graph; do anchor_run "cnn-b$b-$mode" img28 cnn fp32 "$b" "$mode" "$steps"; done
+  done
+  table "PyTorch anchors: reference CNN (28x28x1), batch 64 and 256, fp32"
+  say "probes (bench/gpu_probe.py)"
+  gpu_probe
 elif [ "$STAGE" = quick ]; then
   # The issue's first target first (a stage cut at its limit keeps what ran: on_term).
   say "ResNet-18 224x224, batch 256, bf16"

@@ -200,7 +200,8 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
 
 void Checkpointer::save(const TrainState& state) {
   const TrainPosition& at = state.pos();
-  if (at.step == last_saved_.step && at.epoch == last_saved_.epoch && at.samples_done_in_epoch == last_saved_.samples_done_in_epoch)
+  const TrainPosition& was = last_saved_;
+  if (at.step == was.step && at.epoch == was.epoch && at.samples_done_in_epoch == was.samples_done_in_epoch)
     return;  // this position is saved (a stop right after a checkpoint); its epoch's end is not
   Recorder::Payload payload = snapshot(at.step);
   last_saved_ = at;

@@ -12,7 +12,9 @@
 //    never a LibTorch assert. Then weights, optimizer state, every rank's RNG state (same
 //    world size), the fp16 scaler, and the TrainState (position, epoch statistics so far,
 //    stop rule, last validation scores: train_state.hpp).
-// 3. save / update_best gather every rank's RNG state (collective); every rank settles Adam's
+// 3. save / update_best first agree that no rank's parameters or BatchNorm statistics hold a
+//    NaN or an infinity (an allreduce; if one does, every rank throws alike and nothing is
+//    written), then gather every rank's RNG state (collective); every rank settles Adam's
 //    host step counts from the device (step_counter.hpp: one read); rank 0 serialises the
 //    state to host memory and hands it to the recorder's background writer.
 // 4. update_best also keeps a host copy of the best weights on every rank, so the final

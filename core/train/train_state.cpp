@@ -80,7 +80,7 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, boo
   }
   // Checkpoints before 2026-11-28 (no lr in their meta) held an epoch's last position also
   // after its end work (a --ckpt.every step at the epoch's end): they roll over, as then.
-  if (m.lr < 0 && pos_.samples_done_in_epoch / global_batch >= steps_per_epoch) end_epoch();
+  if (m.lr < 0 && epoch_consumed(steps_per_epoch, global_batch)) end_epoch();
 }
 
 }  // namespace lockstep

@@ -38,6 +38,10 @@ class TrainState {
   // This process's last validation; count 0 when it has validated nothing yet.
   const EvalResult& last_eval() const { return last_eval_; }
   bool stopped() const { return !stopped_early_.empty(); }
+  // Every sample of the epoch is consumed (its end work, or its rollover, still to come).
+  bool epoch_consumed(int64_t steps_per_epoch, int64_t global_batch) const {
+    return pos_.samples_done_in_epoch >= steps_per_epoch * global_batch;
+  }
   const std::string& stopped_early() const { return stopped_early_; }  // why the stop rule ended the run
 
   // The run's steps whose gradient norm was clipped (--train.clip-norm), as of the last

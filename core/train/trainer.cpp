@@ -99,7 +99,7 @@ class Trainer {
         if (const int sig = vote_.at_step(stop_signal::pending())) return stop_on_signal(sig);
       }
       if (!stop && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
-      end_epoch(epoch, stop && st_.pos().samples_done_in_epoch < s_.steps_per_epoch * s_.global_batch);  // cut short?
+      end_epoch(epoch, stop && !st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch));  // cut short?
       stop = stop || st_.stopped();
       if (stop) loaders_.release();
     }
@@ -373,7 +373,8 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
-  recorder->start(state.pos().step);
+  // A checkpoint at its epoch's last step, before the end work: the trainer does that work (again).
+  recorder->start(state.pos().step, !resume.empty() && state.epoch_consumed(session.steps_per_epoch, session.global_batch));
   // A "start" row per invocation: what ran, on how many ranks, from which step.
   MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);
   start_row.world_size = mpi.size();

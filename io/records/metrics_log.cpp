@@ -11,10 +11,27 @@
 
 namespace lockstep::io {
 
-std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended) {
+namespace {
+
+bool row_kind_is(const Json& row, RowKind kind) {
+  return row.contains("kind") && row["kind"].is_string() && row["kind"].get<std::string>() == row_kind_name(kind);
+}
+
+// The kinds of row an epoch's end work writes (a train or start row at that step is the step's).
+bool end_work_row(const Json& row) {
+  for (RowKind k : {RowKind::kEval, RowKind::kEpoch, RowKind::kTest, RowKind::kEnd})
+    if (row_kind_is(row, k)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended,
+                              bool redo_end_work) {
   std::string out;
   int64_t n_dropped = 0;
   bool end_kept = false;
+  bool resumed_here = false;  // a start row at START_STEP came before: a resume of this checkpoint
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t nl = text.find('\n', pos);
@@ -28,11 +45,12 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     int64_t step = 0;
     const bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
-                      json_integer(row["step"], &step) && step <= start_step;
+                      json_integer(row["step"], &step) && step <= start_step &&
+                      !(redo_end_work && resumed_here && step == start_step && end_work_row(row));
+    resumed_here = resumed_here || (keep && step == start_step && row_kind_is(row, RowKind::kStart));
     if (keep) {
       out += line + "\n";
-      end_kept = end_kept || (step == start_step && row.contains("kind") && row["kind"].is_string() &&
-                              row["kind"].get<std::string>() == row_kind_name(RowKind::kEnd));
+      end_kept = end_kept || (step == start_step && row_kind_is(row, RowKind::kEnd));
     } else {
       ++n_dropped;
     }
@@ -42,12 +60,13 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
   return out;
 }
 
-MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped) : path_(path) {
+MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped, bool redo_end_work)
+    : path_(path) {
   LOCKSTEP_REQUIRE(!is_symlink(path), path + " is a symbolic link: lockstep does not write through links in a run directory");
   int64_t n = 0;
   if (path_exists(path)) {
     const std::string text = read_text_file(path);
-    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_);
+    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, redo_end_work);
     if (kept.size() != text.size()) write_file_atomic(path, kept);
   }
   if (dropped) *dropped = n;

@@ -94,6 +94,8 @@ k=$((8 * (n / 64)))
 EDGE=(--data data --epochs 1 --log-every 5 --lr 0.05 --run-dir edge)
 expect_rc 0 "$LOCKSTEP" train "${EDGE[@]}" --batch-size 8 --max-steps "$k"
 [ -z "$(json_rows edge/metrics.jsonl epoch step)" ] || fail "a cut epoch has no row"
+pending=$(ls edge/checkpoints/step-*"$k".ckpt)
+cp "$pending" pending.ckpt
 expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
 expect_output "resumed from edge/checkpoints/step-0+$k.ckpt at step $k \(epoch 1\)"
 expect_output "epoch 1/1 done: .* val_acc"
@@ -101,6 +103,15 @@ expect_output "epoch 1/1 done: .* val_acc"
 [ "$(json_rows edge/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at steps: $(json_rows edge/metrics.jsonl epoch step)"
 [ "$(json_rows edge/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows edge/metrics.jsonl end step)"
 pass "a checkpoint at its epoch's last samples resumes at the epoch's end work (validation, row, best)"
+# Killed after that end work's rows and before its checkpoint replaced the one it resumed
+# (the old file put back): the next resume drops its 3 rows (epoch, test, end) and does the
+# work again, its rows once; the first run's own end row (--max-steps, at its batch) stays.
+cp pending.ckpt "$pending"
+expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
+expect_output "dropped 3 row\(s\) past step $k or of its epoch's end work"
+[ "$(json_rows edge/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at steps: $(json_rows edge/metrics.jsonl epoch step)"
+[ "$(json_rows edge/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows edge/metrics.jsonl end step)"
+pass "end work redone after a kill before its checkpoint: its rows once"
 
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"

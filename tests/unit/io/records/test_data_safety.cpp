@@ -311,6 +311,41 @@ TEST(MetricsLogSafety, AResumedRunDropsRowsPastItsCheckpointAndAPartialLine) {
   EXPECT_EQ(dropped, 1);
 }
 
+// A resume of a checkpoint taken at its epoch's last step, before the end work: an earlier
+// resume of it (its start row at step 20) did that work and was killed before it rewrote the
+// checkpoint. This run does the work again: those rows go (no duplicate epoch row, and the
+// stale end row no longer says the run ended); the step's own train and start rows stay, and
+// so do the rows of the run that wrote the checkpoint (a --max-steps end at another batch).
+TEST(MetricsLogSafety, ARedoneEndWorkDropsTheEndWorkRowsAtItsStep) {
+  const std::string dir = fresh_dir("metrics-redo");
+  const std::string path = dir + "/metrics.jsonl";
+  const std::string before = "{\"kind\":\"train\",\"step\":10}\n{\"kind\":\"train\",\"step\":20}\n";
+  const std::string start = "{\"kind\":\"start\",\"step\":20}\n";
+  const std::string end_work = "{\"kind\":\"eval\",\"step\":20}\n{\"kind\":\"epoch\",\"step\":20}\n"
+                               "{\"kind\":\"test\",\"step\":20}\n{\"kind\":\"end\",\"step\":20}\n";
+  std::ofstream(path) << before + start + end_work;
+  int64_t dropped = 0;
+  bool ended = false;
+  EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended), before + start + end_work);
+  EXPECT_TRUE(ended);  // without the redo: a finished run
+  EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended, /*redo_end_work=*/true), before + start);
+  EXPECT_EQ(dropped, 4);
+  EXPECT_FALSE(ended);
+  // Rows of the end work of an earlier epoch stay: only START_STEP's are redone.
+  EXPECT_EQ(keep_metrics_rows("{\"kind\":\"epoch\",\"step\":10}\n", 20, &dropped, &ended, true),
+            "{\"kind\":\"epoch\",\"step\":10}\n");
+  // The checkpoint's own run ended at step 20 (--max-steps, its epoch not consumed at its
+  // batch): its test and end rows come before any start row at 20, and stay.
+  const std::string own_end = "{\"kind\":\"test\",\"step\":20}\n{\"kind\":\"end\",\"step\":20}\n";
+  EXPECT_EQ(keep_metrics_rows(before + own_end + start + end_work, 20, &dropped, &ended, true), before + own_end + start);
+  EXPECT_EQ(dropped, 4);
+  {
+    MetricsLog log(path, 20, &dropped, /*redo_end_work=*/true);
+    EXPECT_FALSE(log.ended());
+  }
+  EXPECT_EQ(read_text_file(path), before + start);
+}
+
 TEST(LinkSafety, FilesAreNotWrittenThroughPlantedLinks) {
   const std::string dir = fresh_dir("links");
   const std::string victim = dir + "/victim";
