@@ -12,9 +12,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   const std::string text(reinterpret_cast<const char*>(data), size);
   int64_t dropped = 0;
-  const std::string kept = io::keep_metrics_rows(text, 100, &dropped);
-  // Kept rows are whole lines: keeping again drops nothing.
-  if (io::keep_metrics_rows(kept, 100, &dropped) != kept || dropped != 0) __builtin_trap();
+  // Kept rows are whole lines: keeping again drops nothing; also when a redone end work at
+  // step 100 drops that work's rows after a start row there.
+  for (bool redo : {false, true}) {
+    bool ended = false;
+    const std::string kept = io::keep_metrics_rows(text, 100, &dropped, &ended, redo);
+    if (io::keep_metrics_rows(kept, 100, &dropped, nullptr, redo) != kept || dropped != 0) __builtin_trap();
+    if (kept.size() > text.size()) __builtin_trap();
+  }
   // Any lock file text: a writer or none, never an exception.
   const io::Writer holder = io::parse_lock_holder(text);
   if (holder.pid < 0 || (holder.pid > 0 && holder.host.empty())) __builtin_trap();
