@@ -49,6 +49,12 @@ std::string Checkpointer::agree_resume_path() {
         std::vector<std::string> skipped;
         path = io::find_latest_valid_checkpoint(dir, &skipped);
         for (const auto& why : skipped) log::warn("skipping unusable checkpoint: " + why);
+        // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
+        // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
+        if (path.empty() && !skipped.empty())
+          problem = fmt::format("--resume auto: none of the {} checkpoint(s) in {} verifies (the newest: {}); nothing "
+                                "was overwritten: restore them, or start afresh with another --run-dir",
+                                skipped.size(), dir, skipped.front());
         break;
       }
       case ResumeMode::kNone:

@@ -26,7 +26,7 @@ namespace {
 
 class NullRecorder final : public Recorder {
  public:
-  void start(int64_t, bool) override {}
+  void start(int64_t, int64_t) override {}
   bool ended() const override { return false; }
   void row(const io::MetricsRow&) override {}
   void write_checkpoint(int64_t, std::string, Payload, int) override {}
@@ -76,7 +76,7 @@ class Rank0Recorder final : public Recorder {
     log::set_file("");
   }
 
-  void start(int64_t start_step, bool redo_end_work) override {
+  void start(int64_t start_step, int64_t open_epoch) override {
     for (const std::string& t : dir_->removed_temps()) log::info0("removed " + t + " (left by a killed writer)");
     for (const std::string& t : dir_->kept_temps())
       log::warn0("kept " + t + ": its writer (named in the file name) may still be running on another host or "
@@ -85,10 +85,10 @@ class Rank0Recorder final : public Recorder {
     io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
     io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
     int64_t dropped = 0;
-    metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped, redo_end_work);
+    metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped, open_epoch);
     if (dropped > 0)
       log::info0("metrics.jsonl: dropped " + std::to_string(dropped) + " row(s) past step " + std::to_string(start_step) +
-                 (redo_end_work ? " or of its epoch's end work" : "") +
+                 (open_epoch > 0 ? " or of an end work its checkpoint did not record" : "") +
                  " (written after the last checkpoint by an earlier run; this run writes them again)");
     if (cfg_.tensorboard) {
       tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());

@@ -29,10 +29,11 @@ class Recorder {
  public:
   virtual ~Recorder() = default;
   // The run starts at START_STEP (0, or the step of the checkpoint it resumes): opens
-  // the run's files. Rows a crashed run wrote past START_STEP are dropped, and with
-  // REDO_END_WORK (the checkpoint was taken at its epoch's last step, before the epoch's end
-  // work) that work's rows at START_STEP too (io/records/metrics_log.hpp).
-  virtual void start(int64_t start_step, bool redo_end_work) = 0;
+  // the run's files. Rows a crashed run wrote past START_STEP are dropped, and so are the
+  // rows at START_STEP of an end work of OPEN_EPOCH (1-based: the epoch the resumed
+  // checkpoint is still in; 0 for a fresh start) that its checkpoint never recorded
+  // (io/records/metrics_log.hpp).
+  virtual void start(int64_t start_step, int64_t open_epoch) = 0;
   // Rank 0: metrics.jsonl held an end row at START_STEP (metrics_log.hpp); false elsewhere.
   virtual bool ended() const = 0;
   // One metrics.jsonl row and its TensorBoard scalars (io/records/metrics_row.hpp).

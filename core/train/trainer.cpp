@@ -57,8 +57,9 @@ class Trainer {
   int run() {
     stop_signal::install();
     run_start_ = Clock::now();
-    if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps))
-      return finish_trained();
+    // An epoch consumed before its end work does that work first, at --max-steps too (a complete epoch).
+    const bool end_work_due = st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch);
+    if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (steps_done() && !end_work_due)) return finish_trained();
     window_.restart(st_.pos().step + 1);
     if (!cfg_.init_from.empty() && st_.pos().step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
     bool stop = st_.stopped();
@@ -83,7 +84,7 @@ class Trainer {
         st_.advance_step(step + 1, s_.global_batch);
         draw_progress(epoch, step + 1);
         if (st_.pos().step % cfg_.log_every == 0) log_row(epoch, step + 1);
-        const bool mid = step + 1 < s_.steps_per_epoch;  // at the last step end_epoch validates and checkpoints
+        const bool mid = step + 1 < s_.steps_per_epoch && !steps_done();  // else end_epoch validates and saves
         if (cfg_.eval_every > 0 && st_.pos().step % cfg_.eval_every == 0 && mid) {
           evaluate_now(epoch, "validation");
           s_.model->train();
@@ -91,16 +92,13 @@ class Trainer {
           if (stop) break;
         }
         if (cfg_.ckpt_every > 0 && st_.pos().step % cfg_.ckpt_every == 0 && mid) checkpoint_now();
-        if (cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps) {
-          stop = true;
-          break;
-        }
+        if ((stop = steps_done())) break;
         // Every rank learns at the same step whether any rank was signalled (a step later).
         if (const int sig = vote_.at_step(stop_signal::pending())) return stop_on_signal(sig);
       }
-      if (!stop && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
+      if (!stop && !steps_done() && epoch + 1 < cfg_.epochs) loaders_.start(epoch + 1);  // reads while this epoch ends
       end_epoch(epoch, stop && !st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch));  // cut short?
-      stop = stop || st_.stopped();
+      stop = stop || st_.stopped() || steps_done();
       if (stop) loaders_.release();
     }
     // A stop during the last validation (or its checkpoint): that checkpoint is the stop's;
@@ -113,6 +111,7 @@ class Trainer {
 
  private:
   AllreduceSum sum() const { return [this](double* v, int n) { s_.mpi.allreduce_sum(v, n); }; }
+  bool steps_done() const { return cfg_.max_steps > 0 && st_.pos().step >= cfg_.max_steps; }  // --max-steps
 
   void draw_progress(int64_t epoch, int64_t step_in_epoch) {
     if (!rec_.progress_due()) return;
@@ -373,8 +372,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
-  // A checkpoint at its epoch's last step, before the end work: the trainer does that work (again).
-  recorder->start(state.pos().step, !resume.empty() && state.epoch_consumed(session.steps_per_epoch, session.global_batch));
+  recorder->start(state.pos().step, resume.empty() ? 0 : state.pos().epoch + 1);  // 1-based, as rows count
   // A "start" row per invocation: what ran, on how many ranks, from which step.
   MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);
   start_row.world_size = mpi.size();

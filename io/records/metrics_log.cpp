@@ -27,11 +27,11 @@ bool end_work_row(const Json& row) {
 }  // namespace
 
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended,
-                              bool redo_end_work) {
+                              int64_t open_epoch) {
   std::string out;
   int64_t n_dropped = 0;
   bool end_kept = false;
-  bool resumed_here = false;  // a start row at START_STEP came before: a resume of this checkpoint
+  bool stale = false;  // an epoch row of OPEN_EPOCH at START_STEP came before: its end work did not land
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t nl = text.find('\n', pos);
@@ -44,10 +44,13 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     if (line.empty()) continue;
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     int64_t step = 0;
-    const bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
-                      json_integer(row["step"], &step) && step <= start_step &&
-                      !(redo_end_work && resumed_here && step == start_step && end_work_row(row));
-    resumed_here = resumed_here || (keep && step == start_step && row_kind_is(row, RowKind::kStart));
+    bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
+                json_integer(row["step"], &step) && step <= start_step;
+    int64_t epoch = 0;
+    if (keep && step == start_step && open_epoch > 0 && row_kind_is(row, RowKind::kEpoch) && row.contains("epoch") &&
+        json_integer(row["epoch"], &epoch) && epoch == open_epoch)
+      stale = true;
+    keep = keep && !(stale && step == start_step && end_work_row(row));
     if (keep) {
       out += line + "\n";
       end_kept = end_kept || (step == start_step && row_kind_is(row, RowKind::kEnd));
@@ -60,13 +63,13 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
   return out;
 }
 
-MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped, bool redo_end_work)
+MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped, int64_t open_epoch)
     : path_(path) {
   LOCKSTEP_REQUIRE(!is_symlink(path), path + " is a symbolic link: lockstep does not write through links in a run directory");
   int64_t n = 0;
   if (path_exists(path)) {
     const std::string text = read_text_file(path);
-    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, redo_end_work);
+    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, open_epoch);
     if (kept.size() != text.size()) write_file_atomic(path, kept);
   }
   if (dropped) *dropped = n;

@@ -9,12 +9,12 @@
 //    the rest — the rows a crashed or stopped run wrote past its last durable checkpoint,
 //    which the resumed run writes again. So train rows never repeat or go backwards, and
 //    an "end" row survives only for a run that did end (a run that is extended past it
-//    writes a new one). A run that resumes a checkpoint taken at its epoch's last step
-//    before the epoch's end work (REDO_END_WORK) also drops the epoch, evaluation, test and
-//    end rows at S that follow a start row at S: an earlier resume of that checkpoint,
-//    killed before its rewrite of it, wrote them, and this run writes them again (the rows
-//    at S before it are the run that wrote the checkpoint: a --max-steps end at another
-//    batch, kept). The file is rewritten atomically when anything is dropped;
+//    writes a new one). An epoch row at S of the epoch the checkpoint is still in
+//    (OPEN_EPOCH, 1-based as the rows count) is an end work whose checkpoint never landed
+//    (its rewrite of the checkpoint would have rolled the epoch over): killed in between,
+//    or the world changed so that the epoch no longer ends at S. It and the evaluation,
+//    test and end rows after it at S are dropped; the run does that work again or trains
+//    on. The file is rewritten atomically when anything is dropped;
 // 3. the file is never written through a symbolic link.
 #pragma once
 
@@ -27,7 +27,7 @@ namespace lockstep::io {
 class MetricsLog {
  public:
   // Throws naming PATH. DROPPED (optional) receives how many rows were dropped.
-  MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped = nullptr, bool redo_end_work = false);
+  MetricsLog(const std::string& path, int64_t start_step, int64_t* dropped = nullptr, int64_t open_epoch = 0);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -44,9 +44,9 @@ class MetricsLog {
   bool ended_ = false;
 };
 
-// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps (REDO_END_WORK:
-// as the class comment says). ENDED (optional): whether an "end" row at START_STEP is among them.
+// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps (OPEN_EPOCH:
+// as the class comment says; 0: none). ENDED (optional): whether an "end" row at START_STEP is among them.
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended = nullptr,
-                              bool redo_end_work = false);
+                              int64_t open_epoch = 0);
 
 }  // namespace lockstep::io

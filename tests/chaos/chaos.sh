@@ -92,6 +92,12 @@ round() {
       { [[ $fault == kill || $fault == ckpt_write* ]] && grep -q "exited on signal 9" "$log"; } ||
       { cat "$log"; fail "full disk: no clear error"; }
   fi
+  # Every checkpoint corrupted (the only one was): the job refuses, touching nothing, and the
+  # user decides; here, as a user would, they go and the next round starts afresh.
+  if grep -q "none of the [0-9]* checkpoint(s) in .* verifies" "$log"; then
+    rm -f "$RUN"/checkpoints/step-*.ckpt
+    corrupted=()
+  fi
   # The checkpoint this round resumed from must be one that verifies.
   local from
   from=$(grep -Eo 'resumed from [^ ]+' "$log" | awk '{print $3}' || true)

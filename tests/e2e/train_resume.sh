@@ -96,6 +96,15 @@ expect_rc 0 "$LOCKSTEP" train "${EDGE[@]}" --batch-size 8 --max-steps "$k"
 [ -z "$(json_rows edge/metrics.jsonl epoch step)" ] || fail "a cut epoch has no row"
 pending=$(ls edge/checkpoints/step-*"$k".ckpt)
 cp "$pending" pending.ckpt
+# Resumed with --max-steps at that step, the epoch's end work runs first (a complete epoch: its
+# row), then the final test; a requeue has nothing to do. It went straight to the final
+# evaluation (no epoch row, no rollover), and every requeue did that again (a hostile finding).
+cp -r edge edge-max
+expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k"
+[ "$(json_rows edge-max/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at: $(json_rows edge-max/metrics.jsonl epoch step)"
+expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k"
+expect_output "nothing to do: the run is complete at step $k"
+pass "a checkpoint at its epoch's last samples resumed at --max-steps there: end work, then nothing to do"
 expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
 expect_output "resumed from edge/checkpoints/step-0+$k.ckpt at step $k \(epoch 1\)"
 expect_output "epoch 1/1 done: .* val_acc"
@@ -108,10 +117,37 @@ pass "a checkpoint at its epoch's last samples resumes at the epoch's end work (
 # work again, its rows once; the first run's own end row (--max-steps, at its batch) stays.
 cp pending.ckpt "$pending"
 expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
-expect_output "dropped 3 row\(s\) past step $k or of its epoch's end work"
+expect_output "dropped 3 row\(s\) past step $k or of an end work its checkpoint did not record"
 [ "$(json_rows edge/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at steps: $(json_rows edge/metrics.jsonl epoch step)"
 [ "$(json_rows edge/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows edge/metrics.jsonl end step)"
 pass "end work redone after a kill before its checkpoint: its rows once"
+# The same kill, then a requeue on the first world (1 x 8), where that checkpoint is mid-epoch:
+# the killed end work's rows go too (they were kept: an epoch row and an end row at step k
+# for an epoch that went on; a hostile finding), and the epoch ends where 1 x 8's does.
+cp pending.ckpt "$pending"
+expect_rc 0 "$LOCKSTEP" train "${EDGE[@]}" --batch-size 8
+[ "$(json_rows edge/metrics.jsonl epoch step)" = "$((n / 8))" ] || fail "epoch rows at: $(json_rows edge/metrics.jsonl epoch step)"
+[ "$(json_rows edge/metrics.jsonl end step | tr '\n' ' ')" = "$k $((n / 8)) " ] || fail "end rows at $(json_rows edge/metrics.jsonl end step)"
+pass "a killed end work's rows go when the requeue's world trains on"
+
+# Every checkpoint corrupt (a storage fault): refused, nothing touched. It started afresh,
+# dropping the run's rows and overwriting its checkpoints (a hostile finding).
+cp -r edge-max allbad
+for f in allbad/checkpoints/*.ckpt; do head -c 2000 "$f" >tmp && mv tmp "$f"; done
+cp allbad/metrics.jsonl metrics.before
+expect_rc 2 run_mpi 2 train "${EDGE[@]/edge/allbad}" --batch-size 32 --max-steps "$((k + 2))"
+expect_output "--resume auto: none of the [0-9]+ checkpoint\(s\) in allbad/checkpoints verifies"
+cmp -s allbad/metrics.jsonl metrics.before || fail "metrics.jsonl changed"
+pass "checkpoints none of which verifies: refused, nothing touched"
+
+# --ckpt.every at the --max-steps step, mid-epoch: the checkpoint is written once, after the
+# final validation, so it holds the stop rule's decision (it was written before it and the
+# validation's save was skipped as the same position: a resume trained on; a hostile finding).
+SA=(--data data --epochs 2 --batch-size 32 --log-every 5 --lr 0.05 --run-dir sa --ckpt.every 6 --train.stop-at 'val_acc>=0.01')
+expect_rc 0 "$LOCKSTEP" train "${SA[@]}" --max-steps 6
+expect_rc 0 "$LOCKSTEP" train "${SA[@]}"
+expect_output "nothing to do: the run stopped at step 6"
+pass "a checkpoint at --max-steps holds the stop rule's decision"
 
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"

@@ -12,12 +12,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   const std::string text(reinterpret_cast<const char*>(data), size);
   int64_t dropped = 0;
-  // Kept rows are whole lines: keeping again drops nothing; also when a redone end work at
-  // step 100 drops that work's rows after a start row there.
-  for (bool redo : {false, true}) {
+  // Kept rows are whole lines: keeping again drops nothing; also when an end work of epoch 1
+  // at step 100 that its checkpoint never recorded is dropped.
+  for (int64_t open_epoch : {0, 1}) {
     bool ended = false;
-    const std::string kept = io::keep_metrics_rows(text, 100, &dropped, &ended, redo);
-    if (io::keep_metrics_rows(kept, 100, &dropped, nullptr, redo) != kept || dropped != 0) __builtin_trap();
+    const std::string kept = io::keep_metrics_rows(text, 100, &dropped, &ended, open_epoch);
+    if (io::keep_metrics_rows(kept, 100, &dropped, nullptr, open_epoch) != kept || dropped != 0) __builtin_trap();
     if (kept.size() > text.size()) __builtin_trap();
   }
   // Any lock file text: a writer or none, never an exception.

@@ -97,7 +97,7 @@ TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
   TrainState saved(cfg);
   {
     std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
-    rec->start(0, false);
+    rec->start(0, 0);
     Checkpointer ck(cfg, data, first.view(), *rec);
     for (int i = 1; i <= 10; ++i) saved.advance_step(i, 8 * m.size());
     ck.save(saved);
@@ -134,7 +134,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   TrainState saved(cfg);
   {
     std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
-    rec->start(0, false);
+    rec->start(0, 0);
     Checkpointer ck(cfg, data, first.view(), *rec);
     EXPECT_EQ(ck.agree_resume_path(), "");  // a new run: nothing to resume
     for (int i = 1; i <= 3; ++i) saved.advance_step(i, global_batch);
@@ -155,7 +155,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   EXPECT_EQ(path, dir + "/checkpoints/step-000000003.ckpt");
   TrainState state(cfg);
   ck.resume(path, &state, global_batch, steps_per_epoch);
-  rec->start(state.pos().step, false);
+  rec->start(state.pos().step, state.pos().epoch + 1);
   EXPECT_TRUE(same_weights(*first.model, *second.model));
   EXPECT_EQ(state.pos().step, 3);
   EXPECT_EQ(state.pos().samples_done_in_epoch, 3 * global_batch);

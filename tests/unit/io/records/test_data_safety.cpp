@@ -311,39 +311,38 @@ TEST(MetricsLogSafety, AResumedRunDropsRowsPastItsCheckpointAndAPartialLine) {
   EXPECT_EQ(dropped, 1);
 }
 
-// A resume of a checkpoint taken at its epoch's last step, before the end work: an earlier
-// resume of it (its start row at step 20) did that work and was killed before it rewrote the
-// checkpoint. This run does the work again: those rows go (no duplicate epoch row, and the
-// stale end row no longer says the run ended); the step's own train and start rows stay, and
-// so do the rows of the run that wrote the checkpoint (a --max-steps end at another batch).
-TEST(MetricsLogSafety, ARedoneEndWorkDropsTheEndWorkRowsAtItsStep) {
+// A resume of a checkpoint at step 20 still in epoch 2 (1-based: the epoch the rows name):
+// an epoch row of epoch 2 at step 20 is an end work whose checkpoint never landed (an earlier
+// resume, killed before its rewrite of the checkpoint, or one on a world where the epoch
+// ended at 20). It and the end-work rows after it at 20 go (no duplicate epoch row, and the
+// stale end row no longer says the run ended); the step's train and start rows stay, and so
+// do the rows of the run that wrote the checkpoint (a --max-steps end: no epoch row) and an
+// earlier epoch's row.
+TEST(MetricsLogSafety, AnEndWorkItsCheckpointNeverRecordedIsDropped) {
   const std::string dir = fresh_dir("metrics-redo");
   const std::string path = dir + "/metrics.jsonl";
-  const std::string before = "{\"kind\":\"train\",\"step\":10}\n{\"kind\":\"train\",\"step\":20}\n";
+  const std::string before = "{\"kind\":\"epoch\",\"epoch\":1,\"step\":10}\n{\"kind\":\"train\",\"step\":20}\n";
+  const std::string own_end = "{\"kind\":\"test\",\"step\":20}\n{\"kind\":\"end\",\"step\":20}\n";
   const std::string start = "{\"kind\":\"start\",\"step\":20}\n";
-  const std::string end_work = "{\"kind\":\"eval\",\"step\":20}\n{\"kind\":\"epoch\",\"step\":20}\n"
+  const std::string end_work = "{\"kind\":\"epoch\",\"epoch\":2,\"step\":20}\n{\"kind\":\"eval\",\"step\":20}\n"
                                "{\"kind\":\"test\",\"step\":20}\n{\"kind\":\"end\",\"step\":20}\n";
-  std::ofstream(path) << before + start + end_work;
+  const std::string text = before + own_end + start + end_work;
+  std::ofstream(path) << text;
   int64_t dropped = 0;
   bool ended = false;
-  EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended), before + start + end_work);
-  EXPECT_TRUE(ended);  // without the redo: a finished run
-  EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended, /*redo_end_work=*/true), before + start);
+  // A checkpoint that rolled over into epoch 3: that work landed, everything stays.
+  EXPECT_EQ(keep_metrics_rows(text, 20, &dropped, &ended, /*open_epoch=*/3), text);
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(keep_metrics_rows(text, 20, &dropped, &ended, /*open_epoch=*/2), before + own_end + start);
   EXPECT_EQ(dropped, 4);
+  EXPECT_TRUE(ended);  // the --max-steps end of the checkpoint's own run
+  EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended, 2), before + start);
   EXPECT_FALSE(ended);
-  // Rows of the end work of an earlier epoch stay: only START_STEP's are redone.
-  EXPECT_EQ(keep_metrics_rows("{\"kind\":\"epoch\",\"step\":10}\n", 20, &dropped, &ended, true),
-            "{\"kind\":\"epoch\",\"step\":10}\n");
-  // The checkpoint's own run ended at step 20 (--max-steps, its epoch not consumed at its
-  // batch): its test and end rows come before any start row at 20, and stay.
-  const std::string own_end = "{\"kind\":\"test\",\"step\":20}\n{\"kind\":\"end\",\"step\":20}\n";
-  EXPECT_EQ(keep_metrics_rows(before + own_end + start + end_work, 20, &dropped, &ended, true), before + own_end + start);
-  EXPECT_EQ(dropped, 4);
   {
-    MetricsLog log(path, 20, &dropped, /*redo_end_work=*/true);
-    EXPECT_FALSE(log.ended());
+    MetricsLog log(path, 20, &dropped, 2);
+    EXPECT_TRUE(log.ended());
   }
-  EXPECT_EQ(read_text_file(path), before + start);
+  EXPECT_EQ(read_text_file(path), before + own_end + start);
 }
 
 TEST(LinkSafety, FilesAreNotWrittenThroughPlantedLinks) {
