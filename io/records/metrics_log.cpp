@@ -50,7 +50,8 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     if (keep && step == start_step && open_epoch > 0 && row_kind_is(row, RowKind::kEpoch) && row.contains("epoch") &&
         json_integer(row["epoch"], &epoch) && epoch == open_epoch)
       stale = true;
-    keep = keep && !(stale && step == start_step && end_work_row(row));
+    // At step 0 nothing is a checkpoint's: a run there does its --init-from validation again.
+    keep = keep && !((stale || start_step == 0) && step == start_step && end_work_row(row));
     if (keep) {
       out += line + "\n";
       end_kept = end_kept || (step == start_step && row_kind_is(row, RowKind::kEnd));

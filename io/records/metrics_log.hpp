@@ -14,7 +14,9 @@
 //    (its rewrite of the checkpoint would have rolled the epoch over): killed in between,
 //    or the world changed so that the epoch no longer ends at S. It and the evaluation,
 //    test and end rows after it at S are dropped; the run does that work again or trains
-//    on. The file is rewritten atomically when anything is dropped;
+//    on. A run at step 0 drops such rows at step 0 (the --init-from validation of a run
+//    killed before its first checkpoint: it validates again). The file is rewritten
+//    atomically when anything is dropped;
 // 3. the file is never written through a symbolic link.
 #pragma once
 

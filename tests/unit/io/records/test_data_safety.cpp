@@ -338,6 +338,9 @@ TEST(MetricsLogSafety, AnEndWorkItsCheckpointNeverRecordedIsDropped) {
   EXPECT_TRUE(ended);  // the --max-steps end of the checkpoint's own run
   EXPECT_EQ(keep_metrics_rows(before + start + end_work, 20, &dropped, &ended, 2), before + start);
   EXPECT_FALSE(ended);
+  // Step 0: the --init-from validation of a run killed before its first checkpoint is done again.
+  EXPECT_EQ(keep_metrics_rows("{\"kind\":\"start\",\"step\":0}\n{\"kind\":\"eval\",\"step\":0}\n", 0, &dropped),
+            "{\"kind\":\"start\",\"step\":0}\n");
   {
     MetricsLog log(path, 20, &dropped, 2);
     EXPECT_TRUE(log.ended());
