@@ -63,50 +63,90 @@ LOCKSTEP=$(command -v lockstep || echo "$ROOT/build/lockstep")
 GPU_TESTS=$(command -v gpu_tests || echo "$ROOT/build/tests/gpu_tests")
 MPIEXEC=$(command -v mpirun || echo mpirun)
 say() { echo "[gpu.sh $(date +%H:%M:%S)] $*"; }
+table() {  # table TITLE: the rows measured since the last table, and lockstep's ratios to PyTorch's
+  { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo
+    "$PY" "$ROOT/bench/gpu_report.py" ratios "$REPORT.rows" || true; echo; } >>"$REPORT"
+  rm -f "$REPORT.rows"
+}
+joined() { local IFS=';'; echo "$*" | sed 's/;/; /g'; }  # joined ITEMS...: "a; b"
 # limit SECONDS CMD...: every command under its own limit, so that a hang costs one row, not
 # the stage's call (TERM, then KILL 10 s later; a lockstep run checkpoints and exits on the
 # TERM). Run in the background and waited for: a TERM to this script interrupts the wait and
-# its trap runs at once (timeout, in a process group of its own, passes the TERM on). Its
+# its trap runs at once. timeout runs in a process group of its own, so the caller's TERM to
+# this script's group never reaches the command: on_term (or, inside a pipeline or a $(...),
+# the subshell's own trap, set here: a subshell does not inherit on_term) stops its group. Its
 # standard input stays the caller's (flops' here-document).
 LIMITED=
 limit() {
   local s=$1; shift
+  if [ "$BASHPID" != "$$" ]; then trap 'stop_limited; exit 143' TERM; fi
   timeout -k 10 "$s" "$@" <&0 &
   LIMITED=$!
   wait "$LIMITED"
+}
+# stop_limited: TERM to the limited command's process group (timeout, the command and what it
+# started, such as gpu_e2e.sh's lockstep runs), KILL to what is left of it 3 s later.
+stop_limited() {
+  [ -n "$LIMITED" ] || return 0
+  kill -TERM -- "-$LIMITED" 2>/dev/null || kill -TERM "$LIMITED" 2>/dev/null || true
+  local i
+  for i in $(seq 30); do kill -0 -- "-$LIMITED" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$LIMITED" 2>/dev/null || true
+  wait "$LIMITED" 2>/dev/null || true
 }
 if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   say "skipped: no GPU (torch sees none here); nothing measured"
   exit 0
 fi
 mkdir -p "$OUTDIR" "$WORK"
+REPORT=$OUTDIR/gpu-report.md
 exec > >(tee -a "$OUTDIR/gpu.log") 2>&1
 # Cut by the caller's time limit (timeout sends TERM to this script and its group, tee
-# included): the running command is stopped and the rows measured so far still become a
-# table in the report (nothing is printed: stdout's tee may be gone).
+# included): the running command is stopped and what the stage measured so far still goes
+# into the report, a cut tests stage's Tests line too (nothing is printed: stdout's tee may be
+# gone). TERM is ignored from here on: a second one must not cut the report's writing short.
+TESTS_RUNNING=
+tests_line=()
 on_term() {
-  trap - TERM
-  if [ -n "$LIMITED" ]; then kill -TERM "$LIMITED" 2>/dev/null || true; wait "$LIMITED" 2>/dev/null || true; fi
-  if [ -s "$REPORT.rows" ]; then table "Rows measured before the stage was cut at its time limit" 2>/dev/null || true; fi
+  trap '' TERM
+  stop_limited
+  if [ -n "$TESTS_RUNNING" ]; then
+    local so_far
+    so_far=$(grep -E '^(ok|FAIL)' "$OUTDIR/gpu_e2e.txt" 2>/dev/null | paste -sd ';' - | sed 's/;/; /g' || true)
+    printf '%s\n' "Tests (cut at the stage's time limit): $(joined "${tests_line[@]:-none finished}")${so_far:+; gpu_e2e so far: $so_far}." "" >>"$REPORT"
+  fi
+  if [ -s "$REPORT.rows" ]; then
+    table "Rows measured before the stage was cut at its time limit" 2>/dev/null || true
+  else
+    printf '%s\n' "Stage $STAGE cut at its time limit with no table row measured." "" >>"$REPORT"
+  fi
   exit 124
 }
 trap on_term TERM
 [ "$STAGE" = anchors ] || [ -x "$LOCKSTEP" ] || { say "error: no lockstep binary (PATH or build/lockstep)"; exit 1; }
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || "$PY" -c 'import torch; print(torch.cuda.get_device_name())')
-REPORT=$OUTDIR/gpu-report.md
+GPU=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+[ -n "$GPU" ] || GPU=$("$PY" -c 'import torch; print(torch.cuda.get_device_name())')
 if [ ! -f "$REPORT" ]; then
   {
     echo "## GPU report: $GPU, $(date -u +%Y-%m-%d)"
     echo
-    echo "$("$LOCKSTEP" --version 2>/dev/null | head -1), $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores."
+    echo "$("$LOCKSTEP" --version 2>/dev/null | head -1), $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'), driver $(timeout 30 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores."
     if [ -f "$ROOT/.gpu/pack.vars" ]; then
       echo "Bundle packed $(. "$ROOT/.gpu/pack.vars"; echo "$GPU_PACK_DATE ($GPU_PACK_BINARIES)") from $(cat "$ROOT/.gpu/commit" 2>/dev/null || echo 'an unrecorded commit')."
     fi
     echo "1 rank (NCCL backend). Throughput: wall clock between log rows (lockstep), CUDA events (PyTorch);"
-    echo "steady state after warm-up. bench/gpu.sh $STAGE."
+    echo "steady state after warm-up."
     echo
   } >"$REPORT"
 fi
+echo "#### bench/gpu.sh $STAGE, $(date -u +%H:%M:%S) UTC${GPU_SKIP_TESTS:+ (GPU_SKIP_TESTS=1)}" >>"$REPORT"
+echo >>"$REPORT"
+# Rows an earlier call measured and never tabled (it was KILLed: no on_term): their own table.
+if [ -s "$REPORT.rows" ]; then table "Rows of an earlier call, killed before its table"; fi
+if [ -s "$REPORT.ops" ]; then
+  { echo "### Operator profiles of an earlier call, killed before its section"; echo; cat "$REPORT.ops"; echo; } >>"$REPORT"
+fi
+rm -f "$REPORT.rows" "$REPORT.ops"
 say "GPU: $GPU; report: $REPORT"
 # Data helpers (synthetic, made here: the GPU machines have no datasets).
 import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset $WORK/NAME
@@ -116,7 +156,9 @@ import_h5() {  # import_h5 NAME [ARGS...]: $WORK/NAME.h5 imported as the dataset
 make_h5() {  # make_h5 NAME N C H W CLASSES [FRAMES]: $WORK/NAME.h5, images or clips of FRAMES frames
   [ -f "$WORK/$1.h5.done" ] && return
   say "data: $1 ($2 samples $3x${7:+$7x}$4x$5)"
-  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null && touch "$WORK/$1.h5.done"
+  "$PY" "$ROOT/bench/gpu_data.py" "$WORK/$1.h5" "$2" "$3" "$4" "$5" "$6" 0 "${7:-0}" >/dev/null ||
+    { say "error: bench/gpu_data.py $1 failed"; exit 1; }
+  touch "$WORK/$1.h5.done"
 }
 make_data() {  # make_data NAME N C H W CLASSES [FRAMES]: make_h5, imported as the dataset $WORK/NAME
   [ -f "$WORK/$1/manifest.json" ] && return
@@ -163,21 +205,29 @@ fi
 
 # --- 1. the GPU tests (not in video or speech; GPU_SKIP_TESTS=1 leaves them to a call of their own)
 if [ "$STAGE" != video ] && [ "$STAGE" != speech ] && [ "$STAGE" != anchors ] && [ -z "${GPU_SKIP_TESTS:-}" ]; then
-tests_line=()
+TESTS_RUNNING=1
 if [ -x "$GPU_TESTS" ]; then
-  if limit 240 "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1; then tests_line+=("gpu_tests passed"); else tests_line+=("gpu_tests FAILED"); fi
+  limit "${GPU_TESTS_LIMIT:-240}" "$GPU_TESTS" >"$OUTDIR/gpu_tests.txt" 2>&1 && rc=0 || rc=$?
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$OUTDIR/gpu_tests.txt" || true
+  n_ok=$(grep -cE '^\[ +OK +\]' "$OUTDIR/gpu_tests.txt" || true)
+  n_skipped=$(grep -cE '^\[ +SKIPPED +\]' "$OUTDIR/gpu_tests.txt" || true)
+  if [ "$rc" != 0 ]; then tests_line+=("gpu_tests FAILED (exit $rc)")
+  elif [ "$n_ok" = 0 ] && [ "$n_skipped" != 0 ]; then tests_line+=("gpu_tests: all $n_skipped SKIPPED (no GPU visible to them?)")
+  else tests_line+=("gpu_tests passed ($n_ok, $n_skipped skipped)"); fi
 else
   tests_line+=("gpu_tests not found (bench/gpu_build.sh bundles it)")
 fi
-if limit 360 bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1; then
-  tests_line+=("gpu_e2e passed")
-else
-  tests_line+=("gpu_e2e FAILED: $(grep -m1 '^FAIL' "$OUTDIR/gpu_e2e.txt" || tail -1 "$OUTDIR/gpu_e2e.txt")")
-fi
+limit "${GPU_E2E_LIMIT:-360}" bash "$ROOT/tests/gpu/gpu_e2e.sh" "$LOCKSTEP" "$MPIEXEC" "$WORK/e2e" >"$OUTDIR/gpu_e2e.txt" 2>&1 &&
+  rc=0 || rc=$?
+case $rc in
+  0) tests_line+=("gpu_e2e passed") ;;
+  77) tests_line+=("gpu_e2e SKIPPED: $(tail -1 "$OUTDIR/gpu_e2e.txt")") ;;
+  *) tests_line+=("gpu_e2e FAILED: $(grep -m1 '^FAIL' "$OUTDIR/gpu_e2e.txt" || tail -1 "$OUTDIR/gpu_e2e.txt")") ;;
+esac
+TESTS_RUNNING=
 grep -E '^(ok|FAIL|NOTE|GPU vs CPU|fp16:)' "$OUTDIR/gpu_e2e.txt" || true
-say "tests: ${tests_line[*]}"
-printf '%s\n' "Tests: ${tests_line[*]}." "" >>"$REPORT"
+say "tests: $(joined "${tests_line[@]}")"
+printf '%s\n' "Tests: $(joined "${tests_line[@]}")." "" >>"$REPORT"
 [ "$STAGE" = tests ] && exit 0
 fi
 
@@ -294,12 +344,6 @@ speech_anchor_run() {  # speech_anchor_run NAME DTYPE EPOCHS [ARGS...]
   "$PY" "$ROOT/bench/gpu_report.py" epochs "$OUTDIR/anchor-$name.out" >"$OUTDIR/anchor-$name.json" || true
   "$PY" "$ROOT/bench/gpu_report.py" pytorch "pytorch $name" "$OUTDIR/anchor-$name.json" "$WORK/util-$name.csv" "$dtype" "$GPU" |
     tee -a "$REPORT.rows" || true
-}
-
-table() {  # table TITLE: the rows measured since the last table, and lockstep's ratios to PyTorch's
-  { echo "### $1"; echo; "$PY" "$ROOT/bench/gpu_report.py" header; cat "$REPORT.rows"; echo
-    "$PY" "$ROOT/bench/gpu_report.py" ratios "$REPORT.rows" || true; echo; } >>"$REPORT"
-  rm -f "$REPORT.rows"
 }
 
 if [ "$STAGE" = speech ]; then
