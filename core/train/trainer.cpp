@@ -322,9 +322,10 @@ class Trainer {
     wall.seconds = seconds_since(run_start_);  // the whole run, evaluations included
     row.set_times(wall);
     add_run_state(row);
-    log::info0(fmt::format("finished at step {}:{}{}, {:.0f} samples/s, {:.1f} s wall{}; {}", st_.pos().step,
-                           row.val_loss ? val_text(row) : " no validation split", tested, total_sps, wall.seconds,
-                           skipped, run_.times.summary(run_.steps)));
+    log::info0(fmt::format("finished at step {}:{}{}, {}, {:.1f} s wall{}{}", st_.pos().step,
+                           row.val_loss ? val_text(row) : " no validation split", tested,
+                           run_.steps > 0 ? fmt::format("{:.0f} samples/s", total_sps) : "no step trained by this job",
+                           wall.seconds, skipped, run_.steps > 0 ? "; " + run_.times.summary(run_.steps) : ""));
     row.stopped_early = st_.stopped_early();
     row.world_size = s_.mpi.size();
     row.global_batch = s_.global_batch;

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 
 #include "core/base/error.hpp"
 #include "io/records/metrics_row.hpp"
@@ -28,7 +31,8 @@ bool end_work_row(const Json& row) {
 
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended,
                               int64_t open_epoch) {
-  std::string out;
+  std::vector<std::string> kept;
+  std::vector<size_t> unended_tests;  // test rows at START_STEP no end row has followed yet
   int64_t n_dropped = 0;
   bool end_kept = false;
   bool stale = false;  // an epoch row of OPEN_EPOCH at START_STEP came before: its end work did not land
@@ -52,13 +56,26 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
       stale = true;
     // At step 0 nothing is a checkpoint's: a run there does its --init-from validation again.
     keep = keep && !((stale || start_step == 0) && step == start_step && end_work_row(row));
-    if (keep) {
-      out += line + "\n";
-      end_kept = end_kept || (step == start_step && row_kind_is(row, RowKind::kEnd));
-    } else {
+    if (!keep) {
       ++n_dropped;
+      continue;
     }
+    if (step == start_step && end_work_row(row)) {
+      // Ended: the last end-work row at the start step is an end row (a redo's rows after an
+      // earlier end row there mean that redo never finished, and the resume does it).
+      end_kept = row_kind_is(row, RowKind::kEnd);
+      if (end_kept) unended_tests.clear();  // the final work they belong to finished
+      if (row_kind_is(row, RowKind::kTest)) unended_tests.push_back(kept.size());
+    }
+    kept.push_back(line);
   }
+  // A test row with no end row after it: the final work was cut between them, and the resume
+  // does it again (its test row included).
+  for (size_t i : unended_tests) kept[i].clear();
+  n_dropped += static_cast<int64_t>(unended_tests.size());
+  std::string out;
+  for (const std::string& line : kept)
+    if (!line.empty()) out += line + "\n";
   if (dropped) *dropped = n_dropped;
   if (ended) *ended = end_kept;
   return out;

@@ -15,8 +15,9 @@
 //    or the world changed so that the epoch no longer ends at S. It and the evaluation,
 //    test and end rows after it at S are dropped; the run does that work again or trains
 //    on. A run at step 0 drops such rows at step 0 (the --init-from validation of a run
-//    killed before its first checkpoint: it validates again). The file is rewritten
-//    atomically when anything is dropped;
+//    killed before its first checkpoint: it validates again). A test row at S that no end row
+//    follows is a final work cut between the two (finish_trained does it again): it goes. The
+//    file is rewritten atomically when anything is dropped;
 // 3. the file is never written through a symbolic link.
 #pragma once
 
@@ -34,9 +35,9 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const std::string& row);  // one JSON object, no newline
-  // The log kept an "end" row at the start step: the run it resumes did finish (its final
-  // evaluation included). A run whose training is complete without one was stopped or
-  // killed during its final evaluation, and does it now.
+  // The log kept an "end" row at the start step, after the other end-work rows there: the run
+  // it resumes did finish (its final evaluation included). A run whose training is complete
+  // without one was stopped or killed during its final evaluation, and does it now.
   bool ended() const { return ended_; }
   const std::string& path() const { return path_; }
 
@@ -46,8 +47,8 @@ class MetricsLog {
   bool ended_ = false;
 };
 
-// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps (OPEN_EPOCH:
-// as the class comment says; 0: none). ENDED (optional): whether an "end" row at START_STEP is among them.
+// The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps, as the class
+// comment says (OPEN_EPOCH: as there; 0: none). ENDED (optional): as MetricsLog::ended.
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended = nullptr,
                               int64_t open_epoch = 0);
 

@@ -149,6 +149,26 @@ expect_rc 0 "$LOCKSTEP" train "${SA[@]}"
 expect_output "nothing to do: the run stopped at step 6"
 pass "a checkpoint at --max-steps holds the stop rule's decision"
 
+# Killed between the final test row and the end row (the end row's line never written): the
+# resume does the final work again, its test row once (the cut one was kept: two test rows);
+# the first run's own test and end rows (--max-steps, 1 x 8) stay.
+cp -r edge-max cut
+"$PYTHON" - cut/metrics.jsonl <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+kinds = [json.loads(l)["kind"] for l in lines]
+last_end = len(kinds) - 1 - kinds[::-1].index("end")
+assert kinds[last_end - 1] == "test", kinds
+open(sys.argv[1], "w").writelines(lines[:last_end])  # the rows up to that test row, as the kill left them
+PY
+expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/cut}" --batch-size 32 --max-steps "$k"
+expect_output "dropped 1 row"
+expect_output "test at step $k on 'test'"
+expect_output "finished at step $k: .*, no step trained by this job, [0-9.]+ s wall$"
+[ "$(json_rows cut/metrics.jsonl test step | tr '\n' ' ')" = "$k $k " ] || fail "test rows at $(json_rows cut/metrics.jsonl test step)"
+[ "$(json_rows cut/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows cut/metrics.jsonl end step)"
+pass "a final work cut between its test and end rows is redone, its test row once"
+
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"
 expect_output 'best_metric +val_f1'

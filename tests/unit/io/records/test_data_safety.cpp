@@ -348,6 +348,40 @@ TEST(MetricsLogSafety, AnEndWorkItsCheckpointNeverRecordedIsDropped) {
   EXPECT_EQ(read_text_file(path), before + own_end + start);
 }
 
+// A run killed between its final test row and its end row: the resume does the final work again
+// (finish_trained), so that test row goes, or the run has two; a test row an end row followed stays.
+TEST(MetricsLogSafety, ATestRowNoEndRowFollowedIsDropped) {
+  const std::string train = "{\"kind\":\"epoch\",\"epoch\":2,\"step\":20}\n";
+  const std::string test = "{\"kind\":\"test\",\"step\":20}\n";
+  const std::string end = "{\"kind\":\"end\",\"step\":20}\n";
+  const std::string start = "{\"kind\":\"start\",\"step\":20}\n";
+  int64_t dropped = 0;
+  bool ended = true;
+  EXPECT_EQ(keep_metrics_rows(train + test, 20, &dropped, &ended, 3), train);
+  EXPECT_EQ(dropped, 1);
+  EXPECT_FALSE(ended);
+  // The redo was cut there too: both go.
+  EXPECT_EQ(keep_metrics_rows(train + test + start + test, 20, &dropped, &ended, 3), train + start);
+  EXPECT_EQ(dropped, 2);
+  // Ended, then re-run ("nothing to do" wrote a start row): everything stays.
+  EXPECT_EQ(keep_metrics_rows(train + test + end + start, 20, &dropped, &ended, 3), train + test + end + start);
+  EXPECT_EQ(dropped, 0);
+  EXPECT_TRUE(ended);
+  // An end row, then a redo's rows at that step cut before its end row: not ended (the redo's
+  // final work runs again), its cut test row gone; the first end row stays, as history.
+  EXPECT_EQ(keep_metrics_rows(test + end + start + train + test, 20, &dropped, &ended, 3), test + end + start + train);
+  EXPECT_FALSE(ended);
+  EXPECT_EQ(keep_metrics_rows(test + end + start + train, 20, &dropped, &ended, 3), test + end + start + train);
+  EXPECT_FALSE(ended);
+  // An earlier step's test row is history (a run extended by --epochs after it ended).
+  const std::string old_test = "{\"kind\":\"test\",\"step\":10}\n";
+  EXPECT_EQ(keep_metrics_rows(old_test + train, 20, &dropped, &ended, 3), old_test + train);
+  // And a redo of it, idempotent: what is kept keeps.
+  const std::string kept = keep_metrics_rows(train + test, 20, &dropped, &ended, 3);
+  EXPECT_EQ(keep_metrics_rows(kept, 20, &dropped, &ended, 3), kept);
+  EXPECT_EQ(dropped, 0);
+}
+
 TEST(LinkSafety, FilesAreNotWrittenThroughPlantedLinks) {
   const std::string dir = fresh_dir("links");
   const std::string victim = dir + "/victim";
