@@ -92,7 +92,12 @@ class Rank0Recorder final : public Recorder {
                  " (written after the last checkpoint by an earlier run; this run writes them again)");
     if (cfg_.tensorboard) {
       tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());
-      if (start_step > 0) tb_->session_start(start_step + 1);
+      // TensorBoard drops what earlier event files hold at or past the start step: the rows an
+      // earlier job wrote past its checkpoint, and rows at the step this job writes again (a redone
+      // end work: its points appeared twice). The rows kept there go in again, from metrics.jsonl.
+      tb_->session_start(start_step);
+      for (const io::MetricsRow& r : metrics_->rows_at_start())
+        if (const auto s = r.scalars(); !s.empty()) tb_->scalars(r.step, s);
       tb_->hparams_start(hparams(cfg_.resolved_ini));
     }
     writer_ = std::make_unique<CheckpointWriter>();

@@ -27,6 +27,24 @@ bool end_work_row(const Json& row) {
   return false;
 }
 
+// The rows of TEXT (whole lines, each a JSON object) at STEP that read as metrics rows.
+std::vector<MetricsRow> rows_at(const std::string& text, int64_t step, const std::string& path) {
+  std::vector<MetricsRow> rows;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    const Json j = Json::parse(text.substr(pos, nl - pos), nullptr, /*allow_exceptions=*/false);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    int64_t at = 0;
+    if (!j.is_object() || !j.contains("step") || !json_integer(j["step"], &at) || at != step) continue;
+    try {
+      rows.push_back(MetricsRow::from_json(j, path));
+    } catch (const Error&) {  // a field of the wrong type: not a row this file's writer wrote
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended,
@@ -89,6 +107,7 @@ MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dro
     const std::string text = read_text_file(path);
     const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, open_epoch);
     if (kept.size() != text.size()) write_file_atomic(path, kept);
+    at_start_ = rows_at(kept, start_step, path);
   }
   if (dropped) *dropped = n;
   fd_ = open_append_nofollow(path);

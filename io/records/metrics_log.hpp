@@ -23,7 +23,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "io/records/metrics_row.hpp"
 
 namespace lockstep::io {
 
@@ -39,12 +41,16 @@ class MetricsLog {
   // it resumes did finish (its final evaluation included). A run whose training is complete
   // without one was stopped or killed during its final evaluation, and does it now.
   bool ended() const { return ended_; }
+  // The rows kept at the start step, in order (what TensorBoard is given again: recorder.cpp).
+  // A row that does not read as a MetricsRow (edited by hand) is left out.
+  const std::vector<MetricsRow>& rows_at_start() const { return at_start_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
   bool ended_ = false;
+  std::vector<MetricsRow> at_start_;
 };
 
 // The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps, as the class

@@ -36,8 +36,8 @@ class TbWriter {
   // One event at STEP with every (tag, value) in SCALARS.
   void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& scalars);
   // A SessionLog START event at STEP: TensorBoard then drops the events of earlier files
-  // with a step >= STEP — what a run that crashed and resumed at STEP - 1 wrote past its
-  // checkpoint, and now writes again.
+  // with a step >= STEP — what a run that crashed and resumed at STEP wrote past its
+  // checkpoint, and now writes again (recorder.cpp gives it the rows kept at STEP again).
   void session_start(int64_t step);
   // A hyper-parameter: a number, a flag or a text (google.protobuf.Value's kinds).
   struct HParam {

@@ -167,7 +167,20 @@ expect_output "test at step $k on 'test'"
 expect_output "finished at step $k: .*, no step trained by this job, [0-9.]+ s wall$"
 [ "$(json_rows cut/metrics.jsonl test step | tr '\n' ' ')" = "$k $k " ] || fail "test rows at $(json_rows cut/metrics.jsonl test step)"
 [ "$(json_rows cut/metrics.jsonl end step | tr '\n' ' ')" = "$k $k " ] || fail "end rows at $(json_rows cut/metrics.jsonl end step)"
-pass "a final work cut between its test and end rows is redone, its test row once"
+# TensorBoard shows what metrics.jsonl holds: the cut test row's point goes too (earlier event
+# files' points at the resumed step are dropped, the rows kept there given again).
+"$PYTHON" - cut/tb cut/metrics.jsonl <<'PY' || fail "TensorBoard's points differ from metrics.jsonl's rows"
+import json, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+rows = [json.loads(l) for l in open(sys.argv[2])]
+for tag, field, kinds in (("test/acc", "test_acc", ("test",)), ("val/acc", "val_acc", ("eval", "epoch", "test")),
+                          ("train/loss", "train_loss", ("train",)), ("epoch/train_loss", "train_loss", ("epoch",))):
+    want = [r["step"] for r in rows if r["kind"] in kinds and r.get(field) is not None]
+    got = [e.step for e in acc.Scalars(tag)]
+    assert sorted(got) == sorted(want), (tag, got, want)
+PY
+pass "a final work cut between its test and end rows is redone, its test row once, in TensorBoard too"
 
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"

@@ -376,6 +376,16 @@ TEST(MetricsLogSafety, ATestRowNoEndRowFollowedIsDropped) {
   // An earlier step's test row is history (a run extended by --epochs after it ended).
   const std::string old_test = "{\"kind\":\"test\",\"step\":10}\n";
   EXPECT_EQ(keep_metrics_rows(old_test + train, 20, &dropped, &ended, 3), old_test + train);
+  // The rows kept at the start step, as rows (TensorBoard is given them again); a row of the
+  // wrong types (edited by hand) left out.
+  const std::string dir = fresh_dir("metrics-at-start");
+  std::ofstream(dir + "/metrics.jsonl") << old_test + train + "{\"kind\":\"eval\",\"step\":20,\"val_acc\":\"x\"}\n" + test;
+  {
+    MetricsLog log(dir + "/metrics.jsonl", 20, &dropped, 3);
+    ASSERT_EQ(log.rows_at_start().size(), 1u);
+    EXPECT_EQ(log.rows_at_start()[0].kind, RowKind::kEpoch);
+    EXPECT_EQ(log.rows_at_start()[0].step, 20);
+  }
   // And a redo of it, idempotent: what is kept keeps.
   const std::string kept = keep_metrics_rows(train + test, 20, &dropped, &ended, 3);
   EXPECT_EQ(keep_metrics_rows(kept, 20, &dropped, &ended, 3), kept);
