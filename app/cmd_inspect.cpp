@@ -102,6 +102,12 @@ void inspect_checkpoint(const std::string& path) {
     }
     fmt::print("{:<24} {}\n", key, v);
   }
+  // The meta's epoch counts the epochs done (from 0); the rows and the log number epochs from 1.
+  int64_t epoch = 0, done = 0;
+  if (t.contains("epoch") && io::json_integer(t["epoch"], &epoch) && t.contains("samples_done_in_epoch") &&
+      io::json_integer(t["samples_done_in_epoch"], &done))
+    fmt::print("{:<24} {} epoch(s) done, {} samples into epoch {} (as the rows and the log number it)\n", "position",
+               epoch, done, epoch + 1);
 }
 
 }  // namespace

@@ -71,6 +71,7 @@ pass "evaluate: $acc2 at 1 and 2 ranks"
 
 expect_rc 0 "$LOCKSTEP" inspect "$ckpt"
 expect_output '^step +75$'
+expect_output '^position +2 epoch\(s\) done, [0-9]+ samples into epoch 3 \(as the rows and the log number it\)$'
 expect_rc 2 "$LOCKSTEP" inspect run
 expect_output 'run is a run directory, not a dataset: inspect one of its checkpoints \(run/checkpoints/step-0+[0-9]+\.ckpt\), or see the run with lockstep report run'
 pass "inspect reads the checkpoint, and names one for a run directory"
