@@ -208,7 +208,8 @@ po::options_description eval_options(Config* c) {
   d.add_options()
       ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint)")
       ("eval.split", po::value(&c->eval_split)->default_value(c->eval_split), "split to evaluate on (alias --split)")
-      ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here");
+      ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here")
+      ("force", po::bool_switch(&c->force_output), "replace an existing output file (--out, --eval.out); without it one is refused");
   return d;
 }
 
@@ -301,7 +302,14 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   po::variables_map vm;
   try {
     const auto expanded = last_wins(expand_aliases(args));
-    po::store(po::command_line_parser(expanded).options(desc).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(expanded).options(desc).run();
+    // A word no option takes (a shell glob's second match, a value with a space unquoted) was
+    // dropped: `--checkpoint step-*.ckpt` scored the oldest checkpoint alone.
+    for (const po::option& o : parsed.options)
+      if (o.position_key >= 0)
+        return {ParseStatus::kError, "unexpected argument '" + (o.value.empty() ? std::string() : o.value.front()) +
+                                         "': each option takes one value (a shell glob matched several files? name one)"};
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::ostringstream ss;
       ss << "usage: lockstep " << command << " [--config FILE] [options]\n\n" << desc;
@@ -309,6 +317,7 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
     }
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
+      cfg->config_file = path;
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         return {ParseStatus::kError, "--config " + path + " is a directory, not an INI job file"};
@@ -370,7 +379,8 @@ ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg) {
   po::options_description doctor("Doctor");
   doctor.add_options()
       ("doctor.out", po::value(&cfg->doctor_out), "write the all-reduce timing as JSON (for lockstep report)")
-      ("doctor.allreduce-mb", po::value(&cfg->doctor_allreduce_mb)->default_value(cfg->doctor_allreduce_mb), "size of the timed all-reduce in MiB");
+      ("doctor.allreduce-mb", po::value(&cfg->doctor_allreduce_mb)->default_value(cfg->doctor_allreduce_mb), "size of the timed all-reduce in MiB")
+      ("force", po::bool_switch(&cfg->force_output), "replace an existing --doctor.out file; without it one is refused");
   po::options_description all;
   all.add(common_options(cfg)).add(train_options(cfg)).add(doctor);
   return parse("doctor", args, all, cfg, {});

@@ -123,7 +123,7 @@ run_lockstep() {
   if [ "${LOCKSTEP_DOCTOR:-0}" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then
     mkdir -p "$RUN_DIR"
     launch_ranks "$LOCKSTEP_BIN" doctor --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
-      --doctor.out "$RUN_DIR/doctor.json" "$@" || return $?
+      --doctor.out "$RUN_DIR/doctor.json" --force "$@" || return $?  # the job's own file: a resubmission replaces it
   fi
   launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
     --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?

@@ -119,6 +119,7 @@ struct Config {
   std::string checkpoint;  // evaluate --checkpoint
   std::string eval_split = "test";  // evaluate --split
   std::string eval_out;    // evaluate: write the result as JSON here
+  bool force_output = false;  // evaluate, predict, export, doctor: --force replaces an existing output file
   bool eval_hflip = false;  // every evaluation averages each image's probabilities with its mirror's
   // predict / export
   std::string predict_out;  // predict: .csv or .h5
@@ -128,7 +129,9 @@ struct Config {
   // doctor
   std::string doctor_out;          // write the all-reduce timing as JSON here
   double doctor_allreduce_mb = 16;  // size of the timed all-reduce
-  // Recorded, not parsed: the resolved config as INI and the command line.
+  // Recorded, not parsed: the --config file (an input no output may overwrite), the resolved
+  // config as INI and the command line.
+  std::string config_file;
   std::string resolved_ini;
   std::string command_line;
 };

@@ -220,7 +220,7 @@ struct Doctor {
 
 int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
   torch::set_num_threads(cfg.threads);
-  if (!cfg.doctor_out.empty()) check_output("--doctor.out", cfg.doctor_out, {});
+  if (!cfg.doctor_out.empty()) check_output("--doctor.out", cfg.doctor_out, {cfg.config_file}, cfg.force_output);
   Doctor d{cfg, mpi};
   log::info0("doctor: " + version_line());
   d.placement();

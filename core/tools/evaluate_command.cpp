@@ -19,7 +19,7 @@ namespace lockstep {
 namespace {
 
 int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
-  if (!cfg.eval_out.empty()) check_output("--eval.out", cfg.eval_out, {cfg.checkpoint});
+  if (!cfg.eval_out.empty()) check_output("--eval.out", cfg.eval_out, {cfg.checkpoint, cfg.config_file}, cfg.force_output);
   Inference in = open_inference(cfg, mpi, [&](const io::Manifest& m) {
     if (!m.spec.labeled && !m.spec.sequence_targets())
       throw UsageError(cfg.data_dir + ": dataset '" + m.spec.name + "' has no labels to evaluate against "

@@ -14,6 +14,8 @@ struct ExportRequest {
   std::string checkpoint;  // .ckpt (or .safetensors: rewritten with lockstep's metadata)
   std::string out;         // .safetensors
   std::string data_dir;    // optional: normalisation and class names for checkpoints older than 0.2
+  std::string config_file;  // the --config file, an input --out may not name
+  bool force = false;       // --force: replace an existing --out
 };
 
 // Serial. Throws UsageError for bad input (one line naming the file).

@@ -59,7 +59,8 @@ std::string run_file(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads) {
+void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads,
+                  bool replace) {
   const auto refuse = [&](const std::string& what) {
     throw UsageError(option + " " + out + " is " + what + ": writing it would destroy it (nothing was written; "
                      "choose another path)");
@@ -71,6 +72,11 @@ void check_output(const std::string& option, const std::string& out, const std::
   const std::string dir = io::parent_dir(path), name = io::base_name(path);
   if (const std::string what = dataset_file(dir, name); !what.empty()) refuse(what);
   if (const std::string what = run_file(dir, name); !what.empty()) refuse(what);
+  if (!io::is_directory(io::parent_dir(out)))
+    throw UsageError(option + " " + out + " is in a folder that does not exist (" + io::parent_dir(out) +
+                     "; nothing was written)");
+  if (!replace && (io::path_exists(out) || io::is_symlink(out)))
+    throw UsageError(option + " " + out + " is an existing file: pass --force to replace it (nothing was written)");
 }
 
 }  // namespace lockstep

@@ -3,7 +3,8 @@
 // command that writes a file it is told (evaluate --eval.out, predict --out, export --out,
 // doctor --doctor.out) asks first, on every rank, before it reads anything; OUT is refused
 // when:
-// 1. it is an existing directory;
+// 1. it is an existing directory, or its folder does not exist (refused before the work, not
+//    after it); an existing file is refused unless the command was given --force (REPLACE);
 // 2. it is a file the command reads: the same path once links and ".." are resolved, or
 //    the same file (device and inode: a hard link);
 // 3. its folder is a dataset (it holds manifest.json) and OUT is the manifest, one of the
@@ -19,7 +20,9 @@
 
 namespace lockstep {
 
-// Throws UsageError naming OPTION, OUT and what writing it would destroy.
-void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads);
+// Throws UsageError naming OPTION, OUT and what writing it would destroy. READS: the files the
+// command reads (its --config file among them).
+void check_output(const std::string& option, const std::string& out, const std::vector<std::string>& reads,
+                  bool replace);
 
 }  // namespace lockstep

@@ -231,7 +231,7 @@ int predict_sequences(const Config& cfg, const MpiRuntime& mpi, Inference& in) {
 
 int predict_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
-  check_output("--predict.out", cfg.predict_out, {cfg.checkpoint});
+  check_output("--predict.out", cfg.predict_out, {cfg.checkpoint, cfg.config_file}, cfg.force_output);
   Inference in = open_inference(cfg, mpi, [&](const io::Manifest& m) {
     if (m.spec.sequence_targets() && cfg.top_k > 0)
       throw UsageError("--predict.top-k is for class outputs; dataset '" + m.spec.name + "' has sequence targets "

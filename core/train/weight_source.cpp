@@ -1,6 +1,8 @@
 // weight_source: see weight_source.hpp.
 #include "core/train/weight_source.hpp"
 
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include <fmt/format.h>
@@ -108,6 +110,32 @@ WeightSource read_weights(const std::string& path) {
   throw UsageError(path + ": not a checkpoint (.ckpt) or a safetensors file (.safetensors)");
 }
 
+namespace {
+
+std::string names_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) out += (i ? "," : "") + names[i];
+  return names.size() > 6 ? out + ",..." : out;
+}
+
+}  // namespace
+
+// Labelled data whose classes the model knows by other names, or in another order: its labels
+// would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
+void check_class_names(const WeightSource& src, const io::DatasetSpec& spec) {
+  if (src.class_names.empty() || spec.class_names.empty() || src.class_names == spec.class_names) return;
+  std::vector<std::string> a = src.class_names, b = spec.class_names;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a == b)
+    throw UsageError(src.path + ": its model numbers the classes " + names_text(src.class_names) + ", the data " +
+                     names_text(spec.class_names) + ": the same classes in another order, so every label would "
+                     "mean another class (re-import the data with --class-names in the model's order: `lockstep inspect " +
+                     src.path + "` lists it)");
+  throw UsageError(src.path + ": its model's classes (" + names_text(src.class_names) + ") are not the data's (" +
+                   names_text(spec.class_names) + ")");
+}
+
 std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fallback, const io::DatasetSpec& spec) {
   ModelOptions opt = fallback;
   if (!src.model.empty()) {
@@ -128,6 +156,7 @@ std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fa
                      " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
   if (src.num_classes > 0 && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
+  check_class_names(src, spec);
   auto model = make_model(opt, spec);
   const LoadReport r = load_named(*model, src.tensors, {});
   if (!r.missing.empty() || !r.unexpected.empty() || !r.mismatched.empty())

@@ -35,6 +35,9 @@ WeightSource read_weights(const std::string& path);
 // file), every weight loaded: a tensor missing, extra or of another shape is a UsageError
 // naming the file ("a checkpoint of another model family").
 std::shared_ptr<Net> build_model(const WeightSource& source, const ModelOptions& fallback, const io::DatasetSpec& spec);
+// Throws UsageError when SOURCE and labelled SPEC both name their classes, differently (another
+// order included: every label would mean another class). build_model checks it.
+void check_class_names(const WeightSource& source, const io::DatasetSpec& spec);
 
 // The dataset spec a model from SOURCE sees DATA with: the data's samples, normalised as
 // the model was trained (SOURCE's mean/std when known: inference on new data must not

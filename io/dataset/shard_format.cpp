@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
@@ -333,12 +334,20 @@ Manifest read_manifest(const std::string& dir) {
   check_spec(m.spec, path);
   const auto splits = t.find("splits");
   LOCKSTEP_REQUIRE(splits != t.end() && splits->is_object() && !splits->empty(), path + ": no splits");
+  std::set<std::string> files;
   for (const auto& [name, s] : splits->items()) {
     SplitEntry split;
     const auto shards = s.find("shards");
     LOCKSTEP_REQUIRE(s.is_object() && shards != s.end() && shards->is_array() && !shards->empty(),
                      path + ": split '" + name + "' has no shards");
-    for (const auto& sh : *shards) split.shards.push_back(shard_from_json(sh, m.spec, path));
+    for (const auto& sh : *shards) {
+      split.shards.push_back(shard_from_json(sh, m.spec, path));
+      ShardEntry& e = split.shards.back();
+      LOCKSTEP_REQUIRE(files.insert(e.file).second, path + ": shard " + e.file + " is listed twice (its samples would count twice)");
+      e.split = name;
+      e.index = static_cast<int64_t>(split.shards.size()) - 1;
+      e.of = static_cast<int64_t>(shards->size());
+    }
     const int64_t declared = json_get_or<int64_t>(s, "count", split.count(), path);
     LOCKSTEP_REQUIRE(declared == split.count(), fmt::format("{}: split '{}' says {} samples, its shards hold {}", path,
                                                             name, declared, split.count()));

@@ -79,6 +79,11 @@ struct ShardEntry {
   std::vector<int64_t> histogram;  // num_classes entries (empty when unlabeled)
   uint32_t crc32 = 0;              // of the whole file's bytes
   int64_t frames = 0;              // v3 frame tables: the distinct frames the shard stores
+  // Where the manifest lists it (read_manifest; not stored): the shard's own attributes must
+  // say the same, or a manifest edited by hand (shards reordered, a split pointing at another
+  // split's shards) reads samples in another order, or scores the wrong split, silently.
+  std::string split;
+  int64_t index = -1, of = 0;
 };
 
 struct SplitEntry {

@@ -1,6 +1,8 @@
 // shard_reader: see shard_reader.hpp.
 #include "io/dataset/shard_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -146,6 +148,16 @@ ShardFile::ShardFile(const std::string& path, const DatasetSpec& spec, const Sha
     const std::string id = h5_has_attr(file_.get(), "dataset_id") ? h5_read_attr_str(file_.get(), "dataset_id") : "";
     LOCKSTEP_REQUIRE(id == dataset_id, path + ": shard of another import (dataset_id '" + id + "', the manifest's is '" +
                                            dataset_id + "'): the file was replaced after `lockstep shard`");
+  }
+  if (entry && entry->index >= 0 && h5_has_attr(file_.get(), "split")) {
+    const std::string split = h5_read_attr_str(file_.get(), "split");
+    const int64_t index = h5_read_attr_i64(file_.get(), "shard_index").at(0);
+    const int64_t of = h5_read_attr_i64(file_.get(), "shard_count").at(0);
+    LOCKSTEP_REQUIRE(split == entry->split && index == entry->index && of == entry->of,
+                     fmt::format("{}: shard {} of {} of split '{}', but the manifest lists it as shard {} of {} of split "
+                                 "'{}' (a manifest edited by hand, or shard files renamed: samples would be read in "
+                                 "another order or as another split)",
+                                 path, index, of, split, entry->index, entry->of, entry->split));
   }
   if (!spec.frame_table) chunks_ = ChunkReader::open(file_.get(), samples_.get(), h5_type_of(spec.dtype), spec.sample_bytes());
   chunk_checksums_ = has_fletcher32(samples_.get()) && (!spec.labeled || has_fletcher32(labels_.get())) &&

@@ -38,6 +38,60 @@ expect_output "checkpoints/ folder of run"
 [ "$(cat data/manifest.json data/*.h5 "$ckpt" run/metrics.jsonl | md5sum)" = "$before" ] || fail "an aliased output changed a file"
 pass "outputs that alias inputs or a dataset's/run's own files are refused, nothing changed"
 
+# A hostile round on these commands (2026-11-29), fixed as classes:
+# (1) an existing file (the user's own, or the --config job file itself) was replaced by any
+#     output: refused without --force (the job file even with it); a missing folder is refused
+#     before the work, not after it (it named a temporary file).
+echo precious >mine.csv
+expect_rc 2 run_mpi 1 predict --checkpoint "$ckpt" --data data --out mine.csv
+expect_output "--predict.out mine.csv is an existing file: pass --force to replace it"
+[ "$(cat mine.csv)" = precious ] || fail "predict replaced an existing file without --force"
+expect_rc 0 run_mpi 1 predict --checkpoint "$ckpt" --data data --out mine.csv --force
+head -1 mine.csv | grep -q '^index,label,' || fail "--force did not replace it"
+printf '[eval]\nsplit = val\n' >job.ini
+expect_rc 2 run_mpi 1 evaluate --config job.ini --checkpoint "$ckpt" --data data --eval.out job.ini --force
+expect_output "which this command reads"
+expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --out nodir/m.safetensors
+expect_output "--export.out nodir/m.safetensors is in a folder that does not exist"
+# (2) a word no option takes (a shell glob's second match) was dropped: the first file scored alone.
+expect_rc 2 "$LOCKSTEP" evaluate --data data --checkpoint run/checkpoints/step-*.ckpt
+expect_output "unexpected argument 'run/checkpoints/step-.*': each option takes one value"
+# (3) a manifest edited by hand: a shard listed twice, shards reordered, a split pointing at
+#     another's shards; each scored silently (inspect --verify passed them).
+for edit in twice reorder other; do
+  rm -rf edited && cp -r data edited
+  "$PYTHON" - edited/manifest.json "$edit" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+t, tr = m["splits"]["test"], m["splits"]["train"]
+if sys.argv[2] == "twice":
+    t["shards"].append(t["shards"][0]); t["count"] += t["shards"][0]["count"]
+elif sys.argv[2] == "reorder":
+    t["shards"].reverse()
+else:
+    m["splits"]["test"] = json.loads(json.dumps(tr))
+json.dump(m, open(sys.argv[1], "w"))
+PY
+  expect_rc nonzero run_mpi 1 evaluate --checkpoint "$ckpt" --data edited
+  expect_output "listed twice|but the manifest lists it as shard"
+done
+# (4) labelled data whose classes the model names in another order: every label meant another
+#     class (accuracy 0, exit 0).
+#     export --data wrote any dataset's names and statistics into the file.
+"$LOCKSTEP" shard --input "idx:$FMNIST" --output named --limit 300 --shards 1 --name named --class-names a,b,c,d,e,f,g,h,i,j >/dev/null
+"$LOCKSTEP" shard --input "idx:$FMNIST" --output swapped --limit 300 --shards 1 --name swapped --class-names b,a,c,d,e,f,g,h,i,j >/dev/null
+expect_rc 0 "$LOCKSTEP" train --data named --batch-size 16 --max-steps 3 --run-dir named-run
+expect_rc 2 "$LOCKSTEP" evaluate --checkpoint named-run/checkpoints/best.ckpt --data swapped
+expect_output "its model numbers the classes a,b,c,d,e,f,\.\.\., the data b,a,c,d,e,f,\.\.\.: the same classes in another order"
+expect_rc 2 "$LOCKSTEP" predict --checkpoint named-run/checkpoints/best.ckpt --data swapped --out swapped.csv
+[ ! -e swapped.csv ] || fail "predict wrote names of the wrong classes"
+expect_rc 2 "$LOCKSTEP" export --checkpoint named-run/checkpoints/best.ckpt --data swapped --out swapped.safetensors
+"$PYTHON" "$DOCS/../../bench/gpu_data.py" rgb.h5 32 3 16 16 2 >/dev/null
+"$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --name rgb --val-fraction 0 >/dev/null
+expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data rgb --out rgb.safetensors
+expect_output "its model takes samples \[1,28,28\], --data rgb has \[3,16,16\]: not the data it was trained on"
+pass "a hostile round: an existing output needs --force, the job file never; a missing folder before the work; an extra argument; a hand-edited manifest"
+
 "$PYTHON" - "$DOCS" "$ckpt" <<'PY' || fail "PyTorch disagrees with lockstep predict"
 import csv, json, sys
 import h5py, numpy as np, torch

@@ -31,9 +31,9 @@ class OutputGuard : public ::testing::Test {
   }
 
   // The reason OUT is refused ("" when it may be written).
-  std::string refused(const std::string& out, const std::string& option = "--eval.out") {
+  std::string refused(const std::string& out, const std::string& option = "--eval.out", bool replace = true) {
     try {
-      check_output(option, out, {ckpt_});
+      check_output(option, out, {ckpt_}, replace);
       return "";
     } catch (const UsageError& e) {
       EXPECT_EQ(std::string(e.what()).rfind(option + " " + out + " is ", 0), 0u) << e.what();
@@ -76,4 +76,20 @@ TEST_F(OutputGuard, WhatTheCommandReadsEvenThroughAHardLinkOrSymlink) {
   EXPECT_NE(refused(root_).find("a directory"), std::string::npos);
   EXPECT_EQ(refused(root_ + "/new.json"), "");
   EXPECT_EQ(io::read_text_file(ckpt_), "a checkpoint");  // nothing was written
+}
+
+// A hostile finding: predict --out, export --out and evaluate --eval.out replaced any existing
+// file (a user's own results, or the --config job file itself); a missing folder failed only
+// after the whole inference, naming a temporary file.
+TEST_F(OutputGuard, AnExistingFileOnlyWithForceAndAMissingFolderBeforeTheWork) {
+  const std::string mine = root_ + "/precious.csv";
+  io::write_file_atomic(mine, "precious");
+  EXPECT_NE(refused(mine, "--predict.out", /*replace=*/false).find("is an existing file: pass --force"), std::string::npos);
+  EXPECT_EQ(refused(mine, "--predict.out", /*replace=*/true), "");
+  ASSERT_EQ(::symlink(mine.c_str(), (root_ + "/dangling-or-not").c_str()), 0);
+  EXPECT_NE(refused(root_ + "/dangling-or-not", "--predict.out", false), "");
+  EXPECT_NE(refused(root_ + "/no-such-folder/p.csv", "--predict.out").find("a folder that does not exist"),
+            std::string::npos);
+  EXPECT_EQ(refused(root_ + "/new.csv", "--predict.out", false), "");
+  EXPECT_EQ(io::read_text_file(mine), "precious");
 }
