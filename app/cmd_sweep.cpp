@@ -49,7 +49,8 @@ int cmd_sweep(const Args& args) {
     try {
       size_t used = 0;
       i = std::stoul(args[2], &used);
-      if (used != args[2].size()) throw std::invalid_argument("");
+      if (used != args[2].size() || args[2].find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("");  // stoul reads "-1" as 2^64 - 1
     } catch (const std::exception&) {
       throw UsageError("lockstep sweep --task: '" + args[2] + "' is not a run index");
     }

@@ -31,10 +31,26 @@ done
 LOCKSTEP_BIN=${LOCKSTEP_BIN:-$(command -v lockstep || echo build/lockstep)}
 TEMPLATE=${LOCKSTEP_SHARE:-.}/slurm/sweep.sbatch
 [ -f "$TEMPLATE" ] || { echo "sweep.sh: no template $TEMPLATE (run from the repository root)" >&2; exit 2; }
+# Options after -- are every run's; a run's own directory, resume policy and config are the
+# sweep's (--run-dir after -- sent every run into one directory: the second said "nothing to
+# do"). A sweep value wins over the same option after -- (sweep.sbatch puts it last).
+for a in "$@"; do
+  case "${a%%=*}" in
+    --run-dir|--run.dir|--resume|--run.resume|--config)
+      echo "sweep.sh: ${a%%=*} after --: each run's directory, resume and config are the sweep's (SWEEP_DIR/<run>, auto, JOB_CONFIG)" >&2
+      exit 2 ;;
+  esac
+done
 "$LOCKSTEP_BIN" sweep "$FILE" >&2 || exit $?  # every run's options, checked; the list to the terminal
 n=$("$LOCKSTEP_BIN" sweep "$FILE" --count)
 mkdir -p "$SWEEP_DIR"
 SWEEP_DIR=$(cd "$SWEEP_DIR" && pwd)
+# A SWEEP_DIR holds one sweep: another file there would make its pending array elements run
+# other runs (the file was replaced silently). The same file again continues it.
+if [ -f "$SWEEP_DIR/sweep.overrides" ] && ! cmp -s "$FILE" "$SWEEP_DIR/sweep.overrides"; then
+  echo "sweep.sh: $SWEEP_DIR holds another sweep (its sweep.overrides differs from $FILE): choose another SWEEP_DIR" >&2
+  exit 2
+fi
 cp "$FILE" "$SWEEP_DIR/sweep.overrides"
 # shellcheck disable=SC2086
 SWEEP_FILE=$SWEEP_DIR/sweep.overrides SWEEP_DIR=$SWEEP_DIR LOCKSTEP_BIN=$LOCKSTEP_BIN \

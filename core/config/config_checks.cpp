@@ -30,6 +30,7 @@ bool parse_stop_target(const std::string& text, BestMetric* metric, double* valu
 std::string check_config(Config* c) {
   if (c->batch_size < 1) return "--train.batch-size must be at least 1";
   if (c->threads < 1) return "--train.threads must be at least 1";
+  if (c->threads > 1024) return "--train.threads must be at most 1024 (threads per rank)";
   if (c->epochs < 1) return "--train.epochs must be at least 1";
   if (c->log_every < 1) return "--train.log-every must be at least 1";
   if (c->max_steps < 0) return "--train.max-steps must be >= 0";
@@ -72,7 +73,8 @@ std::string check_config(Config* c) {
   if (c->beta1 < 0 || c->beta1 >= 1 || c->beta2 < 0 || c->beta2 >= 1)
     return "--train.beta1 and --train.beta2 must be in [0, 1)";
   if (c->min_lr_fraction < 0 || c->min_lr_fraction > 1) return "--train.min-lr-fraction must be in [0, 1]";
-  if (c->doctor_allreduce_mb <= 0) return "--doctor.allreduce-mb must be positive";
+  if (!(c->doctor_allreduce_mb > 0 && c->doctor_allreduce_mb <= 4096))  // its buffers are allocated: NaN, 1e300 overflowed
+    return "--doctor.allreduce-mb must be in (0, 4096] MiB";
   if (c->fault_step < 0) return "--debug.fault-step must be >= 0";
   if (c->sync_check < 0) return "--debug.sync-check must be >= 0 (a global step; 0: off)";
   if (c->train_split == "none" || c->train_split.empty()) return "--data.train-split must name a split";

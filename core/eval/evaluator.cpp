@@ -20,6 +20,7 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
   int64_t space = -1;
   for (size_t i = 0; i < spec.tokens.size(); ++i)
     if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
+  batch = io::batch_for(batch, data.size());
   const int64_t steps = (data.size() + batch - 1) / batch;
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
   ErrorCounts errors;
@@ -67,6 +68,7 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
     if (was_training) model.train();
     return r;
   }
+  batch = io::batch_for(batch, data.size());
   const int64_t steps = (data.size() + batch - 1) / batch;
   io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
   // Sums stay on the device until the end: no host sync per batch.

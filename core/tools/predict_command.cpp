@@ -42,8 +42,9 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   r.width = cfg.top_k > 0 ? std::min<int64_t>(cfg.top_k, classes) : classes;
   torch::NoGradGuard no_grad;
   model.eval();
-  const int64_t steps = (data.size() + cfg.batch_size - 1) / cfg.batch_size;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
+  const int64_t batch = io::batch_for(cfg.batch_size, data.size());
+  const int64_t steps = (data.size() + batch - 1) / batch;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor x = maker.inputs(b->samples, b->size, b->labels.data());
@@ -97,8 +98,9 @@ std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data
   std::vector<io::TranscriptRow> out;
   torch::NoGradGuard no_grad;
   model.eval();
-  const int64_t steps = (data.size() + cfg.batch_size - 1) / cfg.batch_size;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), cfg.batch_size, steps, 0, cfg.prefetch,
+  const int64_t batch = io::batch_for(cfg.batch_size, data.size());
+  const int64_t steps = (data.size() + batch - 1) / batch;
+  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, cfg.prefetch,
                          /*partial_last=*/true);
   while (const io::Batch* b = loader.next()) {
     const torch::Tensor lengths = maker.lengths(b->labels.data(), b->size);

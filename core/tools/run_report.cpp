@@ -119,6 +119,7 @@ Summary summarize(const Run& r) {
   std::vector<double> speeds;
   for (const auto& row : r.rows) {
     if (row.kind == RowKind::kStart && start == 0 && row.unix_time) start = *row.unix_time;
+    if (end && row.step > end->step) end = nullptr;  // the run went on past that end (extended, then killed)
     if (row.kind == RowKind::kEnd) end = &row;
     if (row.kind == RowKind::kTest) test = &row;
     if (row.kind == RowKind::kTrain && row.samples_per_s) speeds.push_back(*row.samples_per_s);

@@ -82,8 +82,6 @@ class Rank0Recorder final : public Recorder {
       log::warn0("kept " + t + ": its writer (named in the file name) may still be running on another host or "
                  "under that pid; remove it by hand once no job writes " + cfg_.run_dir);
     io::remove_file(cfg_.run_dir + "/resumable");
-    io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
-    io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
     int64_t dropped = 0;
     metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped, open_epoch);
     if (dropped > 0)
@@ -101,6 +99,11 @@ class Rank0Recorder final : public Recorder {
       tb_->hparams_start(hparams(cfg_.resolved_ini));
     }
     writer_ = std::make_unique<CheckpointWriter>();
+  }
+
+  void record_job() override {
+    io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
+    io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
   }
 
   bool ended() const override { return metrics_ && metrics_->ended(); }

@@ -34,6 +34,9 @@ class Recorder {
   // checkpoint is still in; 0 for a fresh start) that its checkpoint never recorded
   // (io/records/metrics_log.hpp).
   virtual void start(int64_t start_step, int64_t open_epoch) = 0;
+  // Rank 0: the job's config.ini and command.txt, once it has work to do (a re-run of a finished
+  // run with other options rewrote them: report named the run by options it never trained with).
+  virtual void record_job() {}
   // Rank 0: metrics.jsonl held an end row at START_STEP (metrics_log.hpp); false elsewhere.
   virtual bool ended() const = 0;
   // One metrics.jsonl row and its TensorBoard scalars (io/records/metrics_row.hpp).

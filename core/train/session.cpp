@@ -34,9 +34,18 @@ namespace {
 
 // The reader of an optional split: null when it is off (USE false) or absent (a line
 // saying so: ROLE is skipped, HINT).
+// OPTION: the option naming it; a split it names other than its default that the data lacks is
+// an error (a misspelt --data.val-split turned validation off, and best.ckpt with it, silently).
 std::unique_ptr<io::RankReader> optional_split(const Session& s, bool use, const std::string& split, const char* role,
-                                               const char* hint, const io::ReaderOptions& ropt) {
+                                               const char* hint, const io::ReaderOptions& ropt, const char* option,
+                                               const std::string& default_split) {
   if (!use) return nullptr;
+  if (!s.manifest.has_split(split) && split != default_split) {
+    std::string have;
+    for (const auto& [name, entry] : s.manifest.splits) have += (have.empty() ? "" : ", ") + name;
+    throw UsageError(fmt::format("{} {}: {} has no such split (it has {}; none: no {})", option, split, s.cfg.data_dir,
+                                 have, role));
+  }
   if (!s.manifest.has_split(split)) {
     log::info0(fmt::format("no '{}' split in {}: {} is skipped{}", split, s.cfg.data_dir, role, hint));
     return nullptr;
@@ -154,8 +163,9 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   val = optional_split(*this, cfg.use_val, cfg.val_split, "validation",
                        " (lockstep shard makes one with --val-fraction; --data.val-split test validates on the test "
                        "split, which then also selects best.ckpt)",
-                       ropt);
-  test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt);
+                       ropt, "--data.val-split", Config{}.val_split);
+  test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt, "--data.test-split",
+                        Config{}.test_split);
   if (val && cfg.val_split == cfg.test_split)
     log::warn0("validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
                "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");

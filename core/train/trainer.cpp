@@ -60,10 +60,10 @@ class Trainer {
     // An epoch consumed before its end work does that work first, at --max-steps too (a complete epoch).
     const bool end_work_due = st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch);
     if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (steps_done() && !end_work_due)) return finish_trained();
+    rec_.record_job();
     window_.restart(st_.pos().step + 1);
     if (!cfg_.init_from.empty() && st_.pos().step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
-    bool stop = st_.stopped();
-    while (st_.pos().epoch < cfg_.epochs && !stop) {
+    for (bool stop = st_.stopped(); st_.pos().epoch < cfg_.epochs && !stop;) {
       const int64_t epoch = st_.pos().epoch;
       // A checkpoint that had consumed the epoch (stopped at its last step) resumes at its end work.
       const int64_t first = std::min(st_.pos().samples_done_in_epoch / s_.global_batch, s_.steps_per_epoch);
@@ -228,6 +228,7 @@ class Trainer {
                      : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
       return kExitOk;
     }
+    rec_.record_job();
     log::info0(final_evaluation_line(st_.pos(), cfg_.epochs, cfg_.max_steps));
     last_epoch_ = std::min<int64_t>(st_.pos().epoch, cfg_.epochs - 1);
     if (const int sig = vote_.now(stop_signal::pending())) return stop_after_training(sig);

@@ -157,6 +157,13 @@ std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fa
   if (src.num_classes > 0 && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
   check_class_names(src, spec);
+  // Weights a diverged run (or a damaged export) left non-finite: every prediction NaN, its
+  // argmax class 0, exit 0 (a hostile finding).
+  for (const auto& [name, t] : src.tensors)
+    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>())
+      throw UsageError(src.path + ": weight '" + name + "' holds a NaN or an infinity (a diverged run's weights?)");
+    else if (name.size() > 12 && name.compare(name.size() - 12, 12, ".running_var") == 0 && (t < 0).any().item<bool>())
+      throw UsageError(src.path + ": '" + name + "' holds a negative variance (every output would be NaN)");
   auto model = make_model(opt, spec);
   const LoadReport r = load_named(*model, src.tensors, {});
   if (!r.missing.empty() || !r.unexpected.empty() || !r.mismatched.empty())

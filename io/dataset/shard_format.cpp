@@ -215,6 +215,9 @@ std::string spec_problem(const DatasetSpec& spec) {
     return fmt::format("num_classes {} is outside [1, {}]", spec.num_classes, kMaxClasses);
   if (!spec.class_names.empty() && static_cast<int64_t>(spec.class_names.size()) != spec.num_classes)
     return fmt::format("class_names has {} names for {} classes", spec.class_names.size(), spec.num_classes);
+  for (const std::string& n : spec.class_names)  // stored one per line (shard attributes, predictions)
+    if (n.find_first_of("\r\n") != std::string::npos)
+      return "class name '" + n.substr(0, n.find_first_of("\r\n")) + "...' holds a line break";
   if (spec.max_target_length < 0 || spec.max_target_length > 100000)
     return fmt::format("max_target_length {} is outside [0, 100000]", spec.max_target_length);
   if (spec.sequence_targets() &&

@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/temp_files.hpp"
+#include "io/util/csv_text.hpp"
 #include "io/util/h5.hpp"
 
 namespace lockstep::io {
@@ -117,12 +118,12 @@ void PredictionWriter::append(const int64_t* index, const int64_t* label, const 
       if (m.f.top_k > 0) {
         for (int64_t k = 0; k < w; ++k) {
           const int64_t c = top_class[i * w + k];
-          text += fmt::format(",{}{},{:.6g}", c, m.f.class_names.empty() ? "" : "," + m.name_of(c), p[k]);
+          text += fmt::format(",{}{},{:.6g}", c, m.f.class_names.empty() ? "" : "," + csv_field(m.name_of(c)), p[k]);
         }
       } else {
         int64_t best = 0;
         for (int64_t c = 1; c < w; ++c) best = p[c] > p[best] ? c : best;
-        text += "," + std::to_string(best) + (m.f.class_names.empty() ? "" : "," + m.name_of(best));
+        text += "," + std::to_string(best) + (m.f.class_names.empty() ? "" : "," + csv_field(m.name_of(best)));
         for (int64_t c = 0; c < w; ++c) text += fmt::format(",{:.6g}", p[c]);
       }
       text += "\n";

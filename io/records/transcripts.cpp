@@ -9,18 +9,12 @@
 
 #include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/csv_text.hpp"
 #include "io/util/h5.hpp"
 #include "io/util/temp_files.hpp"
 
 namespace lockstep::io {
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 bool ends_with(const std::string& s, const std::string& e) {
   return s.size() > e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;

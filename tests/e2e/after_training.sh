@@ -90,6 +90,23 @@ expect_rc 2 "$LOCKSTEP" export --checkpoint named-run/checkpoints/best.ckpt --da
 "$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --name rgb --val-fraction 0 >/dev/null
 expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data rgb --out rgb.safetensors
 expect_output "its model takes samples \[1,28,28\], --data rgb has \[3,16,16\]: not the data it was trained on"
+# (5) non-finite weights: every prediction NaN, its argmax class 0, exit 0.
+"$PYTHON" - model.safetensors nan.safetensors <<'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+name = next(k for k, v in h.items() if k != "__metadata__" and v["dtype"] == "F32")
+b[8 + n + h[name]["data_offsets"][0]:8 + n + h[name]["data_offsets"][0] + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(b)
+PY
+expect_rc 2 "$LOCKSTEP" predict --checkpoint nan.safetensors --data data --out nan.csv
+expect_output "nan.safetensors: weight '.*' holds a NaN or an infinity"
+# (6) a batch far above the split's samples sized the buffers by the batch (std::bad_alloc);
+#     --train.threads had no bound (100000 threads ran for minutes).
+expect_rc 0 "$LOCKSTEP" evaluate --checkpoint "$ckpt" --data data --split val --batch-size 2000000000
+expect_rc 2 "$LOCKSTEP" evaluate --checkpoint "$ckpt" --data data --threads 100000
+expect_output "--train.threads must be at most 1024"
 pass "a hostile round: an existing output needs --force, the job file never; a missing folder before the work; an extra argument; a hand-edited manifest"
 
 "$PYTHON" - "$DOCS" "$ckpt" <<'PY' || fail "PyTorch disagrees with lockstep predict"

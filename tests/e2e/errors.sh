@@ -14,6 +14,9 @@ expect_output "rank 0@.*error: unrecognised option '--bogus'"
 [ "$(grep -c 'error:' out.txt)" = 1 ] || fail "a usage error should be printed once"
 expect_rc 2 run_mpi 2 train --data data --epochs many
 expect_output "train.epochs"
+# An all-reduce size whose buffer cannot exist (1e300 overflowed to 0 MiB: "all checks passed").
+expect_rc 2 "$LOCKSTEP" doctor --data data --doctor.allreduce-mb 1e300
+expect_output "--doctor.allreduce-mb must be in \(0, 4096\] MiB"
 printf '[train]\nlearning_rate = 1\n' > bad.ini
 expect_rc 2 run_mpi 2 train --config bad.ini --data data
 expect_output "bad.ini:2: unrecognised option 'train.learning_rate'"

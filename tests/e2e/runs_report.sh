@@ -85,4 +85,23 @@ expect_output 'empty: neither a run directory \(no metrics.jsonl\) nor a directo
 expect_rc 2 "$LOCKSTEP" report sweep --colour red
 expect_output 'lockstep report: unknown option --colour'
 pass "bad sweep files and report arguments: one line, exit 2"
+
+# slurm/sweep.sh refuses before it submits (a stand-in sbatch prints a job id): --run-dir after
+# -- (every run went into one directory), and another sweep file in a SWEEP_DIR that holds one
+# (its pending elements ran the other file's runs); the same file again continues it.
+SWEEP_ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # the checkout ($0 is absolute under ctest)
+mkdir -p fakebin && printf '#!/bin/sh\necho 4242\n' >fakebin/sbatch && chmod +x fakebin/sbatch
+sweep_sh() { env PATH="$WORK/fakebin:$PATH" LOCKSTEP_BIN="$LOCKSTEP" LOCKSTEP_SHARE="$SWEEP_ROOT" bash "$SWEEP_ROOT/slurm/sweep.sh" "$@"; }
+expect_rc 2 sweep_sh grid.txt sw -- --data data --run-dir shared
+expect_output "sweep.sh: --run-dir after --: each run's directory"
+expect_rc 0 sweep_sh grid.txt sw -- --data data
+expect_output "^4242$"
+printf 'lr=0.3\n' >other.txt
+expect_rc 2 sweep_sh other.txt sw
+expect_output "holds another sweep \(its sweep.overrides differs from other.txt\)"
+cmp -s grid.txt sw/sweep.overrides || fail "sweep.overrides was replaced"
+expect_rc 0 sweep_sh grid.txt sw
+expect_rc 2 "$LOCKSTEP" sweep grid.txt --task -1
+expect_output "'-1' is not a run index"
+pass "slurm/sweep.sh refuses --run-dir after -- and another sweep in a sweep's directory"
 echo "e2e runs_report: all passed"

@@ -105,7 +105,13 @@ expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-ste
 [ "$(json_rows edge-max/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at: $(json_rows edge-max/metrics.jsonl epoch step)"
 expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k"
 expect_output "nothing to do: the run is complete at step $k"
-pass "a checkpoint at its epoch's last samples resumed at --max-steps there: end work, then nothing to do"
+# A re-run of a finished run with other options (a resubmitted sweep): nothing to do, and its
+# config.ini stays the one it trained with (it was rewritten: report named it by lr 0.3).
+cp edge-max/config.ini config.before
+expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k" --lr 0.3
+expect_output "nothing to do: the run is complete at step $k"
+cmp -s edge-max/config.ini config.before || fail "a run with nothing to do rewrote config.ini"
+pass "a checkpoint at its epoch's last samples resumed at --max-steps there: end work, then nothing to do (config.ini kept)"
 expect_rc 0 run_mpi 2 train "${EDGE[@]}" --batch-size 32
 expect_output "resumed from edge/checkpoints/step-0+$k.ckpt at step $k \(epoch 1\)"
 expect_output "epoch 1/1 done: .* val_acc"
@@ -182,6 +188,17 @@ for tag, field, kinds in (("test/acc", "test_acc", ("test",)), ("val/acc", "val_
     assert sorted(got) == sorted(want), (tag, got, want)
 PY
 pass "a final work cut between its test and end rows is redone, its test row once, in TensorBoard too"
+# Extended past its end and killed there: report says so (it said "completed" at the old end).
+cp -r edge-max ext
+expect_rc nonzero run_mpi 1 train "${EDGE[@]/edge/ext}" --batch-size 8 --epochs 3 --max-steps $((k + 20)) \
+  --debug.fault kill --debug.fault-rank 0 --debug.fault-step $((k + 12))
+expect_rc 0 "$LOCKSTEP" report ext
+expect_output "no end row: running, or killed, at step"
+! grep -q "completed at step" "$WORK/out.txt" || fail "report says completed for a run killed after its extension"
+# A split named on purpose that the data lacks is an error (a misspelt one turned validation off).
+expect_rc 2 "$LOCKSTEP" train --data data --batch-size 32 --max-steps 2 --run-dir misspelt --data.val-split validation
+expect_output "--data.val-split validation: data has no such split \(it has train, val, test; none: no validation\)"
+pass "report of a run killed after it was extended; a missing split named on purpose is refused"
 
 best=run/checkpoints/best.ckpt
 expect_rc 0 "$LOCKSTEP" inspect "$best"
