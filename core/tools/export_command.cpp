@@ -23,15 +23,9 @@ void export_weights(const ExportRequest& req) {
     WeightSource src = read_weights(req.checkpoint);
     if (!req.data_dir.empty()) {
       const io::Manifest m = io::read_manifest(req.data_dir);
-      // Only the data the model was trained on fills in what the checkpoint lacks (any dataset's
-      // names and statistics were written into the file).
-      if (!src.sample_shape.empty() && src.sample_shape != m.spec.sample_shape)
-        throw UsageError(req.checkpoint + ": its model takes samples " + io::shape_text(src.sample_shape) + ", --data " +
-                         req.data_dir + " has " + io::shape_text(m.spec.sample_shape) + ": not the data it was trained on");
-      if (src.num_classes > 0 && m.spec.labeled && src.num_classes != m.spec.num_classes)
-        throw UsageError(fmt::format("{}: its model has {} classes, --data {} {}: not the data it was trained on",
-                                     req.checkpoint, src.num_classes, req.data_dir, m.spec.num_classes));
-      check_class_names(src, m.spec);
+      // Only data the model reads as it was trained fills in what the checkpoint lacks (any
+      // dataset's names and statistics were written into the file).
+      check_data_fits(src, m.spec);
       if (src.mean.empty()) src.mean = m.spec.mean;
       if (src.std.empty()) src.std = m.spec.std;
       if (src.class_names.empty()) src.class_names = m.spec.class_names;

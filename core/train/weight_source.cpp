@@ -120,9 +120,23 @@ std::string names_text(const std::vector<std::string>& names) {
 
 }  // namespace
 
-// Labelled data whose classes the model knows by other names, or in another order: its labels
-// would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
-void check_class_names(const WeightSource& src, const io::DatasetSpec& spec) {
+void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
+  // Ragged data: the padded length is the dataset's, not the model's; the rest must match.
+  const auto fixed = [&](std::vector<int64_t> s) {
+    if (spec.ragged && !s.empty()) s.pop_back();
+    return s;
+  };
+  if (!src.sample_shape.empty() && fixed(src.sample_shape) != fixed(spec.sample_shape))  // a usage error, as the rest
+    throw UsageError(src.path + ": its model takes samples " + io::shape_text(src.sample_shape) + ", the data has " +
+                     io::shape_text(spec.sample_shape));
+  // Unlabelled data has no vocabulary or classes of its own to differ (spec_for_model gives it the model's).
+  if (!src.tokens.empty() && (spec.labeled || !spec.tokens.empty()) && src.tokens != spec.tokens)
+    throw UsageError(src.path + ": its model's token vocabulary (" + std::to_string(src.tokens.size()) +
+                     " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
+  if (src.num_classes > 0 && spec.labeled && src.num_classes != spec.num_classes)
+    throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
+  // Labelled data whose classes the model knows by other names, or in another order: its labels
+  // would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
   if (src.class_names.empty() || spec.class_names.empty() || src.class_names == spec.class_names) return;
   std::vector<std::string> a = src.class_names, b = spec.class_names;
   std::sort(a.begin(), a.end());
@@ -143,20 +157,7 @@ std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fa
     opt.width = src.width;
     opt.depth = src.depth;
   }
-  // Ragged data: the padded length is the dataset's, not the model's; the rest must match.
-  const auto fixed = [&](std::vector<int64_t> s) {
-    if (spec.ragged && !s.empty()) s.pop_back();
-    return s;
-  };
-  LOCKSTEP_REQUIRE(src.sample_shape.empty() || fixed(src.sample_shape) == fixed(spec.sample_shape),
-                   src.path + ": its model takes samples " + io::shape_text(src.sample_shape) + ", the data has " +
-                       io::shape_text(spec.sample_shape));
-  if (!src.tokens.empty() && src.tokens != spec.tokens)
-    throw UsageError(src.path + ": its model's token vocabulary (" + std::to_string(src.tokens.size()) +
-                     " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
-  if (src.num_classes > 0 && src.num_classes != spec.num_classes)
-    throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
-  check_class_names(src, spec);
+  check_data_fits(src, spec);
   // Weights a diverged run (or a damaged export) left non-finite: every prediction NaN, its
   // argmax class 0, exit 0 (a hostile finding).
   for (const auto& [name, t] : src.tensors)

@@ -35,9 +35,11 @@ WeightSource read_weights(const std::string& path);
 // file), every weight loaded: a tensor missing, extra or of another shape is a UsageError
 // naming the file ("a checkpoint of another model family").
 std::shared_ptr<Net> build_model(const WeightSource& source, const ModelOptions& fallback, const io::DatasetSpec& spec);
-// Throws UsageError when SOURCE and labelled SPEC both name their classes, differently (another
-// order included: every label would mean another class). build_model checks it.
-void check_class_names(const WeightSource& source, const io::DatasetSpec& spec);
+// Throws UsageError naming SOURCE's file when its model cannot read SPEC's data as it was trained
+// to: another sample shape (a ragged one's padded length aside), token vocabulary or class count,
+// or labelled classes named differently (another order included: every label would mean another
+// class). build_model checks it; export --data too, before it takes anything from the data.
+void check_data_fits(const WeightSource& source, const io::DatasetSpec& spec);
 
 // The dataset spec a model from SOURCE sees DATA with: the data's samples, normalised as
 // the model was trained (SOURCE's mean/std when known: inference on new data must not

@@ -36,7 +36,6 @@ inline int64_t batch_for(int64_t batch, int64_t samples) {
   return batch < samples ? batch : (samples > 1 ? samples : 1);
 }
 
-
 class EpochLoader {
  public:
   // Steps cover positions [step*batch, (step+1)*batch) of ORDER, wrapping; with

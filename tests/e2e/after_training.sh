@@ -89,7 +89,7 @@ expect_rc 2 "$LOCKSTEP" export --checkpoint named-run/checkpoints/best.ckpt --da
 "$PYTHON" "$DOCS/../../bench/gpu_data.py" rgb.h5 32 3 16 16 2 >/dev/null
 "$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --name rgb --val-fraction 0 >/dev/null
 expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data rgb --out rgb.safetensors
-expect_output "its model takes samples \[1,28,28\], --data rgb has \[3,16,16\]: not the data it was trained on"
+expect_output "$ckpt: its model takes samples \[1,28,28\], the data has \[3,16,16\]"
 # (5) non-finite weights: every prediction NaN, its argmax class 0, exit 0.
 "$PYTHON" - model.safetensors nan.safetensors <<'PY'
 import json, struct, sys
