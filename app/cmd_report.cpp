@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 #include "core/tools/run_report.hpp"
 #include "core/tools/scaling_report.hpp"
 #include "core/tools/trace_merge.hpp"
@@ -43,6 +44,13 @@ int scaling(const std::string& dir) {
 int cmd_report(const Args& args) {
   if (args.size() == 2 && args[0] == "--trace") {
     const TraceSummary t = merge_traces(args[1]);
+    if (!t.skipped.empty()) {
+      std::string files;
+      for (const std::string& f : t.skipped) files += (files.empty() ? "" : ", ") + f;
+      log::warn("merged the newest job's traces (" + t.job + "); skipped what other jobs left in " + args[1] +
+                "/trace: " + files);
+    }
+    if (!t.note.empty()) log::warn(t.note);
     std::cout << t.table << "\nmerged " << t.ranks << " rank(s)"
               << (t.op_spans > 0 ? " and " + std::to_string(t.op_spans) + " operator spans (--trace.ops)" : std::string())
               << " into " << t.merged_path << " (open in chrome://tracing or ui.perfetto.dev)\n";

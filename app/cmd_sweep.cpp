@@ -1,13 +1,16 @@
 // cmd_sweep: `lockstep sweep FILE [--count | --task I]` — the runs of a hyper-parameter sweep
-// file (core/tools/sweep_plan.hpp), each checked against `lockstep train`'s options, so a
-// typo stops the submission, not N array tasks. Serial, no MPI.
+// file (core/tools/sweep_plan.hpp), each checked against `lockstep train`'s options (with the
+// options every run gets, after --), so a typo stops the submission, not N array tasks.
+// Serial, no MPI.
 //   lockstep sweep FILE            a table: index, run name, its options
 //   lockstep sweep FILE --count    the number of runs (slurm/sweep.sh: --array=0-(N-1))
 //   lockstep sweep FILE --task I   run I: its name on the first line, then one option
 //                                  word per line (slurm/sweep.sbatch reads them)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <map>
 
 #include "app/commands.hpp"
 #include "app/options.hpp"
@@ -18,24 +21,40 @@
 namespace lockstep::app {
 namespace {
 
-// Run I's options as `lockstep train` parses them (data.path stands in for the job's own).
-void check_task(const SweepTask& t, const std::string& file, size_t i) {
-  std::vector<std::string> args = t.args();
-  args.insert(args.end(), {"--data.path", "."});
+// Run I's options as `lockstep train` parses them: COMMON (every run's, after slurm/sweep.sh's
+// --) first, the run's own last (they win, as in sweep.sbatch); data.path stands in for the
+// job's own where none is given. One option under two names in a run (lr= and train.lr=)
+// is refused: which value it trained with was the parser's choice.
+void check_task(const SweepTask& t, const std::vector<std::string>& common, const std::string& file, size_t i) {
+  const std::string run = fmt::format("{}: run {} ({})", file, i, t.name);
+  std::map<std::string, std::string> seen;  // option -> the key the file wrote
+  const std::vector<std::string> own = expand_aliases(t.args());
+  for (size_t k = 0; k < t.overrides.size(); ++k)
+    if (const auto [it, fresh] = seen.emplace(own[2 * k], t.overrides[k].first); !fresh)
+      throw UsageError(fmt::format("{}: {} and {} are one option ({})", run, it->second, t.overrides[k].first,
+                                   own[2 * k]));
+  std::vector<std::string> args{"--data.path", "."};
+  args.insert(args.end(), common.begin(), common.end());
+  args.insert(args.end(), own.begin(), own.end());
   Config cfg;
   const ParseResult r = parse_train(args, &cfg);
-  if (r.status == ParseStatus::kError)
-    throw UsageError(fmt::format("{}: run {} ({}): {}", file, i, t.name, r.message));
+  if (r.status == ParseStatus::kError) throw UsageError(run + ": " + r.message);
 }
 
 }  // namespace
 
-int cmd_sweep(const Args& args) {
+int cmd_sweep(const Args& all) {
+  // lockstep sweep FILE [...] [-- TRAIN OPTIONS]: options every run gets, checked with each.
+  const auto dashes = std::find(all.begin(), all.end(), "--");
+  const Args args(all.begin(), dashes);
+  const std::vector<std::string> common(dashes == all.end() ? dashes : dashes + 1, all.end());
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args.size() > 3 ||
       (args.size() == 2 && args[1] != "--count") || (args.size() == 3 && args[1] != "--task")) {
-    std::cout << "usage: lockstep sweep FILE [--count | --task I]\n"
+    std::cout << "usage: lockstep sweep FILE [--count | --task I] [-- TRAIN OPTIONS]\n"
                  "  FILE: lines of KEY=VALUE[,VALUE...] (a line is every combination of its values;\n"
-                 "  the sweep is every line's), e.g.  lr=0.05,0.1 batch-size=64,128\n";
+                 "  the sweep is every line's), e.g.  lr=0.05,0.1 batch-size=64,128\n"
+                 "  a value with commas in double quotes: class-weights=\"1,2,1\",\"1,1,1\"\n"
+                 "  -- TRAIN OPTIONS: every run's (slurm/sweep.sh's), checked with each run's own\n";
     return args.empty() || args[0] == "--help" || args[0] == "-h" ? kExitOk : kExitUsage;
   }
   const std::string& file = args[0];
@@ -56,12 +75,12 @@ int cmd_sweep(const Args& args) {
     }
     if (i >= tasks.size())
       throw UsageError(fmt::format("lockstep sweep --task {}: {} has runs 0-{}", i, file, tasks.size() - 1));
-    check_task(tasks[i], file, i);
+    check_task(tasks[i], common, file, i);
     std::cout << tasks[i].name << "\n";
     for (const auto& a : tasks[i].args()) std::cout << a << "\n";
     return kExitOk;
   }
-  for (size_t i = 0; i < tasks.size(); ++i) check_task(tasks[i], file, i);
+  for (size_t i = 0; i < tasks.size(); ++i) check_task(tasks[i], common, file, i);
   std::cout << fmt::format("{} run(s) in {}:\n", tasks.size(), file);
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string opts;

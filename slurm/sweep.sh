@@ -9,7 +9,7 @@
 #     --sbatch "ARGS"     extra sbatch arguments (account, partition, time, nodes, GPUs, ...)
 #     --max-parallel N    at most N runs at once (--array=...%N)
 #   environment: JOB_CONFIG, LOCKSTEP_BIN, LAUNCHER as for the templates (job_common.sh)
-# Every run's options are checked (`lockstep sweep FILE`) before anything is submitted; FILE
+# Every run's options are checked (`lockstep sweep FILE -- OPTIONS`) before anything is submitted; FILE
 # is copied to SWEEP_DIR/sweep.overrides. Prints the array's job id. Submitting the same
 # sweep again continues its unfinished runs. Compare them: lockstep report SWEEP_DIR.
 # Run from the repository root (or with lockstep installed: module load lockstep).
@@ -41,7 +41,9 @@ for a in "$@"; do
       exit 2 ;;
   esac
 done
-"$LOCKSTEP_BIN" sweep "$FILE" >&2 || exit $?  # every run's options, checked; the list to the terminal
+# Every run's options, checked with the options after -- (a typo there was submitted to every
+# array element); the list to the terminal.
+"$LOCKSTEP_BIN" sweep "$FILE" -- "$@" >&2 || exit $?
 n=$("$LOCKSTEP_BIN" sweep "$FILE" --count)
 mkdir -p "$SWEEP_DIR"
 SWEEP_DIR=$(cd "$SWEEP_DIR" && pwd)

@@ -26,6 +26,13 @@ using io::RowKind;
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 
+// Run I's colour: the ten above, then hues a golden angle apart (11 runs or more repeated
+// the first colours: two runs drawn alike).
+std::string colour(size_t i) {
+  if (i < 10) return kColors[i];
+  return fmt::format("hsl({:.0f},70%,{}%)", std::fmod(static_cast<double>(i) * 137.508, 360.0), i % 2 ? 35 : 50);
+}
+
 struct Run {
   std::string dir, name;
   std::vector<MetricsRow> rows;
@@ -34,17 +41,10 @@ struct Run {
   bool resumable = false;
 };
 
-std::string basename(const std::string& dir) {
-  std::string d = dir;
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  const auto slash = d.find_last_of('/');
-  return slash == std::string::npos ? d : d.substr(slash + 1);
-}
-
 Run read_run(const std::string& dir) {
   Run r;
   r.dir = dir;
-  r.name = basename(dir);
+  r.name = dir;  // name_runs names it
   r.rows = io::read_metrics_rows(dir + "/metrics.jsonl");
   for (const auto& row : r.rows) r.json.push_back(row.to_json());
   const std::string ini = dir + "/config.ini";
@@ -222,10 +222,12 @@ std::string html_page(const std::vector<Run>& runs, const std::vector<std::strin
       for (const auto& [x, y] : curves[i].at(m)) pts.push_back({x, y});
       series[m] = pts;
     }
-    data["runs"].push_back({{"name", runs[i].name}, {"color", kColors[i % 10]}, {"series", series}});
+    data["runs"].push_back({{"name", runs[i].name}, {"color", colour(i)}, {"series", series}});
   }
-  std::string json = io::dump_json(data);
-  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3) json.replace(p, 2, "<\\/");
+  // No '<' inside the script: "</script" ended it and "<!--" in a run's name broke it (a
+  // hostile finding); JSON's \u003c is the same character to the script.
+  std::string json;
+  for (const char c : io::dump_json(data)) json += c == '<' ? std::string("\\u003c") : std::string(1, c);
   const std::string rows = html_table(table);
   return R"(<!doctype html>
 <html><head><meta charset="utf-8"><title>lockstep report</title>
@@ -281,6 +283,47 @@ draw();
 )";
 }
 
+// Runs named by their directory's name, or where two share it (lr=0.1 of two sweeps) by as
+// many trailing path parts as tell them apart.
+void name_runs(std::vector<Run>& runs) {
+  std::vector<std::vector<std::string>> parts(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (std::string d = runs[i].dir; !d.empty();) {
+      while (d.size() > 1 && d.back() == '/') d.pop_back();
+      const auto slash = d.find_last_of('/');
+      parts[i].push_back(slash == std::string::npos ? d : d.substr(slash + 1));
+      if (slash == std::string::npos || slash == 0) break;
+      d.resize(slash);
+    }
+  std::vector<size_t> depth(runs.size(), 1);
+  for (bool again = true; again;) {
+    again = false;
+    std::map<std::string, std::vector<size_t>> by_name;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::string name;
+      for (size_t k = std::min(depth[i], parts[i].size()); k > 0; --k) name += (name.empty() ? "" : "/") + parts[i][k - 1];
+      runs[i].name = name.empty() ? runs[i].dir : name;
+      by_name[runs[i].name].push_back(i);
+    }
+    for (const auto& [name, idx] : by_name)
+      if (idx.size() > 1)
+        for (const size_t i : idx)
+          if (depth[i] < parts[i].size()) ++depth[i], again = true;
+  }
+}
+
+// The numeric fields any run's rows hold (what --metric can name).
+std::string metric_names(const std::vector<Run>& runs) {
+  std::set<std::string> names;
+  for (const auto& r : runs)
+    for (const auto& row : r.json)
+      for (const auto& [k, v] : row.items())
+        if (v.is_number() && k != "step" && k != "epoch") names.insert(k);
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> find_runs(const std::vector<std::string>& args) {
@@ -304,6 +347,7 @@ std::vector<std::string> find_runs(const std::vector<std::string>& args) {
 RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vector<std::string>& metrics) {
   std::vector<Run> runs;
   for (const auto& d : run_dirs) runs.push_back(read_run(d));
+  name_runs(runs);
   RunsReport rep;
   rep.metrics = metrics;
   if (rep.metrics.empty()) {
@@ -328,6 +372,10 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
   Curves curves(runs.size());  // once, for the SVG and the page
   for (size_t i = 0; i < runs.size(); ++i)
     for (const auto& m : rep.metrics) curves[i][m] = curve(runs[i], m);
+  // A metric named on purpose that no run has (a typo) drew an empty chart, exit 0.
+  for (const auto& m : metrics)
+    if (std::all_of(curves.begin(), curves.end(), [&](const auto& c) { return c.at(m).empty(); }))
+      throw UsageError("--metric " + m + ": no run has it (the rows hold " + metric_names(runs) + ")");
   std::vector<io::Chart> charts;
   for (const auto& m : rep.metrics) {
     io::Chart c;
@@ -340,7 +388,7 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
     for (size_t i = 0; i < runs.size(); ++i) {
       io::PlotSeries s;
       s.name = runs[i].name;
-      s.color = kColors[i % 10];
+      s.color = colour(i);
       for (const auto& [x, y] : curves[i].at(m)) {
         s.x.push_back(x), s.y.push_back(y);
         lo = any ? std::min(lo, y) : y;

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
-#include "io/import/text_fields.hpp"
 
 namespace lockstep {
 namespace {
@@ -18,6 +17,29 @@ std::string safe(const std::string& s) {
   std::string out = s;
   for (char& c : out)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '=' || c == '-')) c = '_';
+  return out;
+}
+
+// The values of "a,b" or "\"1,2,1\",\"1,1,1\"": commas inside double quotes belong to the
+// value (--train.class-weights 1,2,1 could not be written before).
+std::vector<std::string> split_values(const std::string& text, const std::string& where, const std::string& key,
+                                      const std::string& token) {
+  std::vector<std::string> out(1);
+  bool quoted = false, was_quoted = false;
+  for (const char c : text) {
+    if (c == '"') {
+      quoted = !quoted;
+      was_quoted = true;
+    } else if (c == ',' && !quoted) {
+      if (out.back().empty() && !was_quoted) throw UsageError(where + ": " + key + " has an empty value in '" + token + "'");
+      out.emplace_back();
+      was_quoted = false;
+    } else {
+      out.back() += c;
+    }
+  }
+  if (quoted) throw UsageError(where + ": '" + token + "' opens a quote it does not close");
+  if (out.back().empty() && !was_quoted) throw UsageError(where + ": " + key + " has an empty value in '" + token + "'");
   return out;
 }
 
@@ -50,12 +72,19 @@ std::vector<SweepTask> plan_sweep(const std::string& text, const std::string& fi
       std::string key = token.substr(0, eq);
       if (key.rfind("--", 0) == 0) key = key.substr(2);
       if (!seen.insert(key).second) throw UsageError(where + ": " + key + " is given twice on one line");
-      std::vector<std::string> values = io::split_fields(token.substr(eq + 1), ',');  // empty fields kept
-      for (const auto& v : values)
-        if (v.empty()) throw UsageError(where + ": " + key + " has an empty value in '" + token + "'");
-      keys.emplace_back(std::move(key), std::move(values));
+      keys.emplace_back(key, split_values(token.substr(eq + 1), where, key, token));
     }
     if (keys.empty()) continue;
+    // Counted before any is made: a grid of 10^8 runs was a bare std::bad_alloc.
+    size_t runs = 1;
+    for (const auto& [key, values] : keys) runs = runs > kMaxSweepRuns ? runs : runs * values.size();
+    if (tasks.size() + runs > kMaxSweepRuns)
+      throw UsageError(fmt::format("{}: the sweep would have {} runs, more than {} (a Slurm job array holds at most "
+                                   "MaxArraySize, 1001 by default): split it",
+                                   where,
+                                   runs > kMaxSweepRuns ? fmt::format("over {}", kMaxSweepRuns)
+                                                        : std::to_string(tasks.size() + runs),
+                                   kMaxSweepRuns));
     // Every combination, the first key slowest: an odometer over the value lists.
     std::vector<size_t> at(keys.size(), 0);
     for (;;) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "core/base/error.hpp"
 #include "io/util/file_util.hpp"
@@ -42,6 +43,64 @@ int64_t merge_ops(const std::string& path, int rank, io::Json& out) {
   return n;
 }
 
+// The job a trace file is of: its world, traced steps and first step (step_trace.hpp).
+// All zero for a file of an older lockstep, which says nothing of its job.
+struct JobKey {
+  int64_t world = 0, first = 0, last = 0, job_first = 0;
+  bool operator==(const JobKey& o) const {
+    return world == o.world && first == o.first && last == o.last && job_first == o.job_first;
+  }
+};
+
+std::string job_text(const JobKey& k) {
+  if (k.world == 0) return "a job of an older lockstep, which did not say which";
+  return fmt::format("the job of {} rank(s) that traced steps {}-{} from step {} on", k.world, k.first, k.last,
+                     k.job_first);
+}
+
+struct TraceFile {
+  std::string name, path;
+  int rank = -1;
+  JobKey job;
+  bool ops = true;
+  double unix_time = 0;
+  io::Json json;
+};
+
+std::vector<TraceFile> read_trace_files(const std::string& dir) {
+  std::vector<TraceFile> files;
+  for (const std::string& f : io::list_dir(dir)) {
+    if (f.compare(0, 5, "rank-") != 0 || f.size() < 11 || f.compare(f.size() - 5, 5, ".json") != 0) continue;
+    TraceFile t;
+    t.name = f;
+    t.path = dir + "/" + f;
+    t.json = io::parse_json(io::read_text_file(t.path), t.path);
+    LOCKSTEP_REQUIRE(t.json.contains("traceEvents") && t.json["traceEvents"].is_array(),
+                     t.path + ": not a Chrome trace (no traceEvents)");
+    const std::string digits = f.substr(5, f.size() - 10);
+    t.rank = digits.size() <= 7 && digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
+    if (t.json.contains("lockstep")) {
+      const io::Json& m = t.json["lockstep"];
+      const std::string what = t.path + ": lockstep";
+      t.job = JobKey{io::json_get<int64_t>(m, "world", what), io::json_get<int64_t>(m, "first_step", what),
+                     io::json_get<int64_t>(m, "last_step", what), io::json_get<int64_t>(m, "job_first_step", what)};
+      t.ops = io::json_get<bool>(m, "ops", what);
+      t.unix_time = io::json_get<double>(m, "unix_time", what);
+      t.rank = io::json_get<int>(m, "rank", what);
+    }
+    files.push_back(std::move(t));
+  }
+  return files;
+}
+
+// The job of the newest file that says which (else the older lockstep's files).
+JobKey newest_job(const std::vector<TraceFile>& files) {
+  const TraceFile* newest = nullptr;
+  for (const TraceFile& f : files)
+    if (f.job.world > 0 && (!newest || f.unix_time > newest->unix_time)) newest = &f;
+  return newest ? newest->job : JobKey{};
+}
+
 }  // namespace
 
 TraceSummary merge_traces(const std::string& run_dir) {
@@ -56,32 +115,38 @@ TraceSummary merge_traces(const std::string& run_dir) {
     int collectives = 0;
   };
   std::map<int, Rank> ranks;
-  for (const std::string& f : io::list_dir(dir)) {
-    if (f.compare(0, 5, "rank-") != 0 || f.size() < 11 || f.compare(f.size() - 5, 5, ".json") != 0) continue;
-    const std::string path = dir + "/" + f;
-    const io::Json t = io::parse_json(io::read_text_file(path), path);
-    LOCKSTEP_REQUIRE(t.contains("traceEvents") && t["traceEvents"].is_array(), path + ": not a Chrome trace (no traceEvents)");
-    for (const auto& e : t["traceEvents"]) {
+  TraceSummary s;
+  std::vector<TraceFile> files = read_trace_files(dir);
+  LOCKSTEP_REQUIRE(!files.empty(), dir + ": no rank-R.json traces");
+  const JobKey job = newest_job(files);
+  for (const TraceFile& f : files) {
+    if (!(f.job == job)) {
+      s.skipped.push_back(f.name + " (" + job_text(f.job) + ")");
+      continue;
+    }
+    for (const auto& e : f.json["traceEvents"]) {
       merged["traceEvents"].push_back(e);
       if (e.value("ph", "") != "X") continue;
-      Rank& r = ranks[io::json_get_or<int>(e, "pid", -1, path)];
-      const double dur = io::json_get_or<double>(e, "dur", 0.0, path) / 1000.0;
+      Rank& r = ranks[io::json_get_or<int>(e, "pid", -1, f.path)];
+      const double dur = io::json_get_or<double>(e, "dur", 0.0, f.path) / 1000.0;
       if (e.value("cat", "") == "step") {
         r.ms[e.value("name", "")] += dur;
         if (e.contains("args") && e["args"].contains("step"))
-          r.steps.insert(io::json_as<int64_t>(e["args"]["step"], path + ": args.step"));
+          r.steps.insert(io::json_as<int64_t>(e["args"]["step"], f.path + ": args.step"));
       } else if (e.value("cat", "") == "collective") {
         r.collective_ms += dur;
         ++r.collectives;
       }
     }
+    // An operator profile of this job's (an older trace says nothing: any there is taken).
+    const std::string ops = dir + "/ops-rank-" + std::to_string(f.rank) + ".json";
+    if (f.ops && io::path_exists(ops)) s.op_spans += merge_ops(ops, f.rank, merged["traceEvents"]);
   }
-  LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no rank-R.json traces");
-  TraceSummary s;
-  for (const auto& [rank, r] : ranks) {
-    const std::string ops = dir + "/ops-rank-" + std::to_string(rank) + ".json";
-    if (io::path_exists(ops)) s.op_spans += merge_ops(ops, rank, merged["traceEvents"]);
-  }
+  LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no events in the rank-R.json traces of " + job_text(job));
+  if (job.world > 0 && static_cast<int>(ranks.size()) < job.world)
+    s.note = fmt::format("only {} of the job's {} ranks left a trace (a rank that failed before its range ended?)",
+                         ranks.size(), job.world);
+  s.job = job_text(job);
   s.ranks = static_cast<int>(ranks.size());
   s.merged_path = dir + "/merged.json";
   io::write_file_atomic(s.merged_path, io::dump_json(merged) + "\n");

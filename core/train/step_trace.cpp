@@ -69,10 +69,12 @@ std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last
   return "";
 }
 
-StepTrace::StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight,
-                     int64_t done, bool ops, bool cuda)
-    : range_(range), rank_(rank), host_(std::move(host)), dir_(std::move(dir)), flight_(flight), step_(done) {
+StepTrace::StepTrace(TraceRange range, int rank, int world, std::string host, std::string dir,
+                     const FlightRecorder* flight, int64_t done, bool ops, bool cuda)
+    : range_(range), rank_(rank), world_(world), host_(std::move(host)), dir_(std::move(dir)), flight_(flight),
+      step_(done), done_(done) {
   if (ops && on()) ops_ = std::make_unique<OpProfile>(cuda, rank_, dir_);
+  profiled_ = ops_ != nullptr;
   const double steady = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   offset_us_ = (unix_seconds() - steady) * 1e6;
 }
@@ -132,7 +134,10 @@ void StepTrace::finish() {
   written_ = true;
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" +
+                    io::dump_json({{"rank", rank_}, {"world", world_}, {"first_step", range_.first}, {"last_step", last},
+                                   {"job_first_step", done_ + 1}, {"ops", profiled_}, {"unix_time", unix_seconds()}}) +
+                    ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});
   for (const auto& [tid, name] : std::vector<std::pair<int, const char*>>{{0, "step phases"}, {1, "collectives"}, {2, "checkpoints"}})

@@ -7,6 +7,9 @@
 // are NVTX ranges for Nsight Systems (host issue times; the trace file has host times too:
 // on a GPU a phase's span is when the host issued it, the device time is in the log rows).
 // Times are unix microseconds, so ranks on different hosts line up to their clocks' sync.
+// Each file says which job wrote it ("lockstep": rank, world, the traced steps, the job's
+// first step, whether it profiled operators): report merges one job's files, never a file
+// an earlier job left in trace/ (trace_merge.hpp).
 // With --trace.ops (OPS) the same steps are also profiled operator by operator, kernels
 // included on GPUs (op_profile.hpp): RUN_DIR/trace/ops-rank-R.{json,txt}; at most the first
 // kMaxOpSteps of them (a profile holds every operator: a 10000-step one would not fit memory).
@@ -37,10 +40,10 @@ std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last
 
 class StepTrace {
  public:
-  // DONE: global steps done before this run's first step (a resumed run).
+  // RANK of WORLD. DONE: global steps done before this run's first step (a resumed run).
   // OPS: profile the traced steps' operators too (CUDA: kernels as well).
-  StepTrace(TraceRange range, int rank, std::string host, std::string dir, const FlightRecorder* flight, int64_t done,
-            bool ops = false, bool cuda = false);
+  StepTrace(TraceRange range, int rank, int world, std::string host, std::string dir, const FlightRecorder* flight,
+            int64_t done, bool ops = false, bool cuda = false);
   bool on() const { return !range_.empty(); }
   void begin_step(Clock::time_point t);        // the step timer's begin_step
   void mark(Phase phase, Clock::time_point t);  // the end of PHASE
@@ -56,10 +59,12 @@ class StepTrace {
   bool active() const { return on() && step_ >= range_.first && step_ <= range_.last; }
 
   TraceRange range_;
-  int rank_;
+  int rank_, world_;
   std::string host_, dir_;
   const FlightRecorder* flight_;
   int64_t step_;  // the step running now (1-based)
+  int64_t done_;  // steps done before this job's first
+  bool profiled_ = false;  // --trace.ops: this job writes ops-rank-R files
   Clock::time_point last_{};
   double offset_us_;  // unix - steady, microseconds
   double window_begin_ = 0, window_end_ = 0;  // unix seconds of the traced steps

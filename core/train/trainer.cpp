@@ -41,9 +41,9 @@ class Trainer {
         window_(s.global_batch, s.mpi.size(), cfg_.amp == Amp::kFp16), ranks_(s.mpi.rank(), s.mpi.size(),
         s.mpi.hosts(), sum(), cfg_.straggler_windows, cfg_.straggler_percent, s.gpu_watch) {
     const TraceRange trace = parse_trace_range(cfg_.trace_steps);
-    timer_.set_trace(std::make_unique<StepTrace>(trace, s.mpi.rank(), s.mpi.host(), cfg_.run_dir + "/trace",
-                                                 s.mpi.watchdog() ? &s.mpi.watchdog()->flight() : nullptr, state.pos().step,
-                                                 cfg_.trace_ops, s.place.device.is_cuda()));
+    timer_.set_trace(std::make_unique<StepTrace>(
+        trace, s.mpi.rank(), s.mpi.size(), s.mpi.host(), cfg_.run_dir + "/trace", s.mpi.watchdog() ? &s.mpi.watchdog()->flight()
+        : nullptr, state.pos().step, cfg_.trace_ops, s.place.device.is_cuda()));
     if (const std::string note = trace_range_note(trace, state.pos().step, s.planned_steps); !note.empty())
       log::warn0(note);
   }

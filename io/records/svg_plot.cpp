@@ -93,7 +93,10 @@ std::string xml_escape(const std::string& text) {
       case '>': out += "&gt;"; break;
       case '\'': out += "&#39;"; break;
       case '"': out += "&quot;"; break;
-      default: out += ch;
+      case '\t': case '\n': case '\r': out += ' '; break;
+      // XML 1.0 has no other control characters, escaped or not: one in a run's name made
+      // curves.svg unreadable (a hostile finding).
+      default: out += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f ? '?' : ch;
     }
   }
   return out;

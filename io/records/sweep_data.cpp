@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "core/base/error.hpp"
 #include "io/records/metrics_row.hpp"
@@ -20,15 +21,19 @@ SweepRun read_run(const std::string& dir, int ranks) {
   std::vector<double> sps;
   double seconds = 0, exposed = 0;
   bool first = true, ended = false;
+  int64_t world = 0, end_step = 0;
   for (const MetricsRow& row : read_metrics_rows(path)) {
     if (row.kind == RowKind::kEnd) {
       ended = true;
+      end_step = row.step;
+      world = row.world_size.value_or(0);
       run.global_batch = row.global_batch.value_or(0);
       run.params = row.params.value_or(0);
       run.wire_bytes = static_cast<double>(row.grad_wire_bytes.value_or(0));
       run.buckets = static_cast<int>(row.grad_buckets.value_or(1));
     }
     if (row.kind != RowKind::kTrain) continue;
+    if (ended && row.step > end_step) ended = false;  // extended past that end, and not ended again
     if (first) {  // the first window holds warm-up (allocation, first-touch, caches)
       first = false;
       continue;
@@ -38,7 +43,12 @@ SweepRun read_run(const std::string& dir, int ranks) {
     seconds += *row.seconds;
     exposed += row.exposed_comm_s.value_or(0.0);
   }
-  LOCKSTEP_REQUIRE(ended && run.global_batch > 0, path + ": the run did not finish (no end row)");
+  LOCKSTEP_REQUIRE(ended && run.global_batch > 0, path + ": the run did not finish (no end row after its last step)");
+  // The directory's name is what the sweep meant; the end row is what ran (a 1-rank run in
+  // ranks-4/ was charted as 4 ranks at 25% efficiency).
+  LOCKSTEP_REQUIRE(world == 0 || world == ranks,
+                   path + ": the run trained at " + std::to_string(world) + " rank(s) (its end row's world_size), " +
+                       "not the " + std::to_string(ranks) + " its directory's name says");
   LOCKSTEP_REQUIRE(!sps.empty(), path + ": fewer than 2 train rows (lower --train.log-every or run more steps)");
   std::sort(sps.begin(), sps.end());
   run.samples_per_s = sps[sps.size() / 2];
@@ -68,12 +78,17 @@ Sweep read_sweep(const std::string& dir) {
     for (std::string line; std::getline(in, line);)
       if (line.rfind("mode=", 0) == 0) s.mode = line.substr(5);
   }
+  std::map<int, std::string> names;  // rank count -> its directory
   for (const std::string& name : list_dir(dir)) {
     if (name.rfind("ranks-", 0) != 0 || !is_directory(dir + "/" + name)) continue;
     const std::string digits = name.substr(6);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     LOCKSTEP_REQUIRE(digits.size() <= 7, dir + "/" + name + ": " + digits + " is not a rank count (at most 9999999)");
-    s.runs.push_back(read_run(dir + "/" + name, std::stoi(digits)));
+    const int ranks = std::stoi(digits);
+    const auto [seen, fresh] = names.emplace(ranks, name);
+    LOCKSTEP_REQUIRE(fresh, dir + ": two run directories of " + std::to_string(ranks) + " rank(s), " + seen->second +
+                                " and " + name + ": keep one");
+    s.runs.push_back(read_run(dir + "/" + name, ranks));
   }
   LOCKSTEP_REQUIRE(!s.runs.empty(), dir + ": no ranks-N run directories (made by slurm/scaling_sweep.sh)");
   std::sort(s.runs.begin(), s.runs.end(), [](const SweepRun& a, const SweepRun& b) { return a.ranks < b.ranks; });

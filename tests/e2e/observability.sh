@@ -114,9 +114,25 @@ for r in (0, 1):
     summary = open(f"{sys.argv[1]}/ops-rank-{r}.txt").read()
     assert "operator profile of steps 5-8, rank %d" % r in summary and "aten::" in summary, summary
 PY
+# A file an earlier job left in trace/ (a 4-rank job's rank-3, other steps) was merged as a
+# rank of this job's timeline; now report merges the newest job's files and names the rest.
+"$PYTHON" - traced/trace <<'PY'
+import json, sys
+t = json.load(open(f"{sys.argv[1]}/rank-1.json"))
+t["lockstep"].update(rank=3, world=4, first_step=1, last_step=2, unix_time=t["lockstep"]["unix_time"] - 3600)
+for e in t["traceEvents"]:
+    e["pid"] = 3
+json.dump(t, open(f"{sys.argv[1]}/rank-3.json", "w"))
+PY
+expect_rc 0 "$LOCKSTEP" report --trace traced
+expect_output "merged 2 rank\(s\) and [0-9]+ operator spans"
+expect_output "skipped what other jobs left in traced/trace: rank-3.json \(the job of 4 rank\(s\) that traced steps 1-2 from step 1 on\)"
+rm traced/trace/rank-1.json
+expect_rc 0 "$LOCKSTEP" report --trace traced
+expect_output "only 1 of the job's 2 ranks left a trace"
 expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --run-dir bad --trace.steps 9-3
 expect_output "--trace.steps 9-3: steps count from 1 and A must not exceed B"
-pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces, checkpoints and operators (--trace.ops), merged by report"
+pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces, checkpoints and operators (--trace.ops), merged by report, one job's files only"
 
 # 5. --dist.compress: gradients all-reduced in 16 bits (half the bytes on the wire), the
 # run trains like the float32 one, and a bad value is refused naming the option.

@@ -70,6 +70,28 @@ assert b["lr=0.1"] < 0.1 * a["lr=0.1"] and b["lr=0.02"] > 300 and b["mlp"] > 300
 PY
 pass "sweep tasks train; report: table, curves.svg, report.html drawn by a headless browser, runs toggled"
 
+# A hostile round: two sweeps' runs of one name were told apart nowhere; a run named "<!--"
+# broke the page's script, a control character made curves.svg unreadable; an 11th run took
+# the 1st one's colour; --metric with a typo drew an empty chart, exit 0.
+mkdir -p other && cp -r "sweep/lr=0.1,batch-size=32" "other/lr=0.1,batch-size=32"
+cp -r "sweep/lr=0.02,batch-size=32" "other/<!--x"$'\x01'
+for i in $(seq 1 6); do cp -r "sweep/lr=0.02,batch-size=32" "other/copy-$i"; done
+expect_rc 0 "$LOCKSTEP" report sweep other --out both
+expect_output '^\| sweep/lr=0.1,batch-size=32 \|'
+expect_output '^\| other/lr=0.1,batch-size=32 \|'
+"$PYTHON" - both <<'PY' || fail "report's outputs are broken by a run's name"
+import re, sys, xml.etree.ElementTree as ET
+ET.parse(sys.argv[1] + "/curves.svg")  # well-formed XML
+page = open(sys.argv[1] + "/report.html").read()
+script = page[page.index("<script>") + 8:page.rindex("</script>")]
+assert "<" not in script.split("const DATA = ")[1].split(";\n")[0], "a '<' inside the page's data"
+colours = re.findall(r'"color":"([^"]+)"', script)
+assert len(colours) == len(set(colours)) >= 11, colours
+PY
+expect_rc 2 "$LOCKSTEP" report sweep --metric val_acuracy --out typo
+expect_output "--metric val_acuracy: no run has it \(the rows hold .*val_acc"
+pass "report: runs of one name told apart by their path, any run name safe in the page and the SVG, a colour per run, a misspelt --metric refused"
+
 # Errors: one line, exit 2.
 echo "lr=0.05 lr=0.1" >twice.txt
 expect_rc 2 "$LOCKSTEP" sweep twice.txt
@@ -103,5 +125,13 @@ cmp -s grid.txt sw/sweep.overrides || fail "sweep.overrides was replaced"
 expect_rc 0 sweep_sh grid.txt sw
 expect_rc 2 "$LOCKSTEP" sweep grid.txt --task -1
 expect_output "'-1' is not a run index"
-pass "slurm/sweep.sh refuses --run-dir after -- and another sweep in a sweep's directory"
+# A typo after -- was submitted to every element; one option under two names in a run
+# (lr= and train.lr=) trained with whichever the parser took.
+expect_rc 2 sweep_sh grid.txt sw2 -- --data data --epochz 3
+expect_output "grid.txt: run 0 \(.*\): .*epochz"
+[ ! -e sw2/sweep.overrides ] || fail "sweep.sh went on after a bad option after --"
+printf 'lr=0.1 train.lr=0.2\n' >aliases.txt
+expect_rc 2 "$LOCKSTEP" sweep aliases.txt
+expect_output "aliases.txt: run 0 \(lr=0.1,train.lr=0.2\): lr and train.lr are one option \(--train.lr\)"
+pass "slurm/sweep.sh refuses --run-dir after --, a bad option after --, and another sweep in a sweep's directory"
 echo "e2e runs_report: all passed"

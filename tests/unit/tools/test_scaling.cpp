@@ -88,6 +88,34 @@ TEST(Sweep, ReaderNamesWhatIsMissing) {
   EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-99999999999: 99999999999 is not a rank count");
 }
 
+// A hostile finding: the rank count came from the directory's name alone. A 1-rank run in
+// ranks-4/ was charted as 4 ranks at 25% efficiency; ranks-01/ beside ranks-1/ were two
+// baselines. The end row's world_size is what ran; a run extended past its end row and cut
+// has not finished.
+TEST(Sweep, TheEndRowSaysHowManyRanksRan) {
+  const std::string dir = lockstep::testing::fresh_dir("sweep_world");
+  const auto run = [&](const std::string& name, int world, const std::string& extra = "") {
+    io::make_dirs(dir + "/" + name);
+    std::ofstream(dir + "/" + name + "/metrics.jsonl")
+        << "{\"kind\": \"train\", \"step\": 10, \"samples_per_s\": 100, \"seconds\": 1}\n"
+        << "{\"kind\": \"train\", \"step\": 20, \"samples_per_s\": 120, \"seconds\": 1}\n"
+        << "{\"kind\": \"end\", \"step\": 20, \"global_batch\": 64, \"params\": 1000, \"world_size\": " << world
+        << "}\n"
+        << extra;
+  };
+  run("ranks-1", 1);
+  run("ranks-2", 2);
+  EXPECT_EQ(io::read_sweep(dir).runs.size(), 2u);
+  run("ranks-4", 1);
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir),
+                        "ranks-4/metrics.jsonl: the run trained at 1 rank(s) (its end row's world_size), not the 4");
+  run("ranks-4", 4, "{\"kind\": \"train\", \"step\": 30, \"samples_per_s\": 120, \"seconds\": 1}\n");
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-4/metrics.jsonl: the run did not finish (no end row after its last step)");
+  run("ranks-4", 4);
+  run("ranks-01", 1);
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir), ": two run directories of 1 rank(s), ranks-01 and ranks-1: keep one");
+}
+
 TEST(SvgPlot, ChartsHoldEverySeries) {
   io::Chart c{"throughput", "ranks", "samples/s", {}, 0, 0};
   c.series.push_back(io::PlotSeries{"measured", {1, 2, 4}, {100, 190, 350}, "#1f77b4", true, true, false});

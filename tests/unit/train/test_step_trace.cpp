@@ -45,7 +45,7 @@ TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
   flight.end(flight.begin("before"));
   {
     StepTimer timer(torch::kCPU);
-    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("3-4"), 1, "hostA", dir, &flight, 1));  // resumed at 1
+    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("3-4"), 1, 2, "hostA", dir, &flight, 1));  // resumed at 1
     for (int step = 2; step <= 6; ++step) {
       timer.begin_step();
       timer.mark(Phase::kData);
@@ -73,6 +73,13 @@ TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
   EXPECT_EQ(phases, 10);
   EXPECT_EQ(steps, (std::set<int64_t>{3, 4}));
   EXPECT_EQ(collectives, (std::set<std::string>{"gradient bucket 0 of step 3", "gradient bucket 0 of step 4"}));
+  // Which job wrote it: report merges one job's files (trace_merge).
+  EXPECT_EQ(t["lockstep"]["rank"], 1);
+  EXPECT_EQ(t["lockstep"]["world"], 2);
+  EXPECT_EQ(t["lockstep"]["first_step"], 3);
+  EXPECT_EQ(t["lockstep"]["last_step"], 4);
+  EXPECT_EQ(t["lockstep"]["job_first_step"], 2);
+  EXPECT_EQ(t["lockstep"]["ops"], false);
 }
 
 // --trace.ops: the summary's figures from made-up events — the device's busy time is the
@@ -103,7 +110,7 @@ TEST(OpProfile, SummarizesBusyTimeLaunchesAndSyncs) {
 // STEPS steps of one matrix product each, traced over RANGE with --trace.ops into DIR.
 void profiled_mm_steps(const std::string& dir, const std::string& range, int steps) {
   StepTimer timer(torch::kCPU);
-  timer.set_trace(std::make_unique<StepTrace>(parse_trace_range(range), 0, "hostA", dir, nullptr, 0, /*ops=*/true));
+  timer.set_trace(std::make_unique<StepTrace>(parse_trace_range(range), 0, 1, "hostA", dir, nullptr, 0, /*ops=*/true));
   torch::Tensor a = torch::ones({8, 8});
   for (int step = 1; step <= steps; ++step) {
     timer.begin_step();
