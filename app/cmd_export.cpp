@@ -17,7 +17,8 @@ int cmd_export(const Args& args) {
     return kExitOk;
   }
   if (parsed.status == ParseStatus::kError) throw UsageError(parsed.message + " (see lockstep export --help)");
-  export_weights(ExportRequest{cfg.checkpoint, cfg.export_out, cfg.data_dir, cfg.config_file, cfg.force_output});
+  export_weights(
+      ExportRequest{cfg.checkpoint, cfg.export_out, cfg.data_dir, cfg.config_file, cfg.model, cfg.force_output});
   return kExitOk;
 }
 

@@ -26,7 +26,11 @@
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 #include "io/loader/sample_order.hpp"
+#include "core/model/registry.hpp"
+#include "core/train/plan_checks.hpp"
 #include "io/dataset/shard_format.hpp"
+#include "io/loader/sample_store.hpp"
+#include "io/loader/shard_plan.hpp"
 #include "io/dataset/shard_reader.hpp"
 
 namespace lockstep {
@@ -163,6 +167,7 @@ struct Doctor {
       problem(e.what());
       return;
     }
+    if (mpi.rank() == 0) plan_check(m);
     int shard_index = 0, mine = 0;
     for (const auto& [name, split] : m.splits)
       for (const auto& shard : split.shards) {
@@ -181,6 +186,24 @@ struct Doctor {
     double total = mine;
     mpi.allreduce_sum(&total, 1);
     log::info0("doctor: data " + cfg.data_dir + ": read one batch from each of " + fmt::format("{:.0f}", total) + " shard(s)");
+  }
+
+  // What `lockstep train` with these options would refuse at its start: the data, splits and
+  // task options (check_training_plan), a model that cannot be built for the samples, a batch
+  // larger than a rank's share of the training split. Rank 0 alone (the same everywhere).
+  void plan_check(const io::Manifest& m) {
+    try {
+      check_training_plan(cfg, m);
+      make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations},
+                 m.spec);
+      // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
+      io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
+                          cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
+      log::info0(fmt::format("doctor: training plan: model {} on {} ({} split), batch {} x {} rank(s): ok", cfg.model,
+                             m.spec.name, cfg.train_split, cfg.batch_size, mpi.size()));
+    } catch (const Error& e) {
+      problem(std::string("training plan: ") + e.what());
+    }
   }
 
   // Seconds per all-reduce of N floats (max over ranks of the mean of ITERS).

@@ -20,7 +20,7 @@ void export_weights(const ExportRequest& req) {
         req.out.size() > 12 && req.out.compare(req.out.size() - 12, 12, ".safetensors") == 0;
     if (!to_safetensors_file) throw UsageError("--export.out " + req.out + ": the file name must end in .safetensors");
     check_output("--export.out", req.out, {req.checkpoint, req.config_file}, req.force);
-    WeightSource src = read_weights(req.checkpoint);
+    WeightSource src = read_weights(req.checkpoint, req.model);
     if (!req.data_dir.empty()) {
       const io::Manifest m = io::read_manifest(req.data_dir);
       // Only data the model reads as it was trained fills in what the checkpoint lacks (any
@@ -28,6 +28,7 @@ void export_weights(const ExportRequest& req) {
       check_data_fits(src, m.spec);
       if (src.mean.empty()) src.mean = m.spec.mean;
       if (src.std.empty()) src.std = m.spec.std;
+      if (src.data_dtype.empty()) src.data_dtype = io::dtype_name(m.spec.dtype);
       if (src.class_names.empty()) src.class_names = m.spec.class_names;
     }
     LOCKSTEP_REQUIRE(!src.model.empty(), req.checkpoint + ": the model family is unknown (a foreign safetensors file)");

@@ -15,6 +15,7 @@ struct ExportRequest {
   std::string out;         // .safetensors
   std::string data_dir;    // optional: normalisation and class names for checkpoints older than 0.2
   std::string config_file;  // the --config file, an input --out may not name
+  std::string model;        // --model.name: a TorchScript checkpoint's file is read only when named
   bool force = false;       // --force: replace an existing --out
 };
 

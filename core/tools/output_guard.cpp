@@ -7,6 +7,7 @@
 #include "io/dataset/shard_format.hpp"
 #include "io/records/run_dir.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 
 namespace lockstep {
 namespace {
@@ -77,6 +78,9 @@ void check_output(const std::string& option, const std::string& out, const std::
                      "; nothing was written)");
   if (!replace && (io::path_exists(out) || io::is_symlink(out)))
     throw UsageError(option + " " + out + " is an existing file: pass --force to replace it (nothing was written)");
+  // What a writer of this output killed mid-write left (OUT.lockstep-tmp.PID.HOST: a SIGTERM
+  // during predict's write): removed by temp_files' rule, only where that writer is gone.
+  io::remove_dead_temps(io::parent_dir(out), {}, io::base_name(out));
 }
 
 }  // namespace lockstep

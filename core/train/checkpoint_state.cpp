@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "io/dataset/shard_format.hpp"
 #include "io/util/json_io.hpp"
 #include "core/base/hash.hpp"
 
@@ -36,6 +38,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["num_classes"] = m.num_classes;
   o["mean"] = m.mean;
   o["std"] = m.std;
+  o["data_dtype"] = m.data_dtype;
   o["class_names"] = m.class_names;
   o["tokens"] = m.tokens;
   o["stopped_early"] = m.stopped_early;
@@ -88,6 +91,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get("num_classes", &m.num_classes);
     get_or("mean", &m.mean);
     get_or("std", &m.std);
+    get_or("data_dtype", &m.data_dtype);
     get_or("class_names", &m.class_names);
     get_or("tokens", &m.tokens);
     get_or("stopped_early", &m.stopped_early);
@@ -112,6 +116,13 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
   }
   const std::string norm = stored_normalisation_problem(m.mean, m.std, m.sample_shape);
   LOCKSTEP_REQUIRE(norm.empty(), path + ": checkpoint metadata: " + norm);
+  if (!m.data_dtype.empty()) {
+    try {
+      io::dtype_from_name(m.data_dtype);
+    } catch (const Error& e) {
+      throw Error(path + ": checkpoint metadata field 'data_dtype': " + e.what());
+    }
+  }
   LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
                        m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty() && m.clipped_steps >= 0 &&
                        m.clipped_steps <= m.pos.step,
@@ -131,7 +142,7 @@ std::string param_shapes_text(Net& model) {
   return shapes;
 }
 
-std::string non_finite_state(Net& model) {
+std::string non_finite_state(Net& model, torch::optim::Optimizer* opt) {
   std::vector<std::string> names;
   std::vector<torch::Tensor> values;
   const auto add = [&](const char* kind, const std::string& name, const torch::Tensor& t) {
@@ -148,6 +159,25 @@ std::string non_finite_state(Net& model) {
       return k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0;
     };
     if (ends("running_mean") || ends("running_var")) add("buffer", k, b.value());
+  }
+  // The optimizer's state: a NaN momentum made every step after a resume NaN, though the
+  // weights saved with it were finite (a hostile finding).
+  if (opt) {
+    std::map<const void*, std::string> param_names;
+    for (const auto& p : model.named_parameters()) param_names[p.value().unsafeGetTensorImpl()] = p.key();
+    for (const auto& [key, state] : opt->state()) {
+      const auto it = param_names.find(key);
+      const std::string of = "' of '" + (it == param_names.end() ? std::string("a parameter") : it->second);
+      if (const auto* s = dynamic_cast<const torch::optim::SGDParamState*>(state.get())) {
+        add("optimizer state", "momentum_buffer" + of, s->momentum_buffer());
+      } else if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(state.get())) {
+        add("optimizer state", "exp_avg" + of, a->exp_avg());
+        add("optimizer state", "exp_avg_sq" + of, a->exp_avg_sq());
+      } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
+        add("optimizer state", "exp_avg" + of, w->exp_avg());
+        add("optimizer state", "exp_avg_sq" + of, w->exp_avg_sq());
+      }
+    }
   }
   if (values.empty()) return "";
   // The largest magnitude of each: NaN for a NaN, inf for an infinity (never a sum that overflows).

@@ -46,6 +46,7 @@ struct CheckpointMeta {
   std::vector<int64_t> sample_shape;
   int64_t num_classes = 0;
   std::vector<double> mean, std;          // the data's normalisation (empty in older checkpoints)
+  std::string data_dtype;                 // the stored sample dtype it trained on ("uint8"); "" in older ones
   std::vector<std::string> class_names;
   std::vector<std::string> tokens;        // sequence targets' vocabulary (CTC models); empty otherwise
   std::string stopped_early;              // why the run stopped early ("" when it did not)
@@ -82,10 +83,11 @@ std::string stored_normalisation_problem(const std::vector<double>& mean, const 
 
 // "name:[shape];..." of every parameter: what a checkpoint's weights must match.
 std::string param_shapes_text(Net& model);
-// MODEL's first parameter or BatchNorm running statistic holding a NaN or an infinity, as
-// "parameter 'fc.weight'" or "buffer 'bn1.running_var'"; "" when every one is finite. One
-// reduction over all of them and one read of the device.
-std::string non_finite_state(Net& model);
+// MODEL's first parameter or BatchNorm running statistic, or OPT's first state tensor
+// (momentum, Adam's moments; OPT may be null), holding a NaN or an infinity, as "parameter
+// 'fc.weight'", "buffer 'bn1.running_var'" or "optimizer state 'exp_avg_sq' of 'fc.weight'";
+// "" when every one is finite. One reduction over all of them and one read of the device.
+std::string non_finite_state(Net& model, torch::optim::Optimizer* opt = nullptr);
 // Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):
 // another model family, width, depth, optimizer or parameter shapes. One line, naming PATH.
 std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, Net& model, const std::string& path);

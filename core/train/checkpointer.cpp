@@ -157,6 +157,7 @@ CheckpointMeta Checkpointer::meta_of(const TrainState& state) const {
   m.num_classes = spec_.num_classes;
   m.mean = spec_.mean;
   m.std = spec_.std;
+  m.data_dtype = io::dtype_name(spec_.dtype);
   m.class_names = spec_.class_names;
   m.tokens = spec_.tokens;
   m.lockstep_version = lockstep_version();
@@ -171,7 +172,7 @@ std::function<std::string()> Checkpointer::snapshot(int64_t step) {
   // the next step's loss, fp16's stall rule within LossScaler::kStalledSteps steps (a hostile
   // finding: fp16 checkpoints of NaN BatchNorm statistics). Collective: a rank's buffers
   // (BatchNorm's running statistics) may differ from rank 0's.
-  const std::string bad = non_finite_state(parts_.model);
+  const std::string bad = non_finite_state(parts_.model, &parts_.opt);
   double any_bad = bad.empty() ? 0.0 : 1.0;
   mpi.allreduce_max(&any_bad, 1);
   if (any_bad > 0)

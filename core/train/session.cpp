@@ -26,6 +26,7 @@
 #include "core/data/share_check.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "core/train/plan_checks.hpp"
 #include "core/train/weight_source.hpp"
 #include "io/loader/shard_plan.hpp"
 
@@ -33,19 +34,11 @@ namespace lockstep {
 namespace {
 
 // The reader of an optional split: null when it is off (USE false) or absent (a line
-// saying so: ROLE is skipped, HINT).
-// OPTION: the option naming it; a split it names other than its default that the data lacks is
-// an error (a misspelt --data.val-split turned validation off, and best.ckpt with it, silently).
+// saying so: ROLE is skipped, HINT). A split named on purpose that the data lacks was refused
+// by check_training_plan.
 std::unique_ptr<io::RankReader> optional_split(const Session& s, bool use, const std::string& split, const char* role,
-                                               const char* hint, const io::ReaderOptions& ropt, const char* option,
-                                               const std::string& default_split) {
+                                               const char* hint, const io::ReaderOptions& ropt) {
   if (!use) return nullptr;
-  if (!s.manifest.has_split(split) && split != default_split) {
-    std::string have;
-    for (const auto& [name, entry] : s.manifest.splits) have += (have.empty() ? "" : ", ") + name;
-    throw UsageError(fmt::format("{} {}: {} has no such split (it has {}; none: no {})", option, split, s.cfg.data_dir,
-                                 have, role));
-  }
   if (!s.manifest.has_split(split)) {
     log::info0(fmt::format("no '{}' split in {}: {} is skipped{}", split, s.cfg.data_dir, role, hint));
     return nullptr;
@@ -80,7 +73,7 @@ void init_weights(const Config& cfg, Net& model) {
   if (!cfg.init_from.empty()) {
     // Every rank reads the file (the weights are broadcast from rank 0 right after anyway):
     // a file one rank cannot read fails alike everywhere.
-    const WeightSource src = read_weights(cfg.init_from);
+    const WeightSource src = read_weights(cfg.init_from, cfg.model);
     const LoadReport r = load_named(model, src.tensors, split_list(cfg.init_exclude));
     if (r.loaded.empty())
       throw UsageError(fmt::format("--model.init-from {}: no tensor of it fits model '{}' ({} of its names are unknown "
@@ -93,34 +86,6 @@ void init_weights(const Config& cfg, Net& model) {
   if (!cfg.freeze.empty())
     log::info0(fmt::format("frozen: {} parameter tensor(s) under {} (--model.freeze)",
                            freeze(model, split_list(cfg.freeze)), cfg.freeze));
-}
-
-// The augmentation the config asks for (core/data/augment.hpp).
-AugmentOptions augment_options(const Config& cfg) {
-  return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast, cfg.random_erase};
-}
-
-// Options that only make sense for class labels, or only for sequence targets.
-
-void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
-  const std::string what = "dataset '" + spec.name + "' has ";
-  for (const auto& [metric, option] : {std::make_pair(cfg.best_metric, "--ckpt.best-metric"),
-                                       std::make_pair(cfg.early_stop_metric, "--train.early-stop-metric"),
-                                       std::make_pair(cfg.stop_metric, "--train.stop-at")}) {
-    if (spec.sequence_targets() && class_metric(metric))
-      throw UsageError(std::string(option) + " " + to_string(metric) + " needs class labels; " + what +
-                       "sequence targets: set " + option + " val_wer (or val_cer, val_loss)");
-    if (!spec.sequence_targets() && sequence_metric(metric))
-      throw UsageError(std::string(option) + " " + to_string(metric) + " needs sequence targets; " + what +
-                       "class labels: use val_f1, val_acc or val_loss");
-  }
-  if (!spec.sequence_targets()) return;
-  if (cfg.weighted_classes || cfg.label_smoothing > 0)
-    throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
-                     "sequence targets (CTC)");
-  if (augment_options(cfg).enabled())
-    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness, --data.contrast and "
-                     "--data.random-erase augment images and clips; " + what + "sequences");
 }
 
 // Each parameter's strides: the layout of its slot in the gradient buckets, which every
@@ -139,11 +104,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   mpi.set_flight_dir(cfg.run_dir + "/flight");  // flight records on a hang or SIGUSR2
   // 1. data
   manifest = io::read_manifest(cfg.data_dir);
-  const bool sequence = manifest.spec.sequence_targets();
-  if (!manifest.spec.labeled && !sequence)
-    throw UsageError(cfg.data_dir + ": dataset '" + manifest.spec.name +
-                     "' has neither class labels nor sequence targets: nothing to train on");
-  check_task_options(cfg, manifest.spec);
+  check_training_plan(cfg, manifest);
   classes = manifest.spec.num_classes;
   global_batch = cfg.batch_size * mpi.size() * cfg.grad_accum;
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
@@ -155,17 +116,14 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                                         cfg.remainder == Remainder::kWrap, train->dealt());
   check_rank_shares(*train, manifest, cfg.train_split, cfg.seed, 0, mpi);
   augment = augment_options(cfg);
-  check_augment(augment, manifest.spec.sample_shape, cfg.data_dir);
-  check_eval_hflip(cfg.eval_hflip, manifest.spec, cfg.data_dir);
   if (cfg.eval_hflip)
     log::info0("evaluation averages each sample's class probabilities with its mirror's (--eval.hflip): "
                "validation, best.ckpt and the test split see the mirrored-average prediction");
   val = optional_split(*this, cfg.use_val, cfg.val_split, "validation",
                        " (lockstep shard makes one with --val-fraction; --data.val-split test validates on the test "
                        "split, which then also selects best.ckpt)",
-                       ropt, "--data.val-split", Config{}.val_split);
-  test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt, "--data.test-split",
-                        Config{}.test_split);
+                       ropt);
+  test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt);
   if (val && cfg.val_split == cfg.test_split)
     log::warn0("validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
                "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");

@@ -45,9 +45,31 @@ T meta_json(const std::map<std::string, std::string>& meta, const char* key, con
   }
 }
 
-WeightSource from_checkpoint(const std::string& path) {
+// The model a file's metadata describes: what it cannot build is the file's fault, not an
+// option's (a safetensors file's lockstep_width -3 was reported as "--model.width must be >= 0").
+std::shared_ptr<Net> described_model(const ModelOptions& opt, const io::DatasetSpec& spec, const std::string& path) {
+  try {
+    return make_model(opt, spec);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("{}: its metadata describes model '{}' (width {}, depth {}), which cannot be built "
+                                 "for its data: {}",
+                                 path, opt.name, opt.width, opt.depth, e.what()));
+  }
+}
+
+// A TorchScript model is code: its file is loaded only where the user named one (SCRIPT), the
+// file's own metadata never says which (a checkpoint or safetensors file from elsewhere could
+// name any file; a relative path named another directory's file).
+void require_named_script(const std::string& model, const std::string& script, const std::string& path) {
+  if (model_family(model) == "torchscript" && model_family(script) != "torchscript")
+    throw UsageError(path + ": its model is " + model + ", a TorchScript file: lockstep loads one only when you name "
+                     "it (--model.name " + model + "), never because a file's metadata does");
+}
+
+WeightSource from_checkpoint(const std::string& path, const std::string& script) {
   const io::CheckpointData d = io::read_checkpoint(path);
   const CheckpointMeta m = meta_from_json(d.meta_json, path);
+  require_named_script(m.model, script, path);
   WeightSource w;
   w.path = path;
   w.model = m.model;
@@ -58,10 +80,12 @@ WeightSource from_checkpoint(const std::string& path) {
   w.step = m.pos.step;
   w.mean = m.mean;
   w.std = m.std;
+  w.data_dtype = m.data_dtype;
   w.class_names = m.class_names;
   w.tokens = m.tokens;
-  auto model = make_model(ModelOptions{m.model, 0.0, m.model_width, m.model_depth},
-                          spec_for(m.sample_shape, m.num_classes, m.tokens));
+  const std::string built = model_family(m.model) == "torchscript" ? script : m.model;
+  auto model = described_model(ModelOptions{built, 0.0, m.model_width, m.model_depth},
+                               spec_for(m.sample_shape, m.num_classes, m.tokens), path);
   load_state(d.payload, *model, nullptr, path);
   for (const auto& [name, t] : named_state(*model)) w.tensors.emplace_back(name, t.detach().clone());
   return w;
@@ -82,6 +106,14 @@ WeightSource from_safetensors_file(const std::string& path) {
   w.std = meta_json<std::vector<double>>(meta, "std", {}, path);
   const std::string norm = stored_normalisation_problem(w.mean, w.std, w.sample_shape);
   if (!norm.empty()) throw UsageError(path + ": safetensors metadata: " + norm);
+  w.data_dtype = meta.count("data_dtype") ? meta.at("data_dtype") : "";
+  if (!w.data_dtype.empty()) {
+    try {
+      io::dtype_from_name(w.data_dtype);
+    } catch (const Error& e) {
+      throw UsageError(path + ": safetensors metadata 'data_dtype': " + e.what());
+    }
+  }
   w.class_names = meta_json<std::vector<std::string>>(meta, "class_names", {}, path);
   w.tokens = meta_json<std::vector<std::string>>(meta, "tokens", {}, path);
   // A file without lockstep's metadata: torchvision's ResNet names are recognised.
@@ -98,10 +130,10 @@ WeightSource from_safetensors_file(const std::string& path) {
 
 }  // namespace
 
-WeightSource read_weights(const std::string& path) {
+WeightSource read_weights(const std::string& path, const std::string& model_name) {
   try {
     if (ends_with(path, ".safetensors")) return from_safetensors_file(path);
-    if (ends_with(path, ".ckpt")) return from_checkpoint(path);
+    if (ends_with(path, ".ckpt")) return from_checkpoint(path, model_name);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -116,6 +148,29 @@ std::string names_text(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 6; ++i) out += (i ? "," : "") + names[i];
   return names.size() > 6 ? out + ",..." : out;
+}
+
+// Samples in other units than the model was trained on ("" when none is seen): a spread 16x
+// wider or narrower in every channel (a re-import in other units moves every channel alike;
+// one dead sensor does not). A model without statistics normalises with the data's own, so
+// any units do. The stored dtypes, where they differ, say why.
+std::string scale_problem(const WeightSource& src, const io::DatasetSpec& spec) {
+  if (src.std.empty() || src.std.size() != spec.std.size()) return "";
+  const std::string dtype = io::dtype_name(spec.dtype);
+  const std::string dtypes = !src.data_dtype.empty() && src.data_dtype != dtype
+                                 ? fmt::format(" (it trained on {} samples, the data stores {})", src.data_dtype, dtype)
+                                 : "";
+  constexpr double kFactor = 16.0;
+  size_t wider = 0, narrower = 0;
+  for (size_t c = 0; c < src.std.size(); ++c) {
+    wider += spec.std[c] > kFactor * src.std[c];
+    narrower += spec.std[c] * kFactor < src.std[c];
+  }
+  if (wider < src.std.size() && narrower < src.std.size()) return "";
+  return fmt::format("the data's samples spread {:.3g} (std of channel 0) where its model's training data spread "
+                     "{:.3g}, {:.3g}x {} in every channel{}",
+                     spec.std[0], src.std[0], wider ? spec.std[0] / src.std[0] : src.std[0] / spec.std[0],
+                     wider ? "wider" : "narrower", dtypes);
 }
 
 }  // namespace
@@ -135,6 +190,12 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
                      " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
   if (src.num_classes > 0 && spec.labeled && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
+  // Pixels stored as floats in [0, 1] for a model of 0-255 pixels: normalised with the model's
+  // statistics (mean 73, std 90) every input is wrong (a hostile finding: accuracy 0.098, exit 0).
+  const std::string scale = scale_problem(src, spec);
+  if (!scale.empty())
+    throw UsageError(src.path + ": " + scale + ": samples in other units (pixels 0-1 for 0-255?), every input "
+                     "normalised wrong; re-import the data in the units the model's was");
   // Labelled data whose classes the model knows by other names, or in another order: its labels
   // would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
   if (src.class_names.empty() || spec.class_names.empty() || src.class_names == spec.class_names) return;
@@ -152,7 +213,10 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
 
 std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fallback, const io::DatasetSpec& spec) {
   ModelOptions opt = fallback;
-  if (!src.model.empty()) {
+  // A file's metadata never names code to run (a safetensors file is meant to be safe to load).
+  require_named_script(src.model, fallback.name, src.path);
+  const bool described = !src.model.empty() && model_family(src.model) != "torchscript";
+  if (described) {  // else the file the user named (a TorchScript one), or a foreign file's model
     opt.name = src.model;
     opt.width = src.width;
     opt.depth = src.depth;
@@ -165,7 +229,7 @@ std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fa
       throw UsageError(src.path + ": weight '" + name + "' holds a NaN or an infinity (a diverged run's weights?)");
     else if (name.size() > 12 && name.compare(name.size() - 12, 12, ".running_var") == 0 && (t < 0).any().item<bool>())
       throw UsageError(src.path + ": '" + name + "' holds a negative variance (every output would be NaN)");
-  auto model = make_model(opt, spec);
+  auto model = described ? described_model(opt, spec, src.path) : make_model(opt, spec);
   const LoadReport r = load_named(*model, src.tensors, {});
   if (!r.missing.empty() || !r.unexpected.empty() || !r.mismatched.empty())
     throw UsageError(fmt::format("{}: its weights do not fit model '{}' (a checkpoint of another model family or "
@@ -206,6 +270,7 @@ std::map<std::string, std::string> export_metadata(const WeightSource& s) {
   m["std"] = io::dump_json(io::Json(s.std));
   m["class_names"] = io::dump_json(io::Json(s.class_names));
   if (!s.tokens.empty()) m["tokens"] = io::dump_json(io::Json(s.tokens));
+  if (!s.data_dtype.empty()) m["data_dtype"] = s.data_dtype;
   return m;
 }
 

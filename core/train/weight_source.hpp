@@ -23,22 +23,31 @@ struct WeightSource {
   int64_t num_classes = 0;            // 0 when unknown
   int64_t step = -1;
   std::vector<double> mean, std;      // the normalisation it was trained with (may be empty)
+  std::string data_dtype;             // the stored sample dtype it was trained on; "" when unknown
   std::vector<std::string> class_names;
   std::vector<std::string> tokens;  // a CTC model's vocabulary; empty for classifiers
   NamedTensors tensors;               // lockstep's names, on the CPU
 };
 
 // Throws UsageError naming PATH when it is neither a readable checkpoint nor safetensors.
-WeightSource read_weights(const std::string& path);
+// MODEL_NAME: the --model.name the user gave; a checkpoint of a TorchScript model is read
+// through the torchscript:FILE it names, and refused when it names none (a file's metadata
+// never makes lockstep load code).
+WeightSource read_weights(const std::string& path, const std::string& model_name);
 
 // A model for SPEC built as SOURCE says (or as FALLBACK says, for a foreign safetensors
 // file), every weight loaded: a tensor missing, extra or of another shape is a UsageError
-// naming the file ("a checkpoint of another model family").
+// naming the file ("a checkpoint of another model family"). A TorchScript model is code:
+// its file is loaded only when FALLBACK (--model.name) names one, never because a
+// checkpoint's or safetensors file's metadata does.
 std::shared_ptr<Net> build_model(const WeightSource& source, const ModelOptions& fallback, const io::DatasetSpec& spec);
 // Throws UsageError naming SOURCE's file when its model cannot read SPEC's data as it was trained
 // to: another sample shape (a ragged one's padded length aside), token vocabulary or class count,
-// or labelled classes named differently (another order included: every label would mean another
-// class). build_model checks it; export --data too, before it takes anything from the data.
+// labelled classes named differently (another order included: every label would mean another
+// class), or samples in other units: a spread (std) 16x wider or narrower than the model's
+// training data in every channel (pixels 0-1 for 0-255: the model's normalisation would make
+// every input wrong). open_inference checks it with the data's own statistics (before
+// spec_for_model puts the model's in their place); build_model and export --data too.
 void check_data_fits(const WeightSource& source, const io::DatasetSpec& spec);
 
 // The dataset spec a model from SOURCE sees DATA with: the data's samples, normalised as

@@ -326,39 +326,56 @@ ShardHeader read_shard_header(const std::string& path) {
   return h;
 }
 
+namespace {
+
+// The "ok ..." line of shard S of M in DIR once its bytes, samples and labels are what the
+// manifest says; throws naming the file otherwise.
+std::string verify_shard(const std::string& dir, const Manifest& m, const ShardEntry& s) {
+  const std::string path = dir + "/" + s.file;
+  LOCKSTEP_REQUIRE(path_exists(path), path + ": shard file is missing");
+  const uint32_t crc = crc32_of_file(path);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%08x", s.crc32);
+  char got[16];
+  std::snprintf(got, sizeof got, "%08x", crc);
+  LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
+  ShardFile f(path, m.spec, &s, m.dataset_id);
+  // Blocks of up to 1024 samples and 64 MiB (large clips: fewer), never more than the shard.
+  const int64_t block = std::min<int64_t>(
+      f.count(), std::clamp<int64_t>(static_cast<int64_t>((size_t{64} << 20) / m.spec.sample_bytes()), 1, 1024));
+  std::vector<unsigned char> samples(m.spec.sample_bytes() * static_cast<size_t>(block));
+  const int64_t w = m.spec.record_width();
+  std::vector<int64_t> records(static_cast<size_t>(block * w)),
+      hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
+  for (int64_t i = 0; i < f.count(); i += block) {
+    const int64_t k = std::min<int64_t>(block, f.count() - i);
+    f.read(i, k, samples.data(), records.data());  // checks lengths and targets too
+    for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(records[static_cast<size_t>(j * w)])];
+  }
+  LOCKSTEP_REQUIRE(hist == s.histogram, path + ": class histogram differs from the manifest");
+  std::snprintf(buf, sizeof buf, "ok  %-28s %8lld samples  crc32 %08x", s.file.c_str(), static_cast<long long>(s.count),
+                s.crc32);
+  return buf;
+}
+
+}  // namespace
+
 std::vector<std::string> verify_dataset(const std::string& dir) {
   const Manifest m = read_manifest(dir);
   std::vector<std::string> lines;
-  for (const auto& [split, entry] : m.splits) {
-    for (const auto& s : entry.shards) {
-      const std::string path = dir + "/" + s.file;
-      LOCKSTEP_REQUIRE(path_exists(path), path + ": shard file is missing");
-      const uint32_t crc = crc32_of_file(path);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%08x", s.crc32);
-      char got[16];
-      std::snprintf(got, sizeof got, "%08x", crc);
-      LOCKSTEP_REQUIRE(crc == s.crc32, path + ": checksum mismatch (manifest crc32 " + buf + ", file " + got + ")");
-      ShardFile f(path, m.spec, &s, m.dataset_id);
-      // Blocks of up to 1024 samples and 64 MiB (large clips: fewer), never more than the shard.
-      const int64_t block = std::min<int64_t>(
-          f.count(), std::clamp<int64_t>(static_cast<int64_t>((size_t{64} << 20) / m.spec.sample_bytes()), 1, 1024));
-      std::vector<unsigned char> samples(m.spec.sample_bytes() * static_cast<size_t>(block));
-      const int64_t w = m.spec.record_width();
-      std::vector<int64_t> records(static_cast<size_t>(block * w)),
-          hist(static_cast<size_t>(m.spec.labeled ? m.spec.num_classes : 0), 0);
-      for (int64_t i = 0; i < f.count(); i += block) {
-        const int64_t k = std::min<int64_t>(block, f.count() - i);
-        f.read(i, k, samples.data(), records.data());  // checks lengths and targets too
-        for (int64_t j = 0; m.spec.labeled && j < k; ++j) ++hist[static_cast<size_t>(records[static_cast<size_t>(j * w)])];
-      }
-      LOCKSTEP_REQUIRE(hist == s.histogram, path + ": class histogram differs from the manifest");
-      std::snprintf(buf, sizeof buf, "ok  %-28s %8lld samples  crc32 %08x", s.file.c_str(),
-                    static_cast<long long>(s.count), s.crc32);
-      lines.emplace_back(buf);
-    }
-  }
+  for (const auto& [split, entry] : m.splits)
+    for (const auto& s : entry.shards) lines.push_back(verify_shard(dir, m, s));
   return lines;
+}
+
+std::string verify_listed_shard(const std::string& path) {
+  const std::string dir = parent_dir(path), file = base_name(path);
+  if (!path_exists(dir + "/manifest.json")) return "";
+  const Manifest m = read_manifest(dir);
+  for (const auto& [split, entry] : m.splits)
+    for (const auto& s : entry.shards)
+      if (s.file == file) return verify_shard(dir, m, s);
+  return "";
 }
 
 }  // namespace lockstep::io

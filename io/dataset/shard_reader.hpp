@@ -86,5 +86,8 @@ ShardHeader read_shard_header(const std::string& path);
 // Checks every shard of every split in DIR against the manifest: existence, CRC-32,
 // attributes, counts, labels. Returns one line per shard; throws on the first problem.
 std::vector<std::string> verify_dataset(const std::string& dir);
+// The shard at PATH checked as verify_dataset checks it, against the manifest in its folder:
+// its "ok ..." line, or "" when no manifest there lists it; throws naming the file.
+std::string verify_listed_shard(const std::string& path);
 
 }  // namespace lockstep::io

@@ -48,10 +48,13 @@ Header parse_header(const char* h, int64_t file_bytes, const std::string& path) 
   Header hd{get_le(h + 8, 8), get_le(h + 16, 8), static_cast<uint32_t>(get_le(h + 24, 4))};
   // Compared without adding the lengths: a header whose lengths wrap 2^64 must not pass.
   const uint64_t body = static_cast<uint64_t>(file_bytes) - kHeaderBytes;
-  LOCKSTEP_REQUIRE(hd.meta_len <= body && hd.payload_len == body - hd.meta_len,
-                   path + ": truncated checkpoint (" + std::to_string(file_bytes) + " bytes; the header says " +
-                       std::to_string(hd.meta_len) + " bytes of metadata and " + std::to_string(hd.payload_len) +
-                       " of state after its " + std::to_string(kHeaderBytes) + ")");
+  const bool fits = hd.meta_len <= body && hd.payload_len == body - hd.meta_len;
+  // Longer than the header says (bytes appended, or another file written over it) is no truncation.
+  const bool longer = hd.meta_len <= body && hd.payload_len < body - hd.meta_len;
+  LOCKSTEP_REQUIRE(fits, path + (longer ? ": corrupt checkpoint: longer than its header says (" : ": truncated checkpoint (") +
+                             std::to_string(file_bytes) + " bytes; the header says " + std::to_string(hd.meta_len) +
+                             " bytes of metadata and " + std::to_string(hd.payload_len) + " of state after its " +
+                             std::to_string(kHeaderBytes) + ")");
   return hd;
 }
 

@@ -1,6 +1,8 @@
 // h5: see h5.hpp.
 #include "io/util/h5.hpp"
 
+#include <algorithm>
+
 namespace lockstep::io {
 namespace {
 
@@ -115,9 +117,19 @@ void write_attr(hid_t obj, const char* name, hid_t type, const void* data, hsize
   H5_CHECK(H5Awrite(attr.get(), type, data));
 }
 
+// "FILE: missing attribute 'NAME'": the file the object is in, so an error names it whoever
+// reads (inspect of an HDF5 file lockstep did not write said only "missing attribute 'name'").
+std::string missing_attr(hid_t obj, const char* name) {
+  std::string file(4096, '\0');
+  const ssize_t n = H5Fget_name(obj, file.data(), file.size());
+  file.resize(n > 0 ? std::min(static_cast<size_t>(n), file.size() - 1) : 0);
+  return (file.empty() ? std::string() : file + ": ") + "missing attribute '" + name +
+         "' (not a file lockstep wrote, or one of another version?)";
+}
+
 template <typename T>
 std::vector<T> read_attr(hid_t obj, const char* name, hid_t mem_type) {
-  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), std::string("missing attribute '") + name + "'");
+  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), missing_attr(obj, name));
   H5Handle attr(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
   H5Handle space(H5_CHECK(H5Aget_space(attr.get())));
   const hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
@@ -156,7 +168,7 @@ std::vector<double> h5_read_attr_f64(hid_t obj, const char* name) {
 }
 
 std::string h5_read_attr_str(hid_t obj, const char* name) {
-  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), std::string("missing attribute '") + name + "'");
+  LOCKSTEP_REQUIRE(h5_has_attr(obj, name), missing_attr(obj, name));
   H5Handle attr(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
   H5Handle type(H5_CHECK(H5Aget_type(attr.get())));
   LOCKSTEP_REQUIRE(H5Tget_class(type.get()) == H5T_STRING && !H5Tis_variable_str(type.get()),

@@ -51,12 +51,13 @@ bool parse_temp_name(const std::string& name, Writer* who, std::string* target) 
   return true;
 }
 
-TempSweep remove_dead_temps(const std::string& dir, const Writer& released) {
+TempSweep remove_dead_temps(const std::string& dir, const Writer& released, const std::string& target) {
   TempSweep out;
   if (!is_directory(dir)) return out;
   for (const std::string& name : list_dir(dir)) {
     Writer w;
-    if (!parse_temp_name(name, &w)) continue;
+    std::string of;
+    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != target)) continue;
     if (!writer_gone(w, released)) {
       out.kept.push_back(name);
       continue;

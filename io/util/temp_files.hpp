@@ -45,7 +45,8 @@ struct TempSweep {
   std::vector<std::string> kept;     // marked, but the writer may still be running
 };
 // Removes DIR's marked temp files whose writer is gone (the rule above). RELEASED is the
-// writer whose lock on DIR this process now holds (pid 0 when none is known).
-TempSweep remove_dead_temps(const std::string& dir, const Writer& released = {});
+// writer whose lock on DIR this process now holds (pid 0 when none is known). TARGET: only
+// the temp files of that name (an output's, OutputGuard), "" for all.
+TempSweep remove_dead_temps(const std::string& dir, const Writer& released = {}, const std::string& target = "");
 
 }  // namespace lockstep::io

@@ -107,7 +107,67 @@ expect_output "nan.safetensors: weight '.*' holds a NaN or an infinity"
 expect_rc 0 "$LOCKSTEP" evaluate --checkpoint "$ckpt" --data data --split val --batch-size 2000000000
 expect_rc 2 "$LOCKSTEP" evaluate --checkpoint "$ckpt" --data data --threads 100000
 expect_output "--train.threads must be at most 1024"
-pass "a hostile round: an existing output needs --force, the job file never; a missing folder before the work; an extra argument; a hand-edited manifest"
+# (7) the same images stored as floats in [0, 1] for a model of 0-255 pixels: normalised with the
+#     model's statistics (mean 73, std 90) every input was wrong (accuracy 0.098, exit 0). Refused
+#     by the data's spread (its std) against the model's; the error names the stored dtypes the
+#     checkpoint records. A model without statistics normalises with the data's own: it scores.
+"$PYTHON" - <<'PY'
+import json
+import h5py, numpy as np
+m = json.load(open("data/manifest.json"))
+x = np.concatenate([h5py.File("data/" + s["file"])["samples"][:] for s in m["splits"]["test"]["shards"]])
+y = np.concatenate([h5py.File("data/" + s["file"])["labels"][:] for s in m["splits"]["test"]["shards"]])
+for name, scale in (("unit", 1 / 255), ("same", 1.0)):
+    with h5py.File(name + ".h5", "w") as f:
+        f["samples"] = (x.astype(np.float32) * scale).astype(np.float32)
+        f["labels"] = y
+PY
+for name in unit same; do
+  "$LOCKSTEP" shard --input "hdf5:$name.h5" --output "$name" --name "$name" --val-fraction 0 --shards 1 >/dev/null
+done
+expect_rc 2 run_mpi 1 evaluate --checkpoint "$ckpt" --data unit --split train
+expect_output "$ckpt: the data's samples spread 0\.3[0-9]* \(std of channel 0\) where its model's training data spread [0-9.]+, 2[0-9.]+x narrower in every channel \(it trained on uint8 samples, the data stores float32\): samples in other units"
+expect_rc 2 run_mpi 1 predict --checkpoint model.safetensors --data unit --split train --out unit.csv
+[ ! -e unit.csv ] || fail "predict wrote predictions of wrongly normalised inputs"
+expect_rc 0 run_mpi 1 evaluate --checkpoint "$ckpt" --data same --split train  # same units, stored as floats
+expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data unit --out unit.safetensors
+"$PYTHON" - model.safetensors nostats.safetensors <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+assert h["__metadata__"]["data_dtype"] == "uint8", h["__metadata__"]
+for k in ("mean", "std"):
+    h["__metadata__"][k] = "[]"
+head = json.dumps(h).encode()
+head += b" " * (-len(head) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(head)) + head + b[8 + n:])
+PY
+expect_rc 0 run_mpi 1 evaluate --checkpoint nostats.safetensors --data unit --split train
+# (8) inspect's words: an HDF5 file lockstep did not write was "missing attribute 'name'" with
+#     no file named; a checkpoint with bytes appended was "truncated", and exit 1 where
+#     evaluate says 2 of the same file.
+expect_rc 2 "$LOCKSTEP" inspect unit.h5
+expect_output "unit.h5: missing attribute 'name' \(not a file lockstep wrote"
+cp "$ckpt" appended.ckpt && echo extra >>appended.ckpt
+expect_rc 2 "$LOCKSTEP" inspect appended.ckpt
+expect_output "appended.ckpt: corrupt checkpoint: longer than its header says"
+expect_rc 2 run_mpi 1 evaluate --checkpoint appended.ckpt --data data
+#     A shard is checked against the manifest beside it, as a checkpoint against its checksum.
+expect_rc 0 "$LOCKSTEP" inspect "data/$shard"
+expect_output "^verified     $shard +[0-9]+ samples  crc32 [0-9a-f]+, as the manifest beside it lists it"
+rm -rf flipped && cp -r data flipped
+"$PYTHON" - "flipped/$shard" <<'PY'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(os.path.getsize(sys.argv[1]) - 100)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0xFF]))
+PY
+expect_rc 2 "$LOCKSTEP" inspect "flipped/$shard"
+expect_output "flipped/$shard: checksum mismatch"
+pass "a hostile round: an existing output needs --force, the job file never; a missing folder before the work; an extra argument; a hand-edited manifest; data in other units than the model's"
 
 "$PYTHON" - "$DOCS" "$ckpt" <<'PY' || fail "PyTorch disagrees with lockstep predict"
 import csv, json, sys

@@ -142,7 +142,18 @@ PY
   --args "{\"features\": 40, \"tokens\": 3}" --out wrong.pt >/dev/null
 expect_rc 2 run_mpi 1 train --data digits --model torchscript:wrong.pt --epochs 1 --ckpt.best-metric val_wer --run-dir bad-byo
 expect_output "forward returns logits of shape \[2, [0-9]+, 4\] for a batch of 2, expected \[2, T, $((tokens + 1))\]"
-pass "a scripted PyTorch GRU-CTC (x, lengths) -> (logits, out_lengths) trains at 2 ranks; a wrong vocabulary is refused"
+# A TorchScript model is code: a checkpoint's (or an export's) metadata naming one never makes
+# lockstep load it (a safetensors file from elsewhere could name any file); the user names it.
+expect_rc 2 run_mpi 1 evaluate --data digits --checkpoint byo/checkpoints/best.ckpt --eval.split test
+expect_output "byo/checkpoints/best.ckpt: its model is torchscript:gru_ctc.pt, a TorchScript file: lockstep loads one only when you name it"
+expect_rc 2 "$LOCKSTEP" export --checkpoint byo/checkpoints/best.ckpt --out byo.safetensors
+expect_rc 0 "$LOCKSTEP" export --checkpoint byo/checkpoints/best.ckpt --model torchscript:gru_ctc.pt --out byo.safetensors
+expect_rc 2 run_mpi 1 predict --data digits --checkpoint byo.safetensors --split test --out byo-tr.csv
+[ ! -e byo-tr.csv ] || fail "predict loaded the TorchScript file a safetensors file's metadata named"
+mkdir -p elsewhere && cp gru_ctc.pt elsewhere/
+expect_rc 0 run_mpi 1 predict --data digits --checkpoint byo.safetensors --model torchscript:elsewhere/gru_ctc.pt \
+  --split test --out byo-tr.csv
+pass "a scripted PyTorch GRU-CTC (x, lengths) -> (logits, out_lengths) trains at 2 ranks; a wrong vocabulary is refused; its file is loaded for inference only when named"
 
 # 4. CER/WER are all-reduced sums: 1 and 2 ranks score a checkpoint identically.
 for np in 1 2; do

@@ -351,6 +351,20 @@ expect_rc 1 run_mpi 2 doctor --data bad
 expect_output "doctor: .*$(basename "$shard")"
 expect_output 'doctor: 1 problem\(s\)'
 pass "doctor: checks pass on good data, a truncated shard is named by the rank that read it"
+# A hostile finding: doctor passed what train then refused at its start. Now it checks the
+# training plan (check_training_plan, the model for the samples, the batch per rank), once.
+expect_rc 0 run_mpi 2 doctor --data data
+expect_output "doctor: training plan: model cnn on fmnist-slice \(train split\), batch [0-9]+ x 2 rank\(s\): ok"
+for bad in "--data.val-split nosuch" "--model lmu" "--batch-size 5000"; do
+  # shellcheck disable=SC2086
+  expect_rc 1 run_mpi 2 doctor --data data $bad
+  expect_output 'doctor: 1 problem\(s\)'
+  # shellcheck disable=SC2086
+  expect_rc nonzero run_mpi 1 train --data data $bad --run-dir "plan-$RANDOM" --max-steps 1
+done
+expect_rc 1 run_mpi 2 doctor --data data --data.val-split nosuch
+expect_output "doctor: training plan: --data.val-split nosuch: data has no such split"
+pass "doctor: what train would refuse at its start (a split, a model for the samples, a batch per rank) is a problem"
 # Issue 31 (11): a bad NCCL_SOCKET_IFNAME aborted at ncclGetUniqueId before the network
 # check that diagnoses it. Now: diagnosed first, then NCCL tried; its failure is one
 # problem on every rank's behalf, no abort.

@@ -7,6 +7,7 @@
 #include "core/base/error.hpp"
 #include "core/tools/output_guard.hpp"
 #include "io/util/file_util.hpp"
+#include "io/util/temp_files.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -92,4 +93,24 @@ TEST_F(OutputGuard, AnExistingFileOnlyWithForceAndAMissingFolderBeforeTheWork) {
             std::string::npos);
   EXPECT_EQ(refused(root_ + "/new.csv", "--predict.out", false), "");
   EXPECT_EQ(io::read_text_file(mine), "precious");
+}
+
+// A hostile finding: a SIGTERM during predict's write left out.csv.lockstep-tmp.PID.HOST,
+// which no later run removed. Checking an output removes what a dead writer of that output
+// left (temp_files' rule); another output's, or a live or remote writer's, stays.
+TEST_F(OutputGuard, ADeadWritersTempOfThatOutputGoes) {
+  const std::string host = io::this_writer().host;
+  const long gone = lockstep::testing::exited_pid();
+  const auto temp = [&](const std::string& target, long pid, const std::string& h) {
+    const std::string path = root_ + "/" + target + ".lockstep-tmp." + std::to_string(pid) + "." + h;
+    io::write_file_atomic(path, "half");
+    return path;
+  };
+  const std::string dead = temp("p.csv", gone, host), live = temp("p.csv", 1, host),
+                    remote = temp("p.csv", gone, "another-host"), other = temp("q.csv", gone, host);
+  EXPECT_EQ(refused(root_ + "/p.csv", "--predict.out", false), "");
+  EXPECT_FALSE(io::path_exists(dead));
+  EXPECT_TRUE(io::path_exists(live));
+  EXPECT_TRUE(io::path_exists(remote));
+  EXPECT_TRUE(io::path_exists(other));
 }

@@ -7,6 +7,7 @@
 #include "core/base/error.hpp"
 #include "core/model/memory_format.hpp"
 #include "core/model/registry.hpp"
+#include "core/optim/optimizer.hpp"
 #include "core/dist/preflight.hpp"
 #include "core/train/checkpoint_state.hpp"
 #include "core/train/weight_source.hpp"
@@ -207,7 +208,7 @@ TEST(Normalisation, EveryFileThatCarriesItIsChecked) {
     st.metadata["sample_shape"] = "[1,4,4]";
     if (writable) {
       io::write_safetensors(dir + "/w.safetensors", st);
-      EXPECT_ERROR_CONTAINS(read_weights(dir + "/w.safetensors"), "w.safetensors: safetensors metadata: channel 0");
+      EXPECT_ERROR_CONTAINS(read_weights(dir + "/w.safetensors", ""), "w.safetensors: safetensors metadata: channel 0");
     }
   }
   CheckpointMeta ok;
@@ -268,4 +269,31 @@ TEST(TrainState, NonFiniteWeightsOrStatisticsAreNamed) {
   const std::string param = model->named_parameters().keys().back();
   model->named_parameters()[param].view(-1).index_put_({0}, -INFINITY);
   EXPECT_EQ(non_finite_state(*model), "parameter '" + param + "'") << "parameters are named first";
+}
+
+// A hostile finding: finite weights with a NaN momentum (or Adam moment) were checkpointed,
+// and every step after the resume was NaN. The optimizer's state is checked with them.
+TEST(TrainState, NonFiniteOptimizerStateIsNamed) {
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    auto model = make_model(ModelOptions{"mlp", 0.0}, mnist_like());
+    OptimizerOptions o;
+    o.kind = kind;
+    auto opt = make_optimizer(model->parameters(), o);
+    model->forward(torch::rand({2, 1, 28, 28})).sum().backward();
+    opt->step();
+    EXPECT_EQ(non_finite_state(*model, opt.get()), "") << to_string(kind);
+    const std::string param = model->named_parameters().keys().front();
+    torch::NoGradGuard no_grad;
+    for (const auto& [key, state] : opt->state()) {
+      if (key != model->named_parameters()[param].unsafeGetTensorImpl()) continue;
+      if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(state.get())) s->momentum_buffer().view(-1)[0] = NAN;
+      if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(state.get())) a->exp_avg_sq().view(-1)[0] = NAN;
+      if (auto* w = dynamic_cast<torch::optim::AdamWParamState*>(state.get())) w->exp_avg_sq().view(-1)[0] = NAN;
+    }
+    EXPECT_EQ(non_finite_state(*model), "") << "the weights are finite";
+    EXPECT_EQ(non_finite_state(*model, opt.get()),
+              "optimizer state '" + std::string(kind == OptimizerKind::kSgd ? "momentum_buffer" : "exp_avg_sq") +
+                  "' of '" + param + "'")
+        << to_string(kind);
+  }
 }

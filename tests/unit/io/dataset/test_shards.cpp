@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "io/util/file_util.hpp"
+#include "io/util/h5.hpp"
 #include "io/import/importer.hpp"
 #include "io/loader/sample_store.hpp"
 #include "io/dataset/shard_reader.hpp"
@@ -51,6 +52,16 @@ TEST(Shards, HeaderCarriesTheMetadata) {
   EXPECT_EQ(h.samples, 5);
   EXPECT_EQ(h.spec.sample_shape, (std::vector<int64_t>{1, 4, 4}));
   EXPECT_EQ(h.spec.mean, (std::vector<double>{10.0}));
+}
+
+// A hostile finding: `inspect` of an HDF5 file lockstep did not write said "missing attribute
+// 'name'", naming no file. Every attribute read names the file it is in.
+TEST(Shards, AFileWithoutShardAttributesIsNamed) {
+  const std::string path = fresh_dir("foreign") + "/foreign.h5";
+  {
+    H5Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  }
+  EXPECT_ERROR_CONTAINS(read_shard_header(path), path + ": missing attribute 'name' (not a file lockstep wrote");
 }
 
 TEST(Shards, CompressionRoundTrips) {

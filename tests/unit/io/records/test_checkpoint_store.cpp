@@ -33,6 +33,10 @@ TEST(CheckpointStore, CorruptionIsDetected) {
   EXPECT_ERROR_CONTAINS(read_checkpoint(path), "checksum mismatch");
   ASSERT_EQ(::truncate(path.c_str(), 100), 0);
   EXPECT_ERROR_CONTAINS(read_checkpoint(path), "truncated checkpoint");
+  // Bytes appended are no truncation (a hostile finding: it was called one).
+  const std::string longer = write_checkpoint(dir, 2, "{}", std::string(1000, 'a'));
+  std::ofstream(longer, std::ios::app | std::ios::binary) << "appended";
+  EXPECT_ERROR_CONTAINS(read_checkpoint(longer), "corrupt checkpoint: longer than its header says");
   std::ofstream(path) << "garbage that is long enough to have a header......";
   EXPECT_ERROR_CONTAINS(read_checkpoint(path), "bad magic");
 }

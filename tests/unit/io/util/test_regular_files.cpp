@@ -84,7 +84,7 @@ TEST_F(NonRegularInputs, EveryReaderRefusesAFifoBeforeOpeningIt) {
   for (const auto& [what, read] : readers) EXPECT_EQ(outcome(read, fifo_, "a FIFO"), 0) << what;
   // --model.init-from, evaluate/predict/export --checkpoint: by suffix.
   for (const char* ext : {".ckpt", ".safetensors"})
-    EXPECT_EQ(outcome([&] { read_weights(fifo_ + ext); }, fifo_ + ext, "a FIFO"), 0) << ext;
+    EXPECT_EQ(outcome([&] { read_weights(fifo_ + ext, ""); }, fifo_ + ext, "a FIFO"), 0) << ext;
 }
 
 TEST_F(NonRegularInputs, AFifoInsideADatasetOrRunIsRefusedToo) {
@@ -103,7 +103,7 @@ TEST_F(NonRegularInputs, DirectoriesAndDevicesAreNamedAsSuch) {
   EXPECT_EQ(outcome([&] { io::read_checkpoint(dir_); }, dir_, "a directory"), 0);
   EXPECT_EQ(outcome([&] { shard_input("csv:" + dir_); }, dir_, "a directory"), 0);
   ASSERT_EQ(::symlink("/dev/zero", (dir_ + "/zero.ckpt").c_str()), 0);
-  EXPECT_EQ(outcome([&] { read_weights(dir_ + "/zero.ckpt"); }, dir_ + "/zero.ckpt", "a device"), 0);
+  EXPECT_EQ(outcome([&] { read_weights(dir_ + "/zero.ckpt", ""); }, dir_ + "/zero.ckpt", "a device"), 0);
   EXPECT_EQ(outcome([&] { io::read_safetensors("/dev/null"); }, "/dev/null", "a device"), 0);
   // A regular file passes, and a missing one is left to the reader's own message.
   io::write_file_atomic(dir_ + "/plain.txt", "x");

@@ -1,0 +1,64 @@
+// plan_checks: see plan_checks.hpp.
+#include "core/train/plan_checks.hpp"
+
+#include <fmt/format.h>
+
+#include "core/base/error.hpp"
+#include "core/config/enums.hpp"
+#include "core/eval/mirror.hpp"
+
+namespace lockstep {
+namespace {
+
+// Options that only make sense for class labels, or only for sequence targets.
+void check_task_options(const Config& cfg, const io::DatasetSpec& spec) {
+  const std::string what = "dataset '" + spec.name + "' has ";
+  for (const auto& [metric, option] : {std::make_pair(cfg.best_metric, "--ckpt.best-metric"),
+                                       std::make_pair(cfg.early_stop_metric, "--train.early-stop-metric"),
+                                       std::make_pair(cfg.stop_metric, "--train.stop-at")}) {
+    if (spec.sequence_targets() && class_metric(metric))
+      throw UsageError(std::string(option) + " " + to_string(metric) + " needs class labels; " + what +
+                       "sequence targets: set " + option + " val_wer (or val_cer, val_loss)");
+    if (!spec.sequence_targets() && sequence_metric(metric))
+      throw UsageError(std::string(option) + " " + to_string(metric) + " needs sequence targets; " + what +
+                       "class labels: use val_f1, val_acc or val_loss");
+  }
+  if (!spec.sequence_targets()) return;
+  if (cfg.weighted_classes || cfg.label_smoothing > 0)
+    throw UsageError("--train.class-weights and --train.label-smoothing apply to class labels; " + what +
+                     "sequence targets (CTC)");
+  if (augment_options(cfg).enabled())
+    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness, --data.contrast and "
+                     "--data.random-erase augment images and clips; " + what + "sequences");
+}
+
+// Throws when OPTION names a split other than DEFAULT_SPLIT that the data lacks.
+void check_named_split(const Config& cfg, const io::Manifest& m, bool use, const std::string& split,
+                       const char* option, const std::string& default_split, const char* role) {
+  if (!use || m.has_split(split) || split == default_split) return;
+  std::string have;
+  for (const auto& [name, entry] : m.splits) have += (have.empty() ? "" : ", ") + name;
+  throw UsageError(fmt::format("{} {}: {} has no such split (it has {}; none: no {})", option, split, cfg.data_dir, have,
+                               role));
+}
+
+}  // namespace
+
+AugmentOptions augment_options(const Config& cfg) {
+  return AugmentOptions{cfg.random_crop, cfg.hflip, cfg.time_jitter, cfg.brightness, cfg.contrast, cfg.random_erase};
+}
+
+void check_training_plan(const Config& cfg, const io::Manifest& m) {
+  if (!m.spec.labeled && !m.spec.sequence_targets())
+    throw UsageError(cfg.data_dir + ": dataset '" + m.spec.name +
+                     "' has neither class labels nor sequence targets: nothing to train on");
+  check_task_options(cfg, m.spec);
+  m.split(cfg.train_split, cfg.data_dir);  // names the splits the data has
+  check_augment(augment_options(cfg), m.spec.sample_shape, cfg.data_dir);
+  check_eval_hflip(cfg.eval_hflip, m.spec, cfg.data_dir);
+  check_named_split(cfg, m, cfg.use_val, cfg.val_split, "--data.val-split", Config{}.val_split, "validation");
+  check_named_split(cfg, m, cfg.use_test, cfg.test_split, "--data.test-split", Config{}.test_split,
+                    "the final test evaluation");
+}
+
+}  // namespace lockstep
