@@ -5,6 +5,7 @@
 //   SWEEP_DIR (a scaling sweep: it holds sweep.txt)   SWEEP_DIR/report.md and scaling.svg
 //       (core/tools/scaling_report)
 //   --trace RUN_DIR   the ranks' traces merged (core/tools/trace_merge).
+#include <algorithm>
 #include <iostream>
 
 #include "app/commands.hpp"
@@ -20,17 +21,49 @@ namespace lockstep::app {
 namespace {
 
 const char* kReportUsage =
-    "usage: lockstep report RUN_DIR... | SWEEP_ROOT [--out DIR] [--metric NAME]...\n"
+    "usage: lockstep report RUN_DIR... | SWEEP_ROOT [--out DIR] [--metric NAME]... [--force]\n"
     "  runs compared: a table (overrides, best validation and its step, test, time to best, samples/s,\n"
     "  how it ended) and curves of each --metric (default: train_loss and the best metric) as\n"
-    "  DIR/curves.svg and DIR/report.html (DIR: the sweep root, else ./report)\n"
-    "       lockstep report SWEEP_DIR\n"
+    "  DIR/curves.svg and DIR/report.html (DIR: the sweep root, else ./report); a file there that an\n"
+    "  earlier report did not write is replaced only with --force\n"
+    "       lockstep report SWEEP_DIR [--force]\n"
     "  the table and plot (SWEEP_DIR/scaling.svg, report.md) of a sweep made by slurm/scaling_sweep.sh\n"
     "       lockstep report --trace RUN_DIR\n"
     "  the ranks' traces of --trace.steps merged into RUN_DIR/trace/merged.json, with a per-rank table\n";
 
-int scaling(const std::string& dir) {
+// Whether PATH (it exists) is what an earlier `lockstep report` wrote there, by the shape of its
+// start: only those are replaced without --force (a report.md or report.html of the user's own
+// in a sweep's root was replaced, a hostile finding).
+bool report_wrote(const std::string& path) {
+  std::string head = io::read_text_file(path);
+  head.resize(std::min<size_t>(head.size(), 4096));
+  const auto starts = [&](const std::string& s) { return head.rfind(s, 0) == 0; };
+  const std::string name = io::base_name(path);
+  if (name == "report.md") return starts("| run | overrides |") || starts("# Scaling sweep: ");
+  if (name == "report.html") return head.find("<title>lockstep report</title>") != std::string::npos;
+  if (name == "model.json") return head.find("\"calibrated_at_ranks\"") != std::string::npos;
+  return starts("<svg xmlns='http://www.w3.org/2000/svg' width='");  // svg_plot's
+}
+
+// Refuses, before anything is written, an output that exists and is not an earlier report's.
+void check_outputs(const std::vector<std::string>& paths, bool force, const std::string& or_else) {
+  if (force) return;
+  for (const std::string& p : paths) {
+    if (!io::path_exists(p) && !io::is_symlink(p)) continue;
+    bool ours = false;
+    try {
+      if (!io::is_symlink(p)) io::require_regular_file(p), ours = report_wrote(p);
+    } catch (const Error&) {
+    }
+    if (!ours)
+      throw UsageError("lockstep report: " + p + " exists and is not a report lockstep wrote: pass --force to "
+                       "replace it" + or_else + " (nothing was written)");
+  }
+}
+
+int scaling(const std::string& dir, bool force) {
   const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
+  check_outputs({dir + "/scaling.svg", dir + "/report.md", dir + "/model.json"}, force, "");
   io::write_file_atomic(dir + "/scaling.svg", report.svg);
   io::write_file_atomic(dir + "/report.md", report.markdown);
   if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);
@@ -60,10 +93,14 @@ int cmd_report(const Args& args) {
     std::cout << kReportUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
-  if (args.size() == 1 && io::path_exists(args[0] + "/sweep.txt")) return scaling(args[0]);
   std::vector<std::string> dirs, metrics;
   std::string out;
+  bool force = false;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--force") {
+      force = true;
+      continue;
+    }
     if (args[i] == "--out" || args[i] == "--metric") {
       if (i + 1 == args.size()) throw UsageError("lockstep report: " + args[i] + " needs a value");
       (args[i] == "--out" ? out : metrics.emplace_back()) = args[i + 1];
@@ -75,8 +112,11 @@ int cmd_report(const Args& args) {
     }
   }
   if (dirs.empty()) throw UsageError("lockstep report: no run directories given");
+  if (dirs.size() == 1 && out.empty() && metrics.empty() && io::path_exists(dirs[0] + "/sweep.txt"))
+    return scaling(dirs[0], force);
   if (out.empty()) out = dirs.size() == 1 && !io::path_exists(dirs[0] + "/metrics.jsonl") ? dirs[0] : "report";
   const RunsReport r = compare_runs(find_runs(dirs), metrics);
+  check_outputs({out + "/report.md", out + "/curves.svg", out + "/report.html"}, force, ", or --out another folder");
   io::make_dirs(out);
   io::write_file_atomic(out + "/report.md", r.table);
   io::write_file_atomic(out + "/curves.svg", r.svg);

@@ -20,13 +20,11 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
   int64_t space = -1;
   for (size_t i = 0; i < spec.tokens.size(); ++i)
     if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
-  batch = io::batch_for(batch, data.size());
-  const int64_t steps = (data.size() + batch - 1) / batch;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
+  const auto loader = io::one_pass(data, batch, prefetch);
   ErrorCounts errors;
   double loss_sum = 0.0, count = 0.0;
   const int64_t w = spec.record_width();
-  while (const io::Batch* b = loader.next()) {
+  while (const io::Batch* b = loader->next()) {
     const SequenceTargets t = maker.targets(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =
@@ -68,12 +66,10 @@ EvalResult evaluate(Net& model, const io::RankReader& data, const BatchMaker& ma
     if (was_training) model.train();
     return r;
   }
-  batch = io::batch_for(batch, data.size());
-  const int64_t steps = (data.size() + batch - 1) / batch;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, prefetch, /*partial_last=*/true);
+  const auto loader = io::one_pass(data, batch, prefetch);
   // Sums stay on the device until the end: no host sync per batch.
   torch::Tensor confusion, loss_sum;
-  while (const io::Batch* b = loader.next()) {
+  while (const io::Batch* b = loader->next()) {
     const torch::Tensor y = maker.labels(b->labels.data(), b->size);
     const torch::Tensor x = maker.inputs(b->samples, b->size, b->labels.data());
     const torch::Tensor logits = eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), hflip);

@@ -42,11 +42,8 @@ Rows infer(Net& model, const io::RankReader& data, const BatchMaker& maker, cons
   r.width = cfg.top_k > 0 ? std::min<int64_t>(cfg.top_k, classes) : classes;
   torch::NoGradGuard no_grad;
   model.eval();
-  const int64_t batch = io::batch_for(cfg.batch_size, data.size());
-  const int64_t steps = (data.size() + batch - 1) / batch;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, cfg.prefetch,
-                         /*partial_last=*/true);
-  while (const io::Batch* b = loader.next()) {
+  const auto loader = io::one_pass(data, cfg.batch_size, cfg.prefetch);
+  while (const io::Batch* b = loader->next()) {
     const torch::Tensor x = maker.inputs(b->samples, b->size, b->labels.data());
     const torch::Tensor p =
         torch::softmax(eval_logits(model, x, maker.ragged_lengths(b->labels.data(), b->size), cfg.eval_hflip), 1);
@@ -98,11 +95,8 @@ std::vector<io::TranscriptRow> transcribe(Net& model, const io::RankReader& data
   std::vector<io::TranscriptRow> out;
   torch::NoGradGuard no_grad;
   model.eval();
-  const int64_t batch = io::batch_for(cfg.batch_size, data.size());
-  const int64_t steps = (data.size() + batch - 1) / batch;
-  io::EpochLoader loader(data, data.order(/*shuffle=*/false, 0, 0), batch, steps, 0, cfg.prefetch,
-                         /*partial_last=*/true);
-  while (const io::Batch* b = loader.next()) {
+  const auto loader = io::one_pass(data, cfg.batch_size, cfg.prefetch);
+  while (const io::Batch* b = loader->next()) {
     const torch::Tensor lengths = maker.lengths(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =

@@ -108,4 +108,11 @@ const Batch* EpochLoader::next() {
   return lent_;
 }
 
+std::unique_ptr<EpochLoader> one_pass(const RankReader& reader, int64_t batch, int prefetch) {
+  const int64_t n = reader.size();
+  batch = batch < n ? batch : std::max<int64_t>(1, n);
+  return std::make_unique<EpochLoader>(reader, reader.order(/*shuffle=*/false, 0, 0), batch, (n + batch - 1) / batch, 0,
+                                       prefetch, /*partial_last=*/true);
+}
+
 }  // namespace lockstep::io

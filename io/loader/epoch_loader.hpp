@@ -29,13 +29,6 @@
 
 namespace lockstep::io {
 
-// The batch an evaluation pass over SAMPLES samples reads: BATCH, or SAMPLES when fewer (at
-// least 1). Its buffers are sized by it: --batch-size 2000000000 on 200 samples allocated
-// for 2e9 and ended in std::bad_alloc (a hostile finding).
-inline int64_t batch_for(int64_t batch, int64_t samples) {
-  return batch < samples ? batch : (samples > 1 ? samples : 1);
-}
-
 class EpochLoader {
  public:
   // Steps cover positions [step*batch, (step+1)*batch) of ORDER, wrapping; with
@@ -76,5 +69,11 @@ class EpochLoader {
   int64_t reuse_waits_ = 0;
   std::thread thread_;
 };
+
+// One pass over READER's samples in their order (evaluation, prediction), the last batch
+// partial: batches of BATCH, or of all the samples when fewer. Its buffers are sized by the
+// batch: --batch-size 2000000000 on 200 samples allocated for 2e9 and ended in std::bad_alloc
+// (a hostile finding).
+std::unique_ptr<EpochLoader> one_pass(const RankReader& reader, int64_t batch, int prefetch);
 
 }  // namespace lockstep::io

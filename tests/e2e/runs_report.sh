@@ -90,7 +90,13 @@ assert len(colours) == len(set(colours)) >= 11, colours
 PY
 expect_rc 2 "$LOCKSTEP" report sweep --metric val_acuracy --out typo
 expect_output "--metric val_acuracy: no run has it \(the rows hold .*val_acc"
-pass "report: runs of one name told apart by their path, any run name safe in the page and the SVG, a colour per run, a misspelt --metric refused"
+mkdir -p notes && echo "# my notes" >notes/report.md  # a file of the user's own where report writes
+expect_rc 2 "$LOCKSTEP" report sweep --out notes
+expect_output "lockstep report: notes/report.md exists and is not a report lockstep wrote: pass --force"
+[ "$(cat notes/report.md)" = "# my notes" ] && [ ! -e notes/report.html ] || fail "report replaced the user's file"
+expect_rc 0 "$LOCKSTEP" report sweep  # its own earlier report is replaced
+expect_rc 0 "$LOCKSTEP" report sweep --out notes --force
+pass "report: runs of one name told apart by their path, any run name safe in the page and the SVG, a colour per run, a misspelt --metric refused, a user's file replaced only with --force"
 
 # Errors: one line, exit 2.
 echo "lr=0.05 lr=0.1" >twice.txt
