@@ -80,8 +80,7 @@ int cmd_report(const Args& args) {
     if (!t.skipped.empty()) {
       std::string files;
       for (const std::string& f : t.skipped) files += (files.empty() ? "" : ", ") + f;
-      log::warn("merged the newest job's traces (" + t.job + "); skipped what other jobs left in " + args[1] +
-                "/trace: " + files);
+      log::warn("merged the newest job's traces (" + t.job + "); skipped in " + args[1] + "/trace: " + files);
     }
     if (!t.note.empty()) log::warn(t.note);
     std::cout << t.table << "\nmerged " << t.ranks << " rank(s)"

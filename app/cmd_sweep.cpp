@@ -33,6 +33,15 @@ void check_task(const SweepTask& t, const std::vector<std::string>& common, cons
     if (const auto [it, fresh] = seen.emplace(own[2 * k], t.overrides[k].first); !fresh)
       throw UsageError(fmt::format("{}: {} and {} are one option ({})", run, it->second, t.overrides[k].first,
                                    own[2 * k]));
+  // A run's directory, resume policy and job file are the sweep's (SWEEP_DIR/<run>, auto,
+  // JOB_CONFIG), under any name, in the file or after --: run-dir= sent every run into one
+  // directory, resume=never started each requeue afresh (a hostile finding).
+  std::vector<std::string> named = own;
+  for (const std::string& a : expand_aliases(common)) named.push_back(a.substr(0, a.find('=')));
+  for (const std::string& a : named)
+    if (a == "--run.dir" || a == "--run.resume" || a == "--config")
+      throw UsageError(run + ": " + a + " is the sweep's own (each run trains in SWEEP_DIR/<its name>, resumes "
+                       "auto, with JOB_CONFIG): not a sweep key nor an option after --");
   std::vector<std::string> args{"--data.path", "."};
   args.insert(args.end(), common.begin(), common.end());
   args.insert(args.end(), own.begin(), own.end());

@@ -302,7 +302,11 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   po::variables_map vm;
   try {
     const auto expanded = last_wins(expand_aliases(args));
-    const po::parsed_options parsed = po::command_line_parser(expanded).options(desc).run();
+    // No guessing: Boost took any unambiguous prefix (--run.di for --run.dir), so a cut-off or
+    // misspelt option passed every check made on option names (a hostile finding: a sweep's
+    // runs all went into one directory).
+    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    const po::parsed_options parsed = po::command_line_parser(expanded).options(desc).style(style).run();
     // A word no option takes (a shell glob's second match, a value with a space unquoted) was
     // dropped: `--checkpoint step-*.ckpt` scored the oldest checkpoint alone.
     for (const po::option& o : parsed.options)

@@ -31,18 +31,10 @@ done
 LOCKSTEP_BIN=${LOCKSTEP_BIN:-$(command -v lockstep || echo build/lockstep)}
 TEMPLATE=${LOCKSTEP_SHARE:-.}/slurm/sweep.sbatch
 [ -f "$TEMPLATE" ] || { echo "sweep.sh: no template $TEMPLATE (run from the repository root)" >&2; exit 2; }
-# Options after -- are every run's; a run's own directory, resume policy and config are the
-# sweep's (--run-dir after -- sent every run into one directory: the second said "nothing to
-# do"). A sweep value wins over the same option after -- (sweep.sbatch puts it last).
-for a in "$@"; do
-  case "${a%%=*}" in
-    --run-dir|--run.dir|--resume|--run.resume|--config)
-      echo "sweep.sh: ${a%%=*} after --: each run's directory, resume and config are the sweep's (SWEEP_DIR/<run>, auto, JOB_CONFIG)" >&2
-      exit 2 ;;
-  esac
-done
 # Every run's options, checked with the options after -- (a typo there was submitted to every
-# array element); the list to the terminal.
+# array element); a run's directory, resume policy and config are the sweep's, refused in the
+# file and after -- under any name (every run went into one directory). A sweep value wins over
+# the same option after -- (sweep.sbatch puts it last). The list goes to the terminal.
 "$LOCKSTEP_BIN" sweep "$FILE" -- "$@" >&2 || exit $?
 n=$("$LOCKSTEP_BIN" sweep "$FILE" --count)
 mkdir -p "$SWEEP_DIR"

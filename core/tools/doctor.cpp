@@ -27,6 +27,7 @@
 #include "io/util/json_io.hpp"
 #include "io/loader/sample_order.hpp"
 #include "core/model/registry.hpp"
+#include "core/train/model_init.hpp"
 #include "core/train/plan_checks.hpp"
 #include "io/dataset/shard_format.hpp"
 #include "io/loader/sample_store.hpp"
@@ -189,13 +190,16 @@ struct Doctor {
   }
 
   // What `lockstep train` with these options would refuse at its start: the data, splits and
-  // task options (check_training_plan), a model that cannot be built for the samples, a batch
+  // task options (check_training_plan), a model that cannot be built for the samples, an
+  // --init-from file it cannot start from, a freeze that leaves nothing to train, a batch
   // larger than a rank's share of the training split. Rank 0 alone (the same everywhere).
   void plan_check(const io::Manifest& m) {
     try {
       check_training_plan(cfg, m);
-      make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations},
-                 m.spec);
+      const auto model = make_model(
+          ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations}, m.spec);
+      init_weights(cfg, *model);  // --model.init-from's file, --model.freeze
+      trainable_params(*model, cfg.freeze);
       // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
       io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
                           cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);

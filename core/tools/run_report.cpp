@@ -120,6 +120,9 @@ Summary summarize(const Run& r) {
   for (const auto& row : r.rows) {
     if (row.kind == RowKind::kStart && start == 0 && row.unix_time) start = *row.unix_time;
     if (end && row.step > end->step) end = nullptr;  // the run went on past that end (extended, then killed)
+    // A job that began work after that end (its start row says the step it trains to; a re-run
+    // with nothing to do writes none, older ones wrote one without it): killed before a row.
+    if (end && row.kind == RowKind::kStart && row.to_step) end = nullptr;
     if (row.kind == RowKind::kEnd) end = &row;
     if (row.kind == RowKind::kTest) test = &row;
     if (row.kind == RowKind::kTrain && row.samples_per_s) speeds.push_back(*row.samples_per_s);
@@ -288,7 +291,7 @@ draw();
 void name_runs(std::vector<Run>& runs) {
   std::vector<std::vector<std::string>> parts(runs.size());
   for (size_t i = 0; i < runs.size(); ++i)
-    for (std::string d = runs[i].dir; !d.empty();) {
+    for (std::string d = io::canonical_path(runs[i].dir); !d.empty();) {  // "../../b/x/run" -> .../b/x/run
       while (d.size() > 1 && d.back() == '/') d.pop_back();
       const auto slash = d.find_last_of('/');
       parts[i].push_back(slash == std::string::npos ? d : d.substr(slash + 1));
@@ -328,9 +331,13 @@ std::string metric_names(const std::vector<Run>& runs) {
 
 std::vector<std::string> find_runs(const std::vector<std::string>& args) {
   std::vector<std::string> out;
+  std::set<std::string> seen;  // a run given twice (or through a link) is one run
+  const auto add = [&](const std::string& dir) {
+    if (seen.insert(io::canonical_path(dir)).second) out.push_back(dir);
+  };
   for (const auto& a : args) {
     if (io::path_exists(a + "/metrics.jsonl")) {
-      out.push_back(a);
+      add(a);
       continue;
     }
     if (!io::is_directory(a)) throw UsageError(a + ": not a run directory (no metrics.jsonl) or a directory of them");
@@ -338,7 +345,7 @@ std::vector<std::string> find_runs(const std::vector<std::string>& args) {
     std::sort(names.begin(), names.end());
     size_t found = 0;
     for (const auto& n : names)
-      if (io::is_directory(a + "/" + n) && io::path_exists(a + "/" + n + "/metrics.jsonl")) out.push_back(a + "/" + n), ++found;
+      if (io::is_directory(a + "/" + n) && io::path_exists(a + "/" + n + "/metrics.jsonl")) add(a + "/" + n), ++found;
     if (found == 0) throw UsageError(a + ": neither a run directory (no metrics.jsonl) nor a directory of run directories");
   }
   return out;

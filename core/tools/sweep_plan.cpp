@@ -76,15 +76,15 @@ std::vector<SweepTask> plan_sweep(const std::string& text, const std::string& fi
     }
     if (keys.empty()) continue;
     // Counted before any is made: a grid of 10^8 runs was a bare std::bad_alloc.
-    size_t runs = 1;
-    for (const auto& [key, values] : keys) runs = runs > kMaxSweepRuns ? runs : runs * values.size();
-    if (tasks.size() + runs > kMaxSweepRuns)
+    constexpr size_t kHuge = size_t{1} << 60;  // counted exactly below it
+    size_t line_runs = 1;
+    for (const auto& [key, values] : keys)
+      line_runs = values.size() > kHuge / line_runs ? kHuge : line_runs * values.size();
+    const size_t total = tasks.size() + line_runs;
+    if (line_runs >= kHuge || total > kMaxSweepRuns)
       throw UsageError(fmt::format("{}: the sweep would have {} runs, more than {} (a Slurm job array holds at most "
                                    "MaxArraySize, 1001 by default): split it",
-                                   where,
-                                   runs > kMaxSweepRuns ? fmt::format("over {}", kMaxSweepRuns)
-                                                        : std::to_string(tasks.size() + runs),
-                                   kMaxSweepRuns));
+                                   where, line_runs >= kHuge ? "over 10^18" : std::to_string(total), kMaxSweepRuns));
     // Every combination, the first key slowest: an odometer over the value lists.
     std::vector<size_t> at(keys.size(), 0);
     for (;;) {
@@ -93,6 +93,11 @@ std::vector<SweepTask> plan_sweep(const std::string& text, const std::string& fi
         t.overrides.emplace_back(keys[k].first, keys[k].second[at[k]]);
         t.name += (k ? "," : "") + safe(keys[k].first + "=" + keys[k].second[at[k]]);
       }
+      // A directory's name has at most NAME_MAX (255) bytes: every array element failed at its start.
+      if (t.name.size() > 255)
+        throw UsageError(fmt::format("{}: the run name {}... is {} bytes, more than a directory name may have (255): "
+                                     "shorten the values",
+                                     where, t.name.substr(0, 40), t.name.size()));
       if (const auto [it, fresh] = names.emplace(t.name, n); !fresh)
         throw UsageError(fmt::format("{}: the run {} is also on line {}: each run needs its own directory", where,
                                      t.name, it->second));

@@ -67,26 +67,39 @@ struct TraceFile {
   io::Json json;
 };
 
-std::vector<TraceFile> read_trace_files(const std::string& dir) {
+// DIR's rank-R.json files (R in digits, no leading zero). Files that are not one rank's trace
+// (a copy, "rank-0.bak.json" or "rank-00.json", was merged a second time: that rank's times
+// doubled; a broken file of another job failed the whole merge) go to SKIPPED with why.
+std::vector<TraceFile> read_trace_files(const std::string& dir, std::vector<std::string>* skipped) {
   std::vector<TraceFile> files;
   for (const std::string& f : io::list_dir(dir)) {
     if (f.compare(0, 5, "rank-") != 0 || f.size() < 11 || f.compare(f.size() - 5, 5, ".json") != 0) continue;
+    const std::string digits = f.substr(5, f.size() - 10);
+    if (digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos ||
+        (digits.size() > 1 && digits[0] == '0')) {
+      skipped->push_back(f + " (not a rank's trace file name: a copy?)");
+      continue;
+    }
     TraceFile t;
     t.name = f;
     t.path = dir + "/" + f;
-    t.json = io::parse_json(io::read_text_file(t.path), t.path);
-    LOCKSTEP_REQUIRE(t.json.contains("traceEvents") && t.json["traceEvents"].is_array(),
-                     t.path + ": not a Chrome trace (no traceEvents)");
-    const std::string digits = f.substr(5, f.size() - 10);
-    t.rank = digits.size() <= 7 && digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
-    if (t.json.contains("lockstep")) {
-      const io::Json& m = t.json["lockstep"];
-      const std::string what = t.path + ": lockstep";
-      t.job = JobKey{io::json_get<int64_t>(m, "world", what), io::json_get<int64_t>(m, "first_step", what),
-                     io::json_get<int64_t>(m, "last_step", what), io::json_get<int64_t>(m, "job_first_step", what)};
-      t.ops = io::json_get<bool>(m, "ops", what);
-      t.unix_time = io::json_get<double>(m, "unix_time", what);
-      t.rank = io::json_get<int>(m, "rank", what);
+    t.rank = std::stoi(digits);
+    try {
+      t.json = io::parse_json(io::read_text_file(t.path), t.path);
+      LOCKSTEP_REQUIRE(t.json.contains("traceEvents") && t.json["traceEvents"].is_array(), "no traceEvents");
+      if (t.json.contains("lockstep")) {
+        const io::Json& m = t.json["lockstep"];
+        const std::string what = t.path + ": lockstep";
+        t.job = JobKey{io::json_get<int64_t>(m, "world", what), io::json_get<int64_t>(m, "first_step", what),
+                       io::json_get<int64_t>(m, "last_step", what), io::json_get<int64_t>(m, "job_first_step", what)};
+        t.ops = io::json_get<bool>(m, "ops", what);
+        t.unix_time = io::json_get<double>(m, "unix_time", what);
+        const int rank = io::json_get<int>(m, "rank", what);
+        LOCKSTEP_REQUIRE(rank == t.rank, "it holds rank " + std::to_string(rank) + "'s trace");
+      }
+    } catch (const Error& e) {
+      skipped->push_back(f + " (unreadable: " + e.what() + ")");
+      continue;
     }
     files.push_back(std::move(t));
   }
@@ -116,8 +129,9 @@ TraceSummary merge_traces(const std::string& run_dir) {
   };
   std::map<int, Rank> ranks;
   TraceSummary s;
-  std::vector<TraceFile> files = read_trace_files(dir);
-  LOCKSTEP_REQUIRE(!files.empty(), dir + ": no rank-R.json traces");
+  std::vector<TraceFile> files = read_trace_files(dir, &s.skipped);
+  LOCKSTEP_REQUIRE(!files.empty(), dir + ": no readable rank-R.json traces" +
+                                       (s.skipped.empty() ? std::string() : " (" + s.skipped.front() + ")"));
   const JobKey job = newest_job(files);
   for (const TraceFile& f : files) {
     if (!(f.job == job)) {

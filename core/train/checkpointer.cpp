@@ -96,6 +96,12 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                      " fine-tunes from it)");
   ExtraState extra;
   load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
+  // Weights or optimizer state a diverged run (or an older lockstep, which saved a NaN
+  // momentum) left: every step after the resume would be NaN, and refused again at the next
+  // checkpoint, with this one "kept" (a hostile finding). The same on every rank.
+  if (const std::string bad = non_finite_state(parts_.model, &parts_.opt); !bad.empty())
+    throw UsageError(path + ": its " + bad + " holds a NaN or an infinity (a diverged run's checkpoint): resume "
+                     "from an earlier one (--run.resume " + io::parent_dir(path) + "/step-N.ckpt)");
   parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
   state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);

@@ -6,6 +6,8 @@
 #include "core/base/error.hpp"
 #include "core/config/enums.hpp"
 #include "core/eval/mirror.hpp"
+#include "core/optim/loss.hpp"
+#include "core/train/step_trace.hpp"
 
 namespace lockstep {
 namespace {
@@ -59,6 +61,8 @@ void check_training_plan(const Config& cfg, const io::Manifest& m) {
   check_named_split(cfg, m, cfg.use_val, cfg.val_split, "--data.val-split", Config{}.val_split, "validation");
   check_named_split(cfg, m, cfg.use_test, cfg.test_split, "--data.test-split", Config{}.test_split,
                     "the final test evaluation");
+  parse_trace_range(cfg.trace_steps);
+  if (m.spec.labeled) class_weights(cfg.class_weights, m.split(cfg.train_split, cfg.data_dir).histogram(m.spec.num_classes));
 }
 
 }  // namespace lockstep

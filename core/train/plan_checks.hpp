@@ -17,7 +17,8 @@ AugmentOptions augment_options(const Config& cfg);
 // sequence targets; options of the other kind of target (a class metric for CTC data, class
 // weights, augmentation of sequences); no training split; augmentation or --eval.hflip the
 // samples cannot take; a validation or test split named other than its default that the data
-// lacks (a misspelt --data.val-split turned validation, and best.ckpt with it, off silently).
+// lacks (a misspelt --data.val-split turned validation, and best.ckpt with it, off silently);
+// a --trace.steps range or --train.class-weights that do not parse or fit the classes.
 void check_training_plan(const Config& cfg, const io::Manifest& manifest);
 
 }  // namespace lockstep

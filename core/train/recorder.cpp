@@ -15,6 +15,8 @@
 #include "core/base/log.hpp"
 #include "core/config/ini_text.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/dist/version_info.hpp"
+#include "core/train/run_rows.hpp"
 #include "io/records/checkpoint_store.hpp"
 #include "io/util/file_util.hpp"
 #include "io/records/metrics_log.hpp"
@@ -77,6 +79,8 @@ class Rank0Recorder final : public Recorder {
   }
 
   void start(int64_t start_step, int64_t open_epoch) override {
+    start_step_ = start_step;
+    start_epoch_ = open_epoch > 0 ? open_epoch - 1 : 0;  // 0-based, as row_at takes it
     for (const std::string& t : dir_->removed_temps()) log::info0("removed " + t + " (left by a killed writer)");
     for (const std::string& t : dir_->kept_temps())
       log::warn0("kept " + t + ": its writer (named in the file name) may still be running on another host or "
@@ -101,9 +105,14 @@ class Rank0Recorder final : public Recorder {
     writer_ = std::make_unique<CheckpointWriter>();
   }
 
-  void record_job() override {
+  void record_job(int64_t to_step) override {
     io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
     io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");
+    io::MetricsRow start = row_at(io::RowKind::kStart, start_epoch_, start_step_);
+    start.world_size = mpi_.size();
+    start.to_step = to_step;
+    start.versions = version_items();
+    row(start);
   }
 
   bool ended() const override { return metrics_ && metrics_->ended(); }
@@ -163,6 +172,7 @@ class Rank0Recorder final : public Recorder {
   const MpiRuntime& mpi_;
   std::unique_ptr<io::RunDir> dir_;
   std::unique_ptr<io::MetricsLog> metrics_;
+  int64_t start_step_ = 0, start_epoch_ = 0;  // where this job starts (start())
   std::unique_ptr<io::TbWriter> tb_;
   std::vector<std::string> written_;
   bool bar_;

@@ -34,9 +34,11 @@ class Recorder {
   // checkpoint is still in; 0 for a fresh start) that its checkpoint never recorded
   // (io/records/metrics_log.hpp).
   virtual void start(int64_t start_step, int64_t open_epoch) = 0;
-  // Rank 0: the job's config.ini and command.txt, once it has work to do (a re-run of a finished
-  // run with other options rewrote them: report named the run by options it never trained with).
-  virtual void record_job() {}
+  // Rank 0: the job's config.ini, command.txt and start row (its step, world size, versions and
+  // TO_STEP, the step it trains to), once it has work to do. A re-run of a finished run with
+  // other options rewrote config.ini (report named the run by options it never trained
+  // with), and its start row after the end row made the run look cut after its end.
+  virtual void record_job(int64_t /*to_step*/) {}
   // Rank 0: metrics.jsonl held an end row at START_STEP (metrics_log.hpp); false elsewhere.
   virtual bool ended() const = 0;
   // One metrics.jsonl row and its TensorBoard scalars (io/records/metrics_row.hpp).

@@ -26,6 +26,7 @@
 #include "core/data/share_check.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "core/train/model_init.hpp"
 #include "core/train/plan_checks.hpp"
 #include "core/train/weight_source.hpp"
 #include "io/loader/shard_plan.hpp"
@@ -46,17 +47,6 @@ std::unique_ptr<io::RankReader> optional_split(const Session& s, bool use, const
   return std::make_unique<io::RankReader>(s.cfg.data_dir, s.manifest, split, s.mpi.rank(), s.mpi.size(), ropt);
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= text.size() && !text.empty()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) out.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
 // BatchNorm layers lockstep cannot synchronise (a TorchScript module's own) next to the
 // ones it can: --model.sync-bn must not claim what it does not do.
 int foreign_batchnorms(Net& model, int synced) {
@@ -66,26 +56,6 @@ int foreign_batchnorms(Net& model, int synced) {
     if (name.size() >= 12 && name.compare(name.size() - 12, 12, "running_mean") == 0) ++running_means;
   }
   return running_means - synced;
-}
-
-// --model.init-from and --model.freeze, on the model as built (before the broadcast).
-void init_weights(const Config& cfg, Net& model) {
-  if (!cfg.init_from.empty()) {
-    // Every rank reads the file (the weights are broadcast from rank 0 right after anyway):
-    // a file one rank cannot read fails alike everywhere.
-    const WeightSource src = read_weights(cfg.init_from, cfg.model);
-    const LoadReport r = load_named(model, src.tensors, split_list(cfg.init_exclude));
-    if (r.loaded.empty())
-      throw UsageError(fmt::format("--model.init-from {}: no tensor of it fits model '{}' ({} of its names are unknown "
-                                   "here, {} have another shape)",
-                                   cfg.init_from, cfg.model, r.unexpected.size(), r.mismatched.size()));
-    log::info0(fmt::format("init from {} ({}{}): weights only, optimizer and step start afresh\n{}", cfg.init_from,
-                           src.model.empty() ? "foreign safetensors" : "model " + src.model,
-                           src.step >= 0 ? fmt::format(", step {}", src.step) : "", r.table()));
-  }
-  if (!cfg.freeze.empty())
-    log::info0(fmt::format("frozen: {} parameter tensor(s) under {} (--model.freeze)",
-                           freeze(model, split_list(cfg.freeze)), cfg.freeze));
 }
 
 // Each parameter's strides: the layout of its slot in the gradient buckets, which every
@@ -204,10 +174,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
 
   // 3. optimisation
   const double lr = scaled_lr(cfg.lr, cfg.lr_scaling, mpi.size());
-  std::unordered_set<const void*> seen;  // a tensor registered under two names is trained once
-  for (const auto& p : model->parameters())
-    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) trainable.push_back(p);
-  LOCKSTEP_REQUIRE(!trainable.empty(), "--model.freeze " + cfg.freeze + " leaves no parameter to train");
+  trainable = trainable_params(*model, cfg.freeze);
   opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
                                                    cfg.beta1, cfg.beta2, 1e-8});
   step_counter = std::make_unique<StepCounter>(*opt);

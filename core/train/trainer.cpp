@@ -60,7 +60,7 @@ class Trainer {
     // An epoch consumed before its end work does that work first, at --max-steps too (a complete epoch).
     const bool end_work_due = st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch);
     if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (steps_done() && !end_work_due)) return finish_trained();
-    rec_.record_job();
+    rec_.record_job(s_.planned_steps);
     window_.restart(st_.pos().step + 1);
     if (!cfg_.init_from.empty() && st_.pos().step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
     for (bool stop = st_.stopped(); st_.pos().epoch < cfg_.epochs && !stop;) {
@@ -228,7 +228,7 @@ class Trainer {
                      : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
       return kExitOk;
     }
-    rec_.record_job();
+    rec_.record_job(s_.planned_steps);
     log::info0(final_evaluation_line(st_.pos(), cfg_.epochs, cfg_.max_steps));
     last_epoch_ = std::min<int64_t>(st_.pos().epoch, cfg_.epochs - 1);
     if (const int sig = vote_.now(stop_signal::pending())) return stop_after_training(sig);
@@ -375,11 +375,6 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
   recorder->start(state.pos().step, resume.empty() ? 0 : state.pos().epoch + 1);  // 1-based, as rows count
-  // A "start" row per invocation: what ran, on how many ranks, from which step.
-  MetricsRow start_row = row_at(RowKind::kStart, state.pos().epoch, state.pos().step);
-  start_row.world_size = mpi.size();
-  start_row.versions = version_items();
-  recorder->row(start_row);
   log::info0_lines(session.describe());
   log::info0("versions: " + version_line());
   // Gone before the communicator: ncclCommDestroy waits for every CUDA graph holding its work.

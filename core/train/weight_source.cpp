@@ -10,6 +10,7 @@
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "io/dataset/units_check.hpp"
 #include "io/records/checkpoint_store.hpp"
 #include "io/util/json_io.hpp"
 
@@ -150,27 +151,17 @@ std::string names_text(const std::vector<std::string>& names) {
   return names.size() > 6 ? out + ",..." : out;
 }
 
-// Samples in other units than the model was trained on ("" when none is seen): a spread 16x
-// wider or narrower in every channel (a re-import in other units moves every channel alike;
-// one dead sensor does not). A model without statistics normalises with the data's own, so
-// any units do. The stored dtypes, where they differ, say why.
-std::string scale_problem(const WeightSource& src, const io::DatasetSpec& spec) {
-  if (src.std.empty() || src.std.size() != spec.std.size()) return "";
+// Samples in other units than the model was trained on ("" when none is seen: units_check.hpp's
+// rule), with the stored dtypes where they differ and a hint for pixels.
+std::string units_problem(const WeightSource& src, const io::DatasetSpec& spec) {
+  const std::string found = io::units_mismatch(src.std, spec.std, "the data's samples", "its model's training data");
+  if (found.empty()) return "";
   const std::string dtype = io::dtype_name(spec.dtype);
-  const std::string dtypes = !src.data_dtype.empty() && src.data_dtype != dtype
-                                 ? fmt::format(" (it trained on {} samples, the data stores {})", src.data_dtype, dtype)
-                                 : "";
-  constexpr double kFactor = 16.0;
-  size_t wider = 0, narrower = 0;
-  for (size_t c = 0; c < src.std.size(); ++c) {
-    wider += spec.std[c] > kFactor * src.std[c];
-    narrower += spec.std[c] * kFactor < src.std[c];
-  }
-  if (wider < src.std.size() && narrower < src.std.size()) return "";
-  return fmt::format("the data's samples spread {:.3g} (std of channel 0) where its model's training data spread "
-                     "{:.3g}, {:.3g}x {} in every channel{}",
-                     spec.std[0], src.std[0], wider ? spec.std[0] / src.std[0] : src.std[0] / spec.std[0],
-                     wider ? "wider" : "narrower", dtypes);
+  const bool other = !src.data_dtype.empty() && src.data_dtype != dtype;
+  const std::string dtypes =
+      other ? fmt::format(" (it trained on {} samples, the data stores {})", src.data_dtype, dtype) : "";
+  const std::string hint = src.data_dtype == "uint8" && dtype != "uint8" ? " (pixels 0-1 for 0-255?)" : "";
+  return found + dtypes + ": samples in other units" + hint;
 }
 
 }  // namespace
@@ -192,10 +183,10 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
   // Pixels stored as floats in [0, 1] for a model of 0-255 pixels: normalised with the model's
   // statistics (mean 73, std 90) every input is wrong (a hostile finding: accuracy 0.098, exit 0).
-  const std::string scale = scale_problem(src, spec);
-  if (!scale.empty())
-    throw UsageError(src.path + ": " + scale + ": samples in other units (pixels 0-1 for 0-255?), every input "
-                     "normalised wrong; re-import the data in the units the model's was");
+  const std::string units = units_problem(src, spec);
+  if (!units.empty())
+    throw UsageError(src.path + ": " + units + ", every input normalised wrong; re-import the data in the units "
+                     "the model's was");
   // Labelled data whose classes the model knows by other names, or in another order: its labels
   // would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
   if (src.class_names.empty() || spec.class_names.empty() || src.class_names == spec.class_names) return;

@@ -1,5 +1,6 @@
 // importer: see importer.hpp.
 #include "io/import/importer.hpp"
+#include "io/dataset/units_check.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -215,7 +216,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     }
   }
 
-  ChannelStats stats(spec);
+  ChannelStats stats(spec), input_stats(spec);  // the training input's; a later input's own
   const int64_t n = in.source->count();
   const int64_t block = std::max<int64_t>(1, (16 << 20) / static_cast<int64_t>(sb));
   std::vector<unsigned char> buf(static_cast<size_t>(block) * sb);
@@ -239,6 +240,7 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
       const auto* extra = extras.data() + (b + j) * extra_w;
       bw.records.insert(bw.records.end(), extra, extra + extra_w);
       if (bw.train_stats) stats.add(sample, 1, spec.ragged ? extra[0] : 0);
+      if (!first) input_stats.add(sample, 1, spec.ragged ? extra[0] : 0);
       if (bw.clips) {
         bw.clips->add(sample, bw.records.data() + at);
         bw.records.clear();
@@ -251,6 +253,17 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     progress.update(b + k);
   }
   if (first) stats.finish(&spec.mean, &spec.std);
+  if (!first) {
+    // A test input in other units than the training input (0-1 floats beside 0-255 pixels)
+    // was imported, and scored at chance with the training statistics (a hostile finding).
+    std::vector<double> mean, std;
+    input_stats.finish(&mean, &std);
+    const std::string units = units_mismatch(spec.std, std, in.source->name() + ": its samples",
+                                             "the training input's (" + spec.name + ")");
+    if (!units.empty())
+      throw UsageError(units + ": samples in other units, which the training statistics would normalise wrong "
+                       "(nothing was written; convert it to the training input's units)");
+  }
 
   std::vector<std::pair<std::string, SplitEntry>> out;
   for (auto& w : writers) {
@@ -394,55 +407,5 @@ void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt,
 }
 
 }  // namespace
-
-ChannelStats::ChannelStats(const DatasetSpec& spec)
-    : spec_(spec),
-      channels_(spec.sample_shape.empty() ? 1 : spec.sample_shape[0]),
-      per_channel_(spec.sample_elems() / std::max<int64_t>(1, channels_)),
-      sum_(static_cast<size_t>(channels_), 0.0),
-      sq_(sum_) {}
-
-void ChannelStats::add(const void* samples, int64_t n, int64_t length) {
-  auto value = [&](int64_t idx) -> double {
-    switch (spec_.dtype) {
-      case DType::kUInt8: return static_cast<const uint8_t*>(samples)[idx];
-      case DType::kInt16: return static_cast<const int16_t*>(samples)[idx];
-      case DType::kFloat32: return static_cast<const float*>(samples)[idx];
-      case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(samples)[idx]);
-    }
-    return 0.0;
-  };
-  // Ragged samples: only the first LENGTH steps of each channel's row are data.
-  const int64_t steps = spec_.time_steps();
-  const int64_t rows = steps > 0 ? per_channel_ / steps : 0;
-  const bool trim = length > 0 && length < steps;
-  for (int64_t s = 0; s < n; ++s) {
-    for (int64_t c = 0; c < channels_; ++c) {
-      const int64_t base = s * spec_.sample_elems() + c * per_channel_;
-      double sum = 0.0, sq = 0.0;
-      for (int64_t i = 0; i < per_channel_; ++i) {
-        if (trim && i % steps >= length) continue;
-        const double v = value(base + i);
-        sum += v;
-        sq += v * v;
-      }
-      sum_[static_cast<size_t>(c)] += sum;
-      sq_[static_cast<size_t>(c)] += sq;
-    }
-    values_ += trim ? rows * length : per_channel_;
-  }
-}
-
-void ChannelStats::finish(std::vector<double>* mean, std::vector<double>* std) const {
-  mean->assign(static_cast<size_t>(channels_), 0.0);
-  std->assign(static_cast<size_t>(channels_), 1.0);
-  const double count = static_cast<double>(values_);
-  if (count <= 0) return;
-  for (size_t c = 0; c < sum_.size(); ++c) {
-    (*mean)[c] = sum_[c] / count;
-    const double var = sq_[c] / count - (*mean)[c] * (*mean)[c];
-    (*std)[c] = var > 1e-12 ? std::sqrt(var) : 1.0;  // constant channel: no division by zero
-  }
-}
 
 }  // namespace lockstep::io

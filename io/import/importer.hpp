@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "io/import/channel_stats.hpp"
 #include "io/import/import_plan.hpp"
 #include "io/import/sample_source.hpp"
 #include "io/dataset/shard_format.hpp"
@@ -65,20 +66,5 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
 
 // "PATH:size:mtime" for each path, for fingerprints.
 std::string file_fingerprint(const std::vector<std::string>& paths);
-
-// Running per-channel mean/std (channel = first sample dimension), any sample dtype.
-class ChannelStats {
- public:
-  explicit ChannelStats(const DatasetSpec& spec);
-  // LENGTH > 0: ragged samples whose first LENGTH time steps are data (N must be 1).
-  void add(const void* samples, int64_t n, int64_t length = 0);
-  void finish(std::vector<double>* mean, std::vector<double>* std) const;
-
- private:
-  DatasetSpec spec_;
-  int64_t channels_, per_channel_;
-  std::vector<double> sum_, sq_;
-  int64_t values_ = 0;  // per channel: the data values each channel's sums cover
-};
 
 }  // namespace lockstep::io

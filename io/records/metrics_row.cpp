@@ -52,6 +52,7 @@ constexpr CountField kCounts[] = {{"skipped_steps", &Row::skipped_steps},
                                   {"grad_wire_bytes", &Row::grad_wire_bytes},
                                   {"grad_buckets", &Row::grad_buckets},
                                   {"first_step_unix_ms", &Row::first_step_unix_ms},
+                                  {"to_step", &Row::to_step},
                                   {"slowest_rank", &Row::slowest_rank}};
 
 constexpr TextField kTexts[] = {{"split", &Row::split},

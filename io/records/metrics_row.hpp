@@ -56,7 +56,8 @@ struct MetricsRow {
   // End rows.
   std::string stopped_early;
   Count world_size, global_batch, params, grad_wire_bytes, grad_buckets, first_step_unix_ms;
-  // Start rows.
+  // Start rows (and unix_time in every row).
+  Count to_step;  // the step the job trains to; absent in older rows, written by jobs that had work to do
   Number unix_time;
   std::vector<std::pair<std::string, std::string>> versions;  // (component, version)
   // Train rows at more than one rank: ms/step per phase, (min, median, max) over ranks.

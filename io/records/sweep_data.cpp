@@ -21,8 +21,16 @@ SweepRun read_run(const std::string& dir, int ranks) {
   std::vector<double> sps;
   double seconds = 0, exposed = 0;
   bool first = true, ended = false;
-  int64_t world = 0, end_step = 0;
+  int64_t world = 0, end_step = 0, job_world = 0;
   for (const MetricsRow& row : read_metrics_rows(path)) {
+    if (row.kind == RowKind::kStart) {
+      // A job: its own first window is warm-up; its rows count only at the directory's world
+      // (a job of another world size in it made the median another world's throughput).
+      job_world = row.world_size.value_or(0);
+      first = true;
+      if (row.to_step) ended = false;  // began work after that end (a re-run with nothing to do writes no start row)
+      continue;
+    }
     if (row.kind == RowKind::kEnd) {
       ended = true;
       end_step = row.step;
@@ -34,6 +42,7 @@ SweepRun read_run(const std::string& dir, int ranks) {
     }
     if (row.kind != RowKind::kTrain) continue;
     if (ended && row.step > end_step) ended = false;  // extended past that end, and not ended again
+    if (job_world != 0 && job_world != ranks) continue;
     if (first) {  // the first window holds warm-up (allocation, first-touch, caches)
       first = false;
       continue;
@@ -49,7 +58,8 @@ SweepRun read_run(const std::string& dir, int ranks) {
   LOCKSTEP_REQUIRE(world == 0 || world == ranks,
                    path + ": the run trained at " + std::to_string(world) + " rank(s) (its end row's world_size), " +
                        "not the " + std::to_string(ranks) + " its directory's name says");
-  LOCKSTEP_REQUIRE(!sps.empty(), path + ": fewer than 2 train rows (lower --train.log-every or run more steps)");
+  LOCKSTEP_REQUIRE(!sps.empty(), path + ": fewer than 2 train rows of a job at " + std::to_string(ranks) +
+                                     " rank(s) (lower --train.log-every or run more steps)");
   std::sort(sps.begin(), sps.end());
   run.samples_per_s = sps[sps.size() / 2];
   run.step_seconds = static_cast<double>(run.global_batch) / run.samples_per_s;

@@ -126,11 +126,15 @@ for name in unit same; do
   "$LOCKSTEP" shard --input "hdf5:$name.h5" --output "$name" --name "$name" --val-fraction 0 --shards 1 >/dev/null
 done
 expect_rc 2 run_mpi 1 evaluate --checkpoint "$ckpt" --data unit --split train
-expect_output "$ckpt: the data's samples spread 0\.3[0-9]* \(std of channel 0\) where its model's training data spread [0-9.]+, 2[0-9.]+x narrower in every channel \(it trained on uint8 samples, the data stores float32\): samples in other units"
+expect_output "$ckpt: the data's samples spread 0\.3[0-9]* \(std of channel 0\) where its model's training data spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies \(it trained on uint8 samples, the data stores float32\): samples in other units \(pixels 0-1 for 0-255\?\)"
 expect_rc 2 run_mpi 1 predict --checkpoint model.safetensors --data unit --split train --out unit.csv
 [ ! -e unit.csv ] || fail "predict wrote predictions of wrongly normalised inputs"
 expect_rc 0 run_mpi 1 evaluate --checkpoint "$ckpt" --data same --split train  # same units, stored as floats
 expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data unit --out unit.safetensors
+#     A test input in other units than the training input was imported and scored at chance.
+expect_rc 2 "$LOCKSTEP" shard --input hdf5:same.h5 --test-input hdf5:unit.h5 --output mixed --name mixed
+expect_output "unit.h5: its samples spread 0\.3[0-9]* \(std of channel 0\) where the training input's \(mixed\) spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies"
+[ ! -e mixed/manifest.json ] || fail "shard wrote a dataset whose test split is in other units"
 "$PYTHON" - model.safetensors nostats.safetensors <<'PY'
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()

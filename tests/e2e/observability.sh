@@ -126,7 +126,11 @@ json.dump(t, open(f"{sys.argv[1]}/rank-3.json", "w"))
 PY
 expect_rc 0 "$LOCKSTEP" report --trace traced
 expect_output "merged 2 rank\(s\) and [0-9]+ operator spans"
-expect_output "skipped what other jobs left in traced/trace: rank-3.json \(the job of 4 rank\(s\) that traced steps 1-2 from step 1 on\)"
+expect_output "skipped in traced/trace: rank-3.json \(the job of 4 rank\(s\) that traced steps 1-2 from step 1 on\)"
+cp traced/trace/rank-0.json traced/trace/rank-0.bak.json  # a copy was merged twice: rank 0's times doubled
+expect_rc 0 "$LOCKSTEP" report --trace traced
+expect_output "rank-0.bak.json \(not a rank's trace file name: a copy\?\)"
+expect_output "merged 2 rank\(s\)"
 rm traced/trace/rank-1.json
 expect_rc 0 "$LOCKSTEP" report --trace traced
 expect_output "only 1 of the job's 2 ranks left a trace"

@@ -88,6 +88,15 @@ assert "<" not in script.split("const DATA = ")[1].split(";\n")[0], "a '<' insid
 colours = re.findall(r'"color":"([^"]+)"', script)
 assert len(colours) == len(set(colours)) >= 11, colours
 PY
+# A run extended (its job's start row says the step it trains to) and killed before its first
+# row was "completed"; a start row without to_step (an older no-op re-run) changes nothing.
+mkdir -p ext && cp -r "sweep/lr=0.1,batch-size=32" ext/extended && cp -r "sweep/lr=0.1,batch-size=32" ext/noop
+echo '{"kind":"start","epoch":3,"step":24,"world_size":1,"to_step":60}' >>ext/extended/metrics.jsonl
+echo '{"kind":"start","epoch":3,"step":24,"world_size":1}' >>ext/noop/metrics.jsonl
+expect_rc 0 "$LOCKSTEP" report ext/extended ext/noop ext/extended/ --out ext
+expect_output '^\| extended \| .* \| no end row: running, or killed, at step 24 \|$'
+expect_output '^\| noop \| .* \| completed at step 24 \|$'
+[ "$(grep -c '^| extended ' out.txt)" = 1 ] || fail "a run given twice was listed twice"
 expect_rc 2 "$LOCKSTEP" report sweep --metric val_acuracy --out typo
 expect_output "--metric val_acuracy: no run has it \(the rows hold .*val_acc"
 mkdir -p notes && echo "# my notes" >notes/report.md  # a file of the user's own where report writes
@@ -121,7 +130,12 @@ SWEEP_ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # the checkout ($0 is absolute 
 mkdir -p fakebin && printf '#!/bin/sh\necho 4242\n' >fakebin/sbatch && chmod +x fakebin/sbatch
 sweep_sh() { env PATH="$WORK/fakebin:$PATH" LOCKSTEP_BIN="$LOCKSTEP" LOCKSTEP_SHARE="$SWEEP_ROOT" bash "$SWEEP_ROOT/slurm/sweep.sh" "$@"; }
 expect_rc 2 sweep_sh grid.txt sw -- --data data --run-dir shared
-expect_output "sweep.sh: --run-dir after --: each run's directory"
+expect_output "grid.txt: run 0 \(.*\): --run.dir is the sweep's own"
+expect_rc 2 sweep_sh grid.txt sw -- --data data --run.di shared  # no prefix of it either
+expect_output "unrecognised option '--run.di'"
+printf 'run-dir=shared lr=0.01,0.02\n' >indir.txt
+expect_rc 2 "$LOCKSTEP" sweep indir.txt
+expect_output "indir.txt: run 0 \(run-dir=shared,lr=0.01\): --run.dir is the sweep's own"
 expect_rc 0 sweep_sh grid.txt sw -- --data data
 expect_output "^4242$"
 printf 'lr=0.3\n' >other.txt

@@ -355,7 +355,8 @@ pass "doctor: checks pass on good data, a truncated shard is named by the rank t
 # training plan (check_training_plan, the model for the samples, the batch per rank), once.
 expect_rc 0 run_mpi 2 doctor --data data
 expect_output "doctor: training plan: model cnn on fmnist-slice \(train split\), batch [0-9]+ x 2 rank\(s\): ok"
-for bad in "--data.val-split nosuch" "--model lmu" "--batch-size 5000"; do
+for bad in "--data.val-split nosuch" "--model lmu" "--batch-size 5000" "--model.init-from nosuch.ckpt" \
+  "--train.class-weights 1,2,3" "--trace.steps 5-2"; do
   # shellcheck disable=SC2086
   expect_rc 1 run_mpi 2 doctor --data data $bad
   expect_output 'doctor: 1 problem\(s\)'

@@ -127,3 +127,30 @@ TEST(SvgPlot, ChartsHoldEverySeries) {
   EXPECT_NE(svg.find(">1024<"), std::string::npos);  // the log2 axis reaches 1024
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }
+
+// A hostile round on the above: a run directory holding the rows of a job at another world
+// size (2 ranks, then resumed at 1) took its median from both; a job that began work after
+// the end row (its start row says the step it trains to) and was killed before a row was
+// taken as finished. A start row without to_step (older lockstep's, or a re-run with nothing
+// to do) changes nothing.
+TEST(Sweep, OnlyTheJobsAtTheFoldersWorldCount) {
+  const std::string dir = lockstep::testing::fresh_dir("sweep_jobs");
+  const auto train = [](int step, int sps) {
+    return "{\"kind\": \"train\", \"step\": " + std::to_string(step) + ", \"samples_per_s\": " + std::to_string(sps) +
+           ", \"seconds\": 1}\n";
+  };
+  io::make_dirs(dir + "/ranks-1");
+  std::ofstream(dir + "/ranks-1/metrics.jsonl")
+      << "{\"kind\": \"start\", \"step\": 0, \"world_size\": 2, \"to_step\": 40}\n"
+      << train(10, 5) << train(20, 3000) << train(30, 3000) << train(40, 3000)
+      << "{\"kind\": \"start\", \"step\": 40, \"world_size\": 1, \"to_step\": 60}\n"
+      << train(50, 9) << train(60, 1300)
+      << "{\"kind\": \"end\", \"step\": 60, \"global_batch\": 16, \"params\": 10, \"world_size\": 1}\n"
+      << "{\"kind\": \"start\", \"step\": 60, \"world_size\": 1}\n";  // an older no-op re-run
+  io::Sweep s = io::read_sweep(dir);
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.runs[0].samples_per_s, 1300);  // not 3000, the 2-rank job's
+  std::ofstream(dir + "/ranks-1/metrics.jsonl", std::ios::app)
+      << "{\"kind\": \"start\", \"step\": 60, \"world_size\": 1, \"to_step\": 90}\n";
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-1/metrics.jsonl: the run did not finish");
+}

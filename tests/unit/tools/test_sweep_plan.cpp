@@ -56,7 +56,12 @@ TEST(SweepPlan, QuotedValuesKeepTheirCommasAndTheSweepHasABound) {
   EXPECT_ERROR_CONTAINS(plan_sweep("freeze=\"a,b\n", "s.txt"), "s.txt:1: 'freeze=\"a,b' opens a quote it does not close");
   std::string grid;
   for (int k = 0; k < 8; ++k) grid += "k" + std::to_string(k) + "=0,1,2,3,4,5,6,7,8,9 ";
-  EXPECT_ERROR_CONTAINS(plan_sweep(grid + "\n", "s.txt"), "s.txt:1: the sweep would have over 10000 runs, more than 10000");
+  EXPECT_ERROR_CONTAINS(plan_sweep(grid + "\n", "s.txt"), "s.txt:1: the sweep would have 100000000 runs, more than 10000");
+  std::string huge;
+  for (int k = 0; k < 20; ++k) huge += "k" + std::to_string(k) + "=0,1,2,3,4,5,6,7,8,9 ";
+  EXPECT_ERROR_CONTAINS(plan_sweep(huge + "\n", "s.txt"), "s.txt:1: the sweep would have over 10^18 runs");
+  EXPECT_ERROR_CONTAINS(plan_sweep("init-exclude=" + std::string(300, 'a') + " lr=0.1\n", "s.txt"),
+                        "s.txt:1: the run name init-exclude=aaaa");
   std::string lines;
   for (int i = 0; i < 101; ++i) lines += "lr=" + std::to_string(i) + " seed=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99\n";
   EXPECT_ERROR_CONTAINS(plan_sweep(lines, "s.txt"), "s.txt:101: the sweep would have 10100 runs");

@@ -10,6 +10,7 @@
 #include "io/loader/sample_store.hpp"
 #include "io/dataset/shard_reader.hpp"
 #include "io/dataset/shard_writer.hpp"
+#include "io/dataset/units_check.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -270,4 +271,22 @@ TEST(Shards, ManifestRecordsTheSampleOrder) {
   text.replace(text.find("\"shuffled\""), 10, "\"sorted\"");
   std::ofstream(dir + "/manifest.json") << text;
   EXPECT_ERROR_CONTAINS(read_manifest(dir), "sample_order 'sorted' is neither");
+}
+
+// Samples in other units (units_check.hpp): every varying channel 16x off. A constant channel
+// carries the std 1.0 the importer stores for it and says nothing (a hostile finding: a model
+// with one constant channel let 0-1 data through; blank 0-255 data was refused as 90x off).
+TEST(UnitsCheck, EveryVaryingChannelSixteenTimesOff) {
+  const auto off = [](std::vector<double> ref, std::vector<double> data) {
+    return units_mismatch(ref, data, "data", "the model's");
+  };
+  EXPECT_NE(off({90.0}, {0.35}), "");
+  EXPECT_NE(off({0.35}, {90.0}).find("257x wider in every channel that varies"), std::string::npos) << off({0.35}, {90.0});
+  EXPECT_EQ(off({90.0}, {8.0}), "");               // 11x: within the factor
+  EXPECT_EQ(off({90.0, 50.0}, {0.35, 50.0}), "");  // one channel changed: a sensor, not the units
+  EXPECT_NE(off({90.0, 1.0}, {0.35, 1.0}), "");    // the constant channel left out
+  EXPECT_EQ(off({90.0}, {1.0}), "");               // blank data: no varying channel, no verdict
+  EXPECT_EQ(off({}, {0.35}), "");                  // a model without statistics
+  EXPECT_NE(off({90.0, 1.0}, {0.35, 1.0}).find("data spread 0.35 (std of channel 0) where the model's spread 90"),
+            std::string::npos);
 }
