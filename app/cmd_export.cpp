@@ -18,7 +18,8 @@ int cmd_export(const Args& args) {
   }
   if (parsed.status == ParseStatus::kError) throw UsageError(parsed.message + " (see lockstep export --help)");
   export_weights(
-      ExportRequest{cfg.checkpoint, cfg.export_out, cfg.data_dir, cfg.config_file, cfg.model, cfg.force_output});
+      ExportRequest{cfg.checkpoint, cfg.export_out, cfg.data_dir, cfg.config_file, cfg.model, cfg.force_output,
+                    cfg.any_units});
   return kExitOk;
 }
 

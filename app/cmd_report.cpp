@@ -63,7 +63,9 @@ void check_outputs(const std::vector<std::string>& paths, bool force, const std:
 
 int scaling(const std::string& dir, bool force) {
   const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
-  check_outputs({dir + "/scaling.svg", dir + "/report.md", dir + "/model.json"}, force, "");
+  std::vector<std::string> outputs{dir + "/scaling.svg", dir + "/report.md"};
+  if (!report.model_json.empty()) outputs.push_back(dir + "/model.json");
+  check_outputs(outputs, force, "");
   io::write_file_atomic(dir + "/scaling.svg", report.svg);
   io::write_file_atomic(dir + "/report.md", report.markdown);
   if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);

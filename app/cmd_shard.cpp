@@ -109,10 +109,12 @@ int cmd_shard(const Args& args) {
       ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples; npz: array key")
       ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels; npz: array key (none: unlabelled)")
       ("force", "rewrite even when the output already matches the input, and write into a directory that "
-                "holds another dataset or other files (never over an input file)");
+                "holds another dataset or other files (never over an input file)")
+      ("any-units", "import a --test-input whose spread is 16x off the training input's in every channel "
+                    "(other units: refused without it)");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
+    po::store(po::command_line_parser(args).options(d).style(no_guessing_style()).run(), vm);
     if (vm.count("help")) {
       std::cout << d;
       return kExitOk;
@@ -146,6 +148,7 @@ int cmd_shard(const Args& args) {
   spec.no_labels = vm.count("no-labels") > 0;
   if (spec.no_labels && vm["val-fraction"].defaulted()) opt.plan.val_fraction = 0.0;
   opt.force = vm.count("force") > 0;
+  opt.any_units = vm.count("any-units") > 0;
   opt.progress = ::isatty(STDERR_FILENO) != 0;
   io::OpenedImport opened = io::open_import(spec);
 

@@ -64,7 +64,8 @@ int cmd_sweep(const Args& all) {
                  "  the sweep is every line's), e.g.  lr=0.05,0.1 batch-size=64,128\n"
                  "  a value with commas in double quotes: class-weights=\"1,2,1\",\"1,1,1\"\n"
                  "  -- TRAIN OPTIONS: every run's (slurm/sweep.sh's), checked with each run's own\n";
-    return args.empty() || args[0] == "--help" || args[0] == "-h" ? kExitOk : kExitUsage;
+    const bool help = dashes == all.end() && (args.empty() || args[0] == "--help" || args[0] == "-h");
+    return help ? kExitOk : kExitUsage;
   }
   const std::string& file = args[0];
   const std::vector<SweepTask> tasks = plan_sweep(io::read_text_file(file), file);

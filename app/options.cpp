@@ -63,7 +63,7 @@ const std::map<std::string, std::string>& aliases() {
       {"model", "model.name"},       {"backend", "dist.backend"},
       {"bucket-mb", "dist.bucket-mb"}, {"grad-accum", "dist.grad-accum"},
       {"comm-timeout", "dist.comm-timeout"}, {"checkpoint", "eval.checkpoint"},
-      {"split", "eval.split"},           {"keep-last", "ckpt.keep-last"},
+      {"split", "eval.split"},           {"keep-last", "ckpt.keep-last"}, {"any-units", "eval.any-units"},
       {"ckpt-every", "ckpt.every"},       {"sync-bn", "model.sync-bn"},
       {"optimizer", "train.optimizer"},   {"lr-scaling", "train.lr-scaling"},
       {"class-weights", "train.class-weights"}, {"label-smoothing", "train.label-smoothing"},
@@ -209,7 +209,8 @@ po::options_description eval_options(Config* c) {
       ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint)")
       ("eval.split", po::value(&c->eval_split)->default_value(c->eval_split), "split to evaluate on (alias --split)")
       ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here")
-      ("force", po::bool_switch(&c->force_output), "replace an existing output file (--out, --eval.out); without it one is refused");
+      ("force", po::bool_switch(&c->force_output), "replace an existing output file (--out, --eval.out); without it one is refused")
+      ("eval.any-units", po::bool_switch(&c->any_units), "take data whose spread is 16x off the model's training data in every channel (other units, refused without it: pixels 0-1 for 0-255) as it is (alias --any-units)");
   return d;
 }
 
@@ -302,11 +303,9 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   po::variables_map vm;
   try {
     const auto expanded = last_wins(expand_aliases(args));
-    // No guessing: Boost took any unambiguous prefix (--run.di for --run.dir), so a cut-off or
-    // misspelt option passed every check made on option names (a hostile finding: a sweep's
-    // runs all went into one directory).
-    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    const po::parsed_options parsed = po::command_line_parser(expanded).options(desc).style(style).run();
+    // No guessing (a hostile finding: a sweep's runs all went into one directory by --run.di).
+    const po::parsed_options parsed =
+        po::command_line_parser(expanded).options(desc).style(no_guessing_style()).run();
     // A word no option takes (a shell glob's second match, a value with a space unquoted) was
     // dropped: `--checkpoint step-*.ckpt` scored the oldest checkpoint alone.
     for (const po::option& o : parsed.options)

@@ -1,6 +1,8 @@
 // po_error: see po_error.hpp.
 #include "app/po_error.hpp"
 
+#include <boost/program_options/cmdline.hpp>
+
 namespace lockstep::app {
 namespace {
 
@@ -40,6 +42,11 @@ std::string po_message(const po::error& e) {
   if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&e))
     return Defused(*named).what();
   return e.what();
+}
+
+int no_guessing_style() {
+  namespace style = boost::program_options::command_line_style;
+  return style::default_style & ~style::allow_guessing;
 }
 
 }  // namespace lockstep::app

@@ -13,4 +13,8 @@ namespace lockstep::app {
 
 std::string po_message(const boost::program_options::error& e);
 
+// The style every lockstep command line is parsed with: Boost's default without guessing (it
+// took any unambiguous prefix, --run.di for --run.dir, past every check made on option names).
+int no_guessing_style();
+
 }  // namespace lockstep::app

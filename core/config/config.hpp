@@ -121,6 +121,7 @@ struct Config {
   std::string eval_out;    // evaluate: write the result as JSON here
   bool force_output = false;  // evaluate, predict, export, doctor: --force replaces an existing output file
   bool eval_hflip = false;  // every evaluation averages each image's probabilities with its mirror's
+  bool any_units = false;   // evaluate/predict/export: data in other units than the model's is taken (units_check.hpp)
   // predict / export
   std::string predict_out;  // predict: .csv or .h5
   int64_t top_k = 0;        // predict: 0: every class's probability

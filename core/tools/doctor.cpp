@@ -205,7 +205,7 @@ struct Doctor {
                           cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
       log::info0(fmt::format("doctor: training plan: model {} on {} ({} split), batch {} x {} rank(s): ok", cfg.model,
                              m.spec.name, cfg.train_split, cfg.batch_size, mpi.size()));
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // LibTorch's (a model that cannot be built) too: one problem, no abort
       problem(std::string("training plan: ") + e.what());
     }
   }

@@ -26,6 +26,7 @@ void export_weights(const ExportRequest& req) {
       // Only data the model reads as it was trained fills in what the checkpoint lacks (any
       // dataset's names and statistics were written into the file).
       check_data_fits(src, m.spec);
+      if (!req.any_units) check_units(src, m.spec);
       if (src.mean.empty()) src.mean = m.spec.mean;
       if (src.std.empty()) src.std = m.spec.std;
       if (src.data_dtype.empty()) src.data_dtype = io::dtype_name(m.spec.dtype);

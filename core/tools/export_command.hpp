@@ -17,6 +17,7 @@ struct ExportRequest {
   std::string config_file;  // the --config file, an input --out may not name
   std::string model;        // --model.name: a TorchScript checkpoint's file is read only when named
   bool force = false;       // --force: replace an existing --out
+  bool any_units = false;   // --any-units: --data in other units than the model's is taken
 };
 
 // Serial. Throws UsageError for bad input (one line naming the file).

@@ -21,7 +21,8 @@ Inference open_inference(const Config& cfg, const MpiRuntime& mpi,
   check_eval_hflip(cfg.eval_hflip, in.manifest.spec, cfg.data_dir);
   in.manifest.split(cfg.eval_split, cfg.data_dir);  // a missing split: named before any weights are read
   in.src = read_weights(cfg.checkpoint, cfg.model);
-  check_data_fits(in.src, in.manifest.spec);  // with the data's own statistics
+  check_data_fits(in.src, in.manifest.spec);
+  if (!cfg.any_units) check_units(in.src, in.manifest.spec);  // the data's own statistics
   in.spec = spec_for_model(in.manifest.spec, in.src);
   torch::set_num_threads(cfg.threads);
   in.data = std::make_unique<io::RankReader>(cfg.data_dir, in.manifest, cfg.eval_split, mpi.rank(), mpi.size(),

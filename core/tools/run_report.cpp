@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "core/config/enums.hpp"
 #include "core/config/ini_text.hpp"
 #include "io/records/metrics_row.hpp"
+#include "io/records/run_outcome.hpp"
 #include "io/records/svg_plot.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
@@ -114,16 +116,11 @@ Summary summarize(const Run& r) {
   Summary s;
   double start = 0;
   int64_t last_step = 0;
-  const MetricsRow* end = nullptr;
+  const MetricsRow* end = io::standing_end(r.rows);
   const MetricsRow* test = nullptr;
   std::vector<double> speeds;
   for (const auto& row : r.rows) {
     if (row.kind == RowKind::kStart && start == 0 && row.unix_time) start = *row.unix_time;
-    if (end && row.step > end->step) end = nullptr;  // the run went on past that end (extended, then killed)
-    // A job that began work after that end (its start row says the step it trains to; a re-run
-    // with nothing to do writes none, older ones wrote one without it): killed before a row.
-    if (end && row.kind == RowKind::kStart && row.to_step) end = nullptr;
-    if (row.kind == RowKind::kEnd) end = &row;
     if (row.kind == RowKind::kTest) test = &row;
     if (row.kind == RowKind::kTrain && row.samples_per_s) speeds.push_back(*row.samples_per_s);
     last_step = std::max(last_step, row.step);
@@ -291,7 +288,8 @@ draw();
 void name_runs(std::vector<Run>& runs) {
   std::vector<std::vector<std::string>> parts(runs.size());
   for (size_t i = 0; i < runs.size(); ++i)
-    for (std::string d = io::canonical_path(runs[i].dir); !d.empty();) {  // "../../b/x/run" -> .../b/x/run
+    // "../../b/x/run" -> /.../b/x/run; a link keeps the name the user gave it.
+    for (std::string d = std::filesystem::absolute(runs[i].dir).lexically_normal().string(); !d.empty();) {
       while (d.size() > 1 && d.back() == '/') d.pop_back();
       const auto slash = d.find_last_of('/');
       parts[i].push_back(slash == std::string::npos ? d : d.substr(slash + 1));

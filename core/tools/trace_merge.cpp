@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/train/step_trace.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 
@@ -88,14 +89,11 @@ std::vector<TraceFile> read_trace_files(const std::string& dir, std::vector<std:
       t.json = io::parse_json(io::read_text_file(t.path), t.path);
       LOCKSTEP_REQUIRE(t.json.contains("traceEvents") && t.json["traceEvents"].is_array(), "no traceEvents");
       if (t.json.contains("lockstep")) {
-        const io::Json& m = t.json["lockstep"];
-        const std::string what = t.path + ": lockstep";
-        t.job = JobKey{io::json_get<int64_t>(m, "world", what), io::json_get<int64_t>(m, "first_step", what),
-                       io::json_get<int64_t>(m, "last_step", what), io::json_get<int64_t>(m, "job_first_step", what)};
-        t.ops = io::json_get<bool>(m, "ops", what);
-        t.unix_time = io::json_get<double>(m, "unix_time", what);
-        const int rank = io::json_get<int>(m, "rank", what);
-        LOCKSTEP_REQUIRE(rank == t.rank, "it holds rank " + std::to_string(rank) + "'s trace");
+        const TraceHeader h = parse_trace_header(t.json["lockstep"].dump(), t.path + ": lockstep");
+        t.job = JobKey{h.world, h.first_step, h.last_step, h.job_first_step};
+        t.ops = h.ops;
+        t.unix_time = h.unix_time;
+        LOCKSTEP_REQUIRE(h.rank == t.rank, "it holds rank " + std::to_string(h.rank) + "'s trace");
       }
     } catch (const Error& e) {
       skipped->push_back(f + " (unreadable: " + e.what() + ")");

@@ -129,15 +129,31 @@ void StepTrace::stop_ops(int64_t last) {
                            last, dir_, summary));
 }
 
+std::string trace_header_json(const TraceHeader& h) {
+  return io::dump_json({{"rank", h.rank}, {"world", h.world}, {"first_step", h.first_step}, {"last_step", h.last_step},
+                        {"job_first_step", h.job_first_step}, {"ops", h.ops}, {"unix_time", h.unix_time}});
+}
+
+TraceHeader parse_trace_header(const std::string& json, const std::string& what) {
+  const io::Json m = io::parse_json(json, what);
+  TraceHeader h;
+  h.rank = io::json_get<int>(m, "rank", what);
+  h.world = io::json_get<int64_t>(m, "world", what);
+  h.first_step = io::json_get<int64_t>(m, "first_step", what);
+  h.last_step = io::json_get<int64_t>(m, "last_step", what);
+  h.job_first_step = io::json_get<int64_t>(m, "job_first_step", what);
+  h.ops = io::json_get<bool>(m, "ops", what);
+  h.unix_time = io::json_get<double>(m, "unix_time", what);
+  return h;
+}
+
 void StepTrace::finish() {
   if (!on() || written_ || window_begin_ == 0) return;
   written_ = true;
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" +
-                    io::dump_json({{"rank", rank_}, {"world", world_}, {"first_step", range_.first}, {"last_step", last},
-                                   {"job_first_step", done_ + 1}, {"ops", profiled_}, {"unix_time", unix_seconds()}}) +
-                    ",\"traceEvents\":[\n";
+  const TraceHeader header{rank_, world_, range_.first, last, done_ + 1, profiled_, unix_seconds()};
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" + trace_header_json(header) + ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});
   for (const auto& [tid, name] : std::vector<std::pair<int, const char*>>{{0, "step phases"}, {1, "collectives"}, {2, "checkpoints"}})

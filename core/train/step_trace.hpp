@@ -38,6 +38,20 @@ TraceRange parse_trace_range(const std::string& text);
 // starts after DONE): no trace at all, or only part of it; "" when it is all traced.
 std::string trace_range_note(const TraceRange& range, int64_t done, int64_t last);
 
+// The "lockstep" object of a rank's trace file: which job wrote it. One schema, written by
+// StepTrace and read back by trace_merge.
+struct TraceHeader {
+  int rank = -1;
+  int64_t world = 0;
+  int64_t first_step = 0, last_step = 0;  // the steps traced
+  int64_t job_first_step = 0;             // the job's first step (a resumed job's is past 1)
+  bool ops = false;                       // --trace.ops: the job wrote ops-rank-R files
+  double unix_time = 0;                   // when the file was written
+};
+std::string trace_header_json(const TraceHeader& h);
+// Throws Error naming WHAT for a missing or malformed field.
+TraceHeader parse_trace_header(const std::string& json, const std::string& what);
+
 class StepTrace {
  public:
   // RANK of WORLD. DONE: global steps done before this run's first step (a resumed run).

@@ -154,7 +154,8 @@ std::string names_text(const std::vector<std::string>& names) {
 // Samples in other units than the model was trained on ("" when none is seen: units_check.hpp's
 // rule), with the stored dtypes where they differ and a hint for pixels.
 std::string units_problem(const WeightSource& src, const io::DatasetSpec& spec) {
-  const std::string found = io::units_mismatch(src.std, spec.std, "the data's samples", "its model's training data");
+  const std::string found =
+      io::units_mismatch(src.mean, src.std, spec.mean, spec.std, "the data's samples", "its model's training data");
   if (found.empty()) return "";
   const std::string dtype = io::dtype_name(spec.dtype);
   const bool other = !src.data_dtype.empty() && src.data_dtype != dtype;
@@ -181,12 +182,6 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
                      " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
   if (src.num_classes > 0 && spec.labeled && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
-  // Pixels stored as floats in [0, 1] for a model of 0-255 pixels: normalised with the model's
-  // statistics (mean 73, std 90) every input is wrong (a hostile finding: accuracy 0.098, exit 0).
-  const std::string units = units_problem(src, spec);
-  if (!units.empty())
-    throw UsageError(src.path + ": " + units + ", every input normalised wrong; re-import the data in the units "
-                     "the model's was");
   // Labelled data whose classes the model knows by other names, or in another order: its labels
   // would be scored (and predict's names given) as other classes (a hostile finding: accuracy 0).
   if (src.class_names.empty() || spec.class_names.empty() || src.class_names == spec.class_names) return;
@@ -200,6 +195,15 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
                      src.path + "` lists it)");
   throw UsageError(src.path + ": its model's classes (" + names_text(src.class_names) + ") are not the data's (" +
                    names_text(spec.class_names) + ")");
+}
+
+void check_units(const WeightSource& src, const io::DatasetSpec& spec) {
+  // Pixels stored as floats in [0, 1] for a model of 0-255 pixels: normalised with the model's
+  // statistics (mean 73, std 90) every input is wrong (a hostile finding: accuracy 0.098, exit 0).
+  const std::string units = units_problem(src, spec);
+  if (!units.empty())
+    throw UsageError(src.path + ": " + units + ", every input normalised wrong; re-import the data in the units "
+                     "the model's was (--any-units: they are the same units)");
 }
 
 std::shared_ptr<Net> build_model(const WeightSource& src, const ModelOptions& fallback, const io::DatasetSpec& spec) {

@@ -43,12 +43,14 @@ WeightSource read_weights(const std::string& path, const std::string& model_name
 std::shared_ptr<Net> build_model(const WeightSource& source, const ModelOptions& fallback, const io::DatasetSpec& spec);
 // Throws UsageError naming SOURCE's file when its model cannot read SPEC's data as it was trained
 // to: another sample shape (a ragged one's padded length aside), token vocabulary or class count,
-// labelled classes named differently (another order included: every label would mean another
-// class), or samples in other units: a spread (std) 16x wider or narrower than the model's
-// training data in every channel (pixels 0-1 for 0-255: the model's normalisation would make
-// every input wrong). open_inference checks it with the data's own statistics (before
-// spec_for_model puts the model's in their place); build_model and export --data too.
+// or labelled classes named differently (another order included: every label would mean another
+// class). build_model checks it; export --data too, before it takes anything from the data.
 void check_data_fits(const WeightSource& source, const io::DatasetSpec& spec);
+// Throws UsageError naming SOURCE's file when SPEC's samples (by their own statistics) are in
+// other units than its model's training data (io/dataset/units_check.hpp: pixels 0-1 for
+// 0-255, the model's normalisation would make every input wrong), naming the stored dtypes.
+// open_inference and export --data check it unless --any-units.
+void check_units(const WeightSource& source, const io::DatasetSpec& spec);
 
 // The dataset spec a model from SOURCE sees DATA with: the data's samples, normalised as
 // the model was trained (SOURCE's mean/std when known: inference on new data must not

@@ -258,11 +258,12 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     // was imported, and scored at chance with the training statistics (a hostile finding).
     std::vector<double> mean, std;
     input_stats.finish(&mean, &std);
-    const std::string units = units_mismatch(spec.std, std, in.source->name() + ": its samples",
+    const std::string units = units_mismatch(spec.mean, spec.std, mean, std, in.source->name() + ": its samples",
                                              "the training input's (" + spec.name + ")");
-    if (!units.empty())
+    if (!units.empty() && !opt.any_units)
       throw UsageError(units + ": samples in other units, which the training statistics would normalise wrong "
-                       "(nothing was written; convert it to the training input's units)");
+                       "(nothing was written; convert it to the training input's units, or --any-units: they are "
+                       "the same units)");
   }
 
   std::vector<std::pair<std::string, SplitEntry>> out;

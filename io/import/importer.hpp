@@ -49,6 +49,7 @@ struct ImportOptions {
   PlanOptions plan;
   WriteOptions write;
   bool force = false;
+  bool any_units = false;  // a later input (--test-input) in other units than the training one is imported
   std::vector<std::string> input_files;  // the files (or IDX directory) read, for the overwrite checks
   bool progress = false;  // a progress line on stderr (set when stderr is a TTY)
   size_t reorder_window_bytes = size_t{256} << 20;  // memory for storing a shuffled shard (shard_stage.hpp)

@@ -7,6 +7,7 @@
 
 #include "core/base/error.hpp"
 #include "io/records/metrics_row.hpp"
+#include "io/records/run_outcome.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 
@@ -20,29 +21,26 @@ SweepRun read_run(const std::string& dir, int ranks) {
   LOCKSTEP_REQUIRE(path_exists(path), path + ": missing (did the run start?)");
   std::vector<double> sps;
   double seconds = 0, exposed = 0;
-  bool first = true, ended = false;
-  int64_t world = 0, end_step = 0, job_world = 0;
-  for (const MetricsRow& row : read_metrics_rows(path)) {
+  const std::vector<MetricsRow> rows = read_metrics_rows(path);
+  const MetricsRow* end = standing_end(rows);
+  LOCKSTEP_REQUIRE(end && end->global_batch.value_or(0) > 0,
+                   path + ": the run did not finish (no end row after its last step)");
+  const int64_t world = end->world_size.value_or(0);
+  run.global_batch = *end->global_batch;
+  run.params = end->params.value_or(0);
+  run.wire_bytes = static_cast<double>(end->grad_wire_bytes.value_or(0));
+  run.buckets = static_cast<int>(end->grad_buckets.value_or(1));
+  bool first = true;
+  int64_t job_world = 0;
+  for (const MetricsRow& row : rows) {
     if (row.kind == RowKind::kStart) {
       // A job: its own first window is warm-up; its rows count only at the directory's world
       // (a job of another world size in it made the median another world's throughput).
       job_world = row.world_size.value_or(0);
       first = true;
-      if (row.to_step) ended = false;  // began work after that end (a re-run with nothing to do writes no start row)
       continue;
     }
-    if (row.kind == RowKind::kEnd) {
-      ended = true;
-      end_step = row.step;
-      world = row.world_size.value_or(0);
-      run.global_batch = row.global_batch.value_or(0);
-      run.params = row.params.value_or(0);
-      run.wire_bytes = static_cast<double>(row.grad_wire_bytes.value_or(0));
-      run.buckets = static_cast<int>(row.grad_buckets.value_or(1));
-    }
-    if (row.kind != RowKind::kTrain) continue;
-    if (ended && row.step > end_step) ended = false;  // extended past that end, and not ended again
-    if (job_world != 0 && job_world != ranks) continue;
+    if (row.kind != RowKind::kTrain || (job_world != 0 && job_world != ranks)) continue;
     if (first) {  // the first window holds warm-up (allocation, first-touch, caches)
       first = false;
       continue;
@@ -52,7 +50,6 @@ SweepRun read_run(const std::string& dir, int ranks) {
     seconds += *row.seconds;
     exposed += row.exposed_comm_s.value_or(0.0);
   }
-  LOCKSTEP_REQUIRE(ended && run.global_batch > 0, path + ": the run did not finish (no end row after its last step)");
   // The directory's name is what the sweep meant; the end row is what ran (a 1-rank run in
   // ranks-4/ was charted as 4 ranks at 25% efficiency).
   LOCKSTEP_REQUIRE(world == 0 || world == ranks,

@@ -126,14 +126,14 @@ for name in unit same; do
   "$LOCKSTEP" shard --input "hdf5:$name.h5" --output "$name" --name "$name" --val-fraction 0 --shards 1 >/dev/null
 done
 expect_rc 2 run_mpi 1 evaluate --checkpoint "$ckpt" --data unit --split train
-expect_output "$ckpt: the data's samples spread 0\.3[0-9]* \(std of channel 0\) where its model's training data spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies \(it trained on uint8 samples, the data stores float32\): samples in other units \(pixels 0-1 for 0-255\?\)"
+expect_output "$ckpt: the data's samples spread 0\.3[0-9]* \(std of channel 0\) where its model's training data spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies, means scaled alike \(it trained on uint8 samples, the data stores float32\): samples in other units \(pixels 0-1 for 0-255\?\)"
 expect_rc 2 run_mpi 1 predict --checkpoint model.safetensors --data unit --split train --out unit.csv
 [ ! -e unit.csv ] || fail "predict wrote predictions of wrongly normalised inputs"
 expect_rc 0 run_mpi 1 evaluate --checkpoint "$ckpt" --data same --split train  # same units, stored as floats
 expect_rc 2 "$LOCKSTEP" export --checkpoint "$ckpt" --data unit --out unit.safetensors
 #     A test input in other units than the training input was imported and scored at chance.
 expect_rc 2 "$LOCKSTEP" shard --input hdf5:same.h5 --test-input hdf5:unit.h5 --output mixed --name mixed
-expect_output "unit.h5: its samples spread 0\.3[0-9]* \(std of channel 0\) where the training input's \(mixed\) spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies"
+expect_output "unit.h5: its samples spread 0\.3[0-9]* \(std of channel 0\) where the training input's \(mixed\) spread [0-9.]+, 2[0-9.]+x narrower in every channel that varies, means scaled alike"
 [ ! -e mixed/manifest.json ] || fail "shard wrote a dataset whose test split is in other units"
 "$PYTHON" - model.safetensors nostats.safetensors <<'PY'
 import json, struct, sys
@@ -159,17 +159,23 @@ expect_output "appended.ckpt: corrupt checkpoint: longer than its header says"
 expect_rc 2 run_mpi 1 evaluate --checkpoint appended.ckpt --data data
 #     A shard is checked against the manifest beside it, as a checkpoint against its checksum.
 expect_rc 0 "$LOCKSTEP" inspect "data/$shard"
+expect_output "^verified     no \(--verify checks it against the manifest beside it\)"
+expect_rc 0 "$LOCKSTEP" inspect "data/$shard" --verify
 expect_output "^verified     $shard +[0-9]+ samples  crc32 [0-9a-f]+, as the manifest beside it lists it"
 rm -rf flipped && cp -r data flipped
 "$PYTHON" - "flipped/$shard" <<'PY'
-import os, sys
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:  # a byte of the samples themselves, not HDF5's metadata
+    ds = f["samples"]
+    at = ds.id.get_offset() if ds.chunks is None else ds.id.get_chunk_info(0).byte_offset
 with open(sys.argv[1], "r+b") as f:
-    f.seek(os.path.getsize(sys.argv[1]) - 100)
+    f.seek(at + 10)
     b = f.read(1)
     f.seek(-1, 1)
     f.write(bytes([b[0] ^ 0xFF]))
 PY
-expect_rc 2 "$LOCKSTEP" inspect "flipped/$shard"
+expect_rc 2 "$LOCKSTEP" inspect "flipped/$shard" --verify
 expect_output "flipped/$shard: checksum mismatch"
 pass "a hostile round: an existing output needs --force, the job file never; a missing folder before the work; an extra argument; a hand-edited manifest; data in other units than the model's"
 

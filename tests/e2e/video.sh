@@ -188,8 +188,10 @@ print(f"{len(u)} clips in source order, predictions equal the labelled split's; 
 PY
 expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/whole.csv --no-labels --output skipped --clip-edges skip "${VOPT[@]}"
 expect_output "--clip-edges skip dropped 32 of 1163 clips"  # 8 at each end of each of the two videos
-expect_rc 2 "$LOCKSTEP" inspect skipped/train-00000-of-00001.h5 --verify
-expect_output "--verify checks a whole dataset against its manifest"
+expect_rc 0 "$LOCKSTEP" inspect skipped/train-00000-of-00001.h5 --verify  # a shard against the manifest beside it
+expect_output "^verified     train-00000-of-00001.h5 +[0-9]+ samples  crc32 [0-9a-f]+, as the manifest beside it lists it"
+expect_rc 2 "$LOCKSTEP" inspect skipped/manifest.json --verify
+expect_output "--verify checks a dataset, or a shard, against its manifest"
 expect_rc 2 "$LOCKSTEP" shard --input video:vb.src/unl.csv --no-labels --val-fraction 0.2 --output bad "${VOPT[@]}"
 expect_output "no validation split"
 expect_rc 1 "$LOCKSTEP" shard --input video:vb.src/unl.csv --output bad "${VOPT[@]}"

@@ -277,16 +277,24 @@ TEST(Shards, ManifestRecordsTheSampleOrder) {
 // carries the std 1.0 the importer stores for it and says nothing (a hostile finding: a model
 // with one constant channel let 0-1 data through; blank 0-255 data was refused as 90x off).
 TEST(UnitsCheck, EveryVaryingChannelSixteenTimesOff) {
-  const auto off = [](std::vector<double> ref, std::vector<double> data) {
-    return units_mismatch(ref, data, "data", "the model's");
+  // Per channel (mean, std): the reference's and the data's.
+  using MS = std::vector<std::pair<double, double>>;
+  const auto off = [](const MS& ref, const MS& data) {
+    std::vector<double> rm, rs, dm, ds;
+    for (const auto& [m, s] : ref) rm.push_back(m), rs.push_back(s);
+    for (const auto& [m, s] : data) dm.push_back(m), ds.push_back(s);
+    return units_mismatch(rm, rs, dm, ds, "data", "the model's");
   };
-  EXPECT_NE(off({90.0}, {0.35}), "");
-  EXPECT_NE(off({0.35}, {90.0}).find("257x wider in every channel that varies"), std::string::npos) << off({0.35}, {90.0});
-  EXPECT_EQ(off({90.0}, {8.0}), "");               // 11x: within the factor
-  EXPECT_EQ(off({90.0, 50.0}, {0.35, 50.0}), "");  // one channel changed: a sensor, not the units
-  EXPECT_NE(off({90.0, 1.0}, {0.35, 1.0}), "");    // the constant channel left out
-  EXPECT_EQ(off({90.0}, {1.0}), "");               // blank data: no varying channel, no verdict
-  EXPECT_EQ(off({}, {0.35}), "");                  // a model without statistics
-  EXPECT_NE(off({90.0, 1.0}, {0.35, 1.0}).find("data spread 0.35 (std of channel 0) where the model's spread 90"),
+  EXPECT_NE(off({{73, 90}}, {{0.29, 0.35}}), "");  // pixels 0-255 -> 0-1
+  EXPECT_NE(off({{0.29, 0.35}}, {{73, 90}}).find("257x wider in every channel that varies"), std::string::npos);
+  EXPECT_EQ(off({{73, 90}}, {{70, 8}}), "");                     // 11x: within the factor
+  EXPECT_EQ(off({{73, 90}, {10, 50}}, {{0.29, 0.35}, {10, 50}}), "");  // one channel changed: a sensor
+  EXPECT_NE(off({{73, 90}, {0, 1}}, {{0.29, 0.35}, {0, 1}}), "");      // the constant channel left out
+  EXPECT_EQ(off({{73, 90}}, {{0, 1}}), "");                      // blank data: no varying channel
+  EXPECT_EQ(off({}, {{0.29, 0.35}}), "");                        // a model without statistics
+  // A quiet recording: the spread collapses, the mean (gravity) stays: not other units.
+  EXPECT_EQ(off({{9.8, 3.0}}, {{9.8, 0.1}}), "");
+  EXPECT_NE(off({{73, 90}, {0, 1}}, {{0.29, 0.35}, {0, 1}})
+                .find("data spread 0.35 (std of channel 0) where the model's spread 90"),
             std::string::npos);
 }
