@@ -44,27 +44,22 @@ int64_t merge_ops(const std::string& path, int rank, io::Json& out) {
   return n;
 }
 
-// The job a trace file is of: its world, traced steps and first step (step_trace.hpp).
-// All zero for a file of an older lockstep, which says nothing of its job.
-struct JobKey {
-  int64_t world = 0, first = 0, last = 0, job_first = 0;
-  bool operator==(const JobKey& o) const {
-    return world == o.world && first == o.first && last == o.last && job_first == o.job_first;
-  }
-};
+// Whether two files' headers are of one job: its world, traced steps and first step. A file
+// of an older lockstep has no header (world 0): it says nothing of its job.
+bool same_job(const TraceHeader& a, const TraceHeader& b) {
+  return a.world == b.world && a.first_step == b.first_step && a.last_step == b.last_step &&
+         a.job_first_step == b.job_first_step;
+}
 
-std::string job_text(const JobKey& k) {
-  if (k.world == 0) return "a job of an older lockstep, which did not say which";
-  return fmt::format("the job of {} rank(s) that traced steps {}-{} from step {} on", k.world, k.first, k.last,
-                     k.job_first);
+std::string job_text(const TraceHeader& h) {
+  if (h.world == 0) return "a job of an older lockstep, which did not say which";
+  return fmt::format("the job of {} rank(s) that traced steps {}-{} from step {} on", h.world, h.first_step,
+                     h.last_step, h.job_first_step);
 }
 
 struct TraceFile {
   std::string name, path;
-  int rank = -1;
-  JobKey job;
-  bool ops = true;
-  double unix_time = 0;
+  TraceHeader header;  // an older file's: its name's rank, world 0, ops (any file there is taken)
   io::Json json;
 };
 
@@ -84,16 +79,15 @@ std::vector<TraceFile> read_trace_files(const std::string& dir, std::vector<std:
     TraceFile t;
     t.name = f;
     t.path = dir + "/" + f;
-    t.rank = std::stoi(digits);
+    t.header.rank = std::stoi(digits);
+    t.header.ops = true;
     try {
       t.json = io::parse_json(io::read_text_file(t.path), t.path);
       LOCKSTEP_REQUIRE(t.json.contains("traceEvents") && t.json["traceEvents"].is_array(), "no traceEvents");
       if (t.json.contains("lockstep")) {
         const TraceHeader h = parse_trace_header(t.json["lockstep"].dump(), t.path + ": lockstep");
-        t.job = JobKey{h.world, h.first_step, h.last_step, h.job_first_step};
-        t.ops = h.ops;
-        t.unix_time = h.unix_time;
-        LOCKSTEP_REQUIRE(h.rank == t.rank, "it holds rank " + std::to_string(h.rank) + "'s trace");
+        LOCKSTEP_REQUIRE(h.rank == t.header.rank, "it holds rank " + std::to_string(h.rank) + "'s trace");
+        t.header = h;
       }
     } catch (const Error& e) {
       skipped->push_back(f + " (unreadable: " + e.what() + ")");
@@ -105,11 +99,11 @@ std::vector<TraceFile> read_trace_files(const std::string& dir, std::vector<std:
 }
 
 // The job of the newest file that says which (else the older lockstep's files).
-JobKey newest_job(const std::vector<TraceFile>& files) {
+TraceHeader newest_job(const std::vector<TraceFile>& files) {
   const TraceFile* newest = nullptr;
   for (const TraceFile& f : files)
-    if (f.job.world > 0 && (!newest || f.unix_time > newest->unix_time)) newest = &f;
-  return newest ? newest->job : JobKey{};
+    if (f.header.world > 0 && (!newest || f.header.unix_time > newest->header.unix_time)) newest = &f;
+  return newest ? newest->header : TraceHeader{};
 }
 
 }  // namespace
@@ -130,10 +124,10 @@ TraceSummary merge_traces(const std::string& run_dir) {
   std::vector<TraceFile> files = read_trace_files(dir, &s.skipped);
   LOCKSTEP_REQUIRE(!files.empty(), dir + ": no readable rank-R.json traces" +
                                        (s.skipped.empty() ? std::string() : " (" + s.skipped.front() + ")"));
-  const JobKey job = newest_job(files);
+  const TraceHeader job = newest_job(files);
   for (const TraceFile& f : files) {
-    if (!(f.job == job)) {
-      s.skipped.push_back(f.name + " (" + job_text(f.job) + ")");
+    if (!same_job(f.header, job)) {
+      s.skipped.push_back(f.name + " (" + job_text(f.header) + ")");
       continue;
     }
     for (const auto& e : f.json["traceEvents"]) {
@@ -151,8 +145,8 @@ TraceSummary merge_traces(const std::string& run_dir) {
       }
     }
     // An operator profile of this job's (an older trace says nothing: any there is taken).
-    const std::string ops = dir + "/ops-rank-" + std::to_string(f.rank) + ".json";
-    if (f.ops && io::path_exists(ops)) s.op_spans += merge_ops(ops, f.rank, merged["traceEvents"]);
+    const std::string ops = dir + "/ops-rank-" + std::to_string(f.header.rank) + ".json";
+    if (f.header.ops && io::path_exists(ops)) s.op_spans += merge_ops(ops, f.header.rank, merged["traceEvents"]);
   }
   LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no events in the rank-R.json traces of " + job_text(job));
   if (job.world > 0 && static_cast<int>(ranks.size()) < job.world)
