@@ -27,7 +27,11 @@
 #include "io/util/json_io.hpp"
 #include "io/loader/sample_order.hpp"
 #include "core/model/registry.hpp"
+#include "core/train/checkpoint_state.hpp"
+#include "core/train/checkpointer.hpp"
 #include "core/train/model_init.hpp"
+#include "core/train/recorder.hpp"
+#include "io/records/checkpoint_store.hpp"
 #include "core/train/plan_checks.hpp"
 #include "io/dataset/shard_format.hpp"
 #include "io/loader/sample_store.hpp"
@@ -162,13 +166,14 @@ struct Doctor {
       return;
     }
     io::Manifest m;
+    std::string unread;
     try {
       m = io::read_manifest(cfg.data_dir);
     } catch (const Error& e) {
-      problem(e.what());
-      return;
+      unread = e.what();
     }
-    if (mpi.rank() == 0) plan_check(m);
+    if (!agree(unread)) return;  // every rank stops here alike: what follows is collective
+    plan_check(m);
     int shard_index = 0, mine = 0;
     for (const auto& [name, split] : m.splits)
       for (const auto& shard : split.shards) {
@@ -189,25 +194,84 @@ struct Doctor {
     log::info0("doctor: data " + cfg.data_dir + ": read one batch from each of " + fmt::format("{:.0f}", total) + " shard(s)");
   }
 
-  // What `lockstep train` with these options would refuse at its start: the data, splits and
-  // task options (check_training_plan), a model that cannot be built for the samples, an
-  // --init-from file it cannot start from, a freeze that leaves nothing to train, a batch
-  // larger than a rank's share of the training split. Rank 0 alone (the same everywhere).
+  // Collective. VERDICT: this rank's problem ("" none). Rank 0 reports its own; another rank
+  // only one that differs from rank 0's (a file its node cannot read), so ranks that refuse
+  // alike print one line. True when no rank has a problem.
+  bool agree(const std::string& verdict) {
+    const std::string first = mpi.broadcast_string(verdict, 0);
+    if (!verdict.empty() && (mpi.rank() == 0 || verdict != first)) problem(verdict);  // the line names rank and host
+    double bad = verdict.empty() ? 0.0 : 1.0;
+    mpi.allreduce_max(&bad, 1);
+    return bad == 0.0;
+  }
+
+  // Collective. What `lockstep train` with these options would refuse at its start, on every
+  // rank as train checks it: the data, splits and task options (check_training_plan), a
+  // model that cannot be built for the samples, an --init-from file it cannot start from, a
+  // freeze that leaves nothing to train, a --model.sync-bn it cannot honour, a batch larger
+  // than a rank's share of the training split; then the checkpoint it would resume.
   void plan_check(const io::Manifest& m) {
+    std::string verdict;
+    std::shared_ptr<Net> model;
     try {
       check_training_plan(cfg, m);
-      const auto model = make_model(
+      model = make_model(
           ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations}, m.spec);
       init_weights(cfg, *model);  // --model.init-from's file, --model.freeze
       trainable_params(*model, cfg.freeze);
+      use_sync_bn(cfg, *model, nullptr);  // counted, left local
       // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
       io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
                           cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
-      log::info0(fmt::format("doctor: training plan: model {} on {} ({} split), batch {} x {} rank(s): ok", cfg.model,
-                             m.spec.name, cfg.train_split, cfg.batch_size, mpi.size()));
     } catch (const std::exception& e) {  // LibTorch's (a model that cannot be built) too: one problem, no abort
-      problem(std::string("training plan: ") + e.what());
+      verdict = std::string("training plan: ") + e.what();
     }
+    if (!agree(verdict)) return;
+    log::info0(fmt::format("doctor: training plan: model {} on {} ({} split), batch {} x {} rank(s): ok", cfg.model,
+                           m.spec.name, cfg.train_split, cfg.batch_size, mpi.size()));
+    resume_check(m, *model);
+  }
+
+  // Collective: the checkpoint --run.resume would continue from in --run.dir (rank 0 chooses,
+  // as train does), read on every rank and checked as train's resume checks it: its data,
+  // model and optimizer (resume_mismatch), its state loaded into this model and optimizer,
+  // finite (load_resume_state). A job that would wait in the queue for hours, then refuse to
+  // resume, is refused here.
+  void resume_check(const io::Manifest& m, Net& model) {
+    ResumeChoice choice;
+    if (mpi.rank() == 0) {
+      choice = choose_resume(cfg);
+      for (const auto& why : choice.skipped) log::warn("doctor: resume: skipping unusable checkpoint: " + why);
+    }
+    if (!agree(choice.problem.empty() ? "" : "resume: " + choice.problem)) return;
+    const std::string path = mpi.broadcast_string(choice.path, 0);
+    if (path.empty()) {
+      log::info0("doctor: resume: no checkpoint in " + checkpoint_dir(cfg) + ": the job starts afresh");
+      return;
+    }
+    std::string verdict;
+    CheckpointMeta meta;
+    try {
+      const io::CheckpointData d = io::read_checkpoint(path);
+      meta = meta_from_json(d.meta_json, path);
+      verdict = resume_mismatch(meta, cfg, m, model, path);
+      if (verdict.empty()) {
+        const auto opt = make_optimizer(trainable_params(model, cfg.freeze), optimizer_options(cfg, mpi.size()));
+        load_resume_state(d.payload, model, *opt, path, nullptr);
+      }
+    } catch (const std::exception& e) {
+      verdict = e.what();
+    }
+    if (!agree(verdict.empty() ? "" : "resume: " + verdict)) return;
+    const bool ended = !meta.stopped_early.empty() || meta.pos.epoch >= cfg.epochs ||
+                       (cfg.max_steps > 0 && meta.pos.step >= cfg.max_steps);
+    log::info0(fmt::format("doctor: resume: {} at step {} (epoch {} of {}): ok{}", path, meta.pos.step,
+                           std::min<int64_t>(meta.pos.epoch + 1, cfg.epochs), cfg.epochs,
+                           !ended ? ""
+                           : !meta.stopped_early.empty()
+                               ? "; the run stopped early (" + meta.stopped_early + "): the job trains no further step"
+                               : "; training is complete there: the job trains no further step (raise "
+                                 "--train.epochs or --train.max-steps to go on)"));
   }
 
   // Seconds per all-reduce of N floats (max over ranks of the mean of ITERS).

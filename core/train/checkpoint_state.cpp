@@ -13,6 +13,7 @@
 
 #include "core/base/error.hpp"
 #include "io/dataset/shard_format.hpp"
+#include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
 #include "core/base/hash.hpp"
 
@@ -190,7 +191,21 @@ std::string non_finite_state(Net& model, torch::optim::Optimizer* opt) {
   return "";
 }
 
-std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, Net& model, const std::string& path) {
+std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, const io::Manifest& data, Net& model,
+                            const std::string& path) {
+  const io::DatasetSpec& spec = data.spec;
+  if (m.sample_shape != spec.sample_shape || m.num_classes != spec.num_classes)
+    return path + ": checkpoint is of model '" + m.model + "' on other data than this run's (samples " +
+           io::shape_text(m.sample_shape) + ", " + std::to_string(m.num_classes) + " classes; --data " + cfg.data_dir +
+           ": " + io::shape_text(spec.sample_shape) + ", " + std::to_string(spec.num_classes) + ")";
+  // A run continues on its own data: another dataset (of the same shape) would train on, and
+  // keep a best.ckpt chosen on, data the run never saw.
+  if (m.dataset != spec.name || (!m.data_source.empty() && m.data_source != data.source))
+    return path + ": this run trained on dataset '" + m.dataset + "'" +
+           (m.data_source.empty() ? std::string() : " from " + m.data_source) + ", but --data " + cfg.data_dir +
+           " is dataset '" + spec.name + "' from " + data.source +
+           ": a run continues on its own data (a new --run.dir starts afresh; --model.init-from " + path +
+           " fine-tunes from it)";
   const std::string head = path + ": cannot continue this run from a checkpoint of ";
   const std::string tail = " (a new --run.dir starts afresh)";
   if (m.model != cfg.model) return head + "model '" + m.model + "' (this run: '" + cfg.model + "')" + tail;
@@ -261,6 +276,14 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
   } catch (const c10::Error& e) {
     throw Error(path + ": cannot load model/optimizer state (" + e.what_without_backtrace() + ")");
   }
+}
+
+void load_resume_state(const std::string& payload, Net& model, torch::optim::Optimizer& opt, const std::string& path,
+                       ExtraState* extra) {
+  load_state(payload, model, &opt, path, extra);
+  if (const std::string bad = non_finite_state(model, &opt); !bad.empty())
+    throw UsageError(path + ": its " + bad + " holds a NaN or an infinity (a diverged run's checkpoint): resume "
+                     "from an earlier one (--run.resume " + io::parent_dir(path) + "/step-N.ckpt)");
 }
 
 namespace {

@@ -18,6 +18,10 @@
 #include "core/config/config.hpp"
 #include "core/model/registry.hpp"
 
+namespace lockstep::io {
+struct Manifest;
+}
+
 namespace torch::optim {
 class Optimizer;
 }
@@ -88,9 +92,19 @@ std::string param_shapes_text(Net& model);
 // 'fc.weight'", "buffer 'bn1.running_var'" or "optimizer state 'exp_avg_sq' of 'fc.weight'";
 // "" when every one is finite. One reduction over all of them and one read of the device.
 std::string non_finite_state(Net& model, torch::optim::Optimizer* opt = nullptr);
-// Why a checkpoint of META cannot continue a run of CFG with MODEL ("" when it can):
-// another model family, width, depth, optimizer or parameter shapes. One line, naming PATH.
-std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, Net& model, const std::string& path);
+// Why a checkpoint of META cannot continue a run of CFG on DATA with MODEL ("" when it can):
+// other data (sample shape, classes, another dataset or import source: a re-import of the same
+// source, in other shards, is the same data), another model family, width, depth, optimizer or
+// parameter shapes. One line, naming PATH. Train's resume and doctor's resume check share it.
+std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, const io::Manifest& data, Net& model,
+                            const std::string& path);
+// A resume's weights and optimizer state: PAYLOAD (of the checkpoint at PATH, which
+// resume_mismatch passed) into MODEL and OPT, and EXTRA (may be null). Throws UsageError naming
+// PATH when the optimizer state does not fit (--model.freeze changed) or the state holds a NaN
+// or an infinity (a diverged run's checkpoint, or an older lockstep's NaN momentum: every step
+// after the resume would be NaN).
+void load_resume_state(const std::string& payload, Net& model, torch::optim::Optimizer& opt, const std::string& path,
+                       ExtraState* extra);
 
 std::string serialize_state(Net& model, torch::optim::Optimizer& opt, const ExtraState& extra = {});
 // Loads model (and OPT when given); fills EXTRA when given (fields absent in older files

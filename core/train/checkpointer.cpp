@@ -39,38 +39,45 @@ Checkpointer::~Checkpointer() = default;
 
 std::string Checkpointer::best_path() const { return checkpoint_dir(cfg_) + "/best.ckpt"; }
 
+ResumeChoice choose_resume(const Config& cfg) {
+  ResumeChoice c;
+  const std::string dir = checkpoint_dir(cfg);
+  switch (cfg.resume_mode) {
+    case ResumeMode::kAuto:
+      c.path = io::find_latest_valid_checkpoint(dir, &c.skipped);
+      // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
+      // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
+      if (c.path.empty() && !c.skipped.empty())
+        c.problem = fmt::format("--resume auto: none of the {} checkpoint(s) in {} verifies (the newest: {}); nothing "
+                                "was overwritten: restore them, or start afresh with another --run-dir",
+                                c.skipped.size(), dir, c.skipped.front());
+      break;
+    case ResumeMode::kNone:
+      if (!io::list_checkpoints(dir).empty())
+        c.problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
+                    "to continue or another --run-dir (nothing was overwritten)";
+      break;
+    case ResumeMode::kPath:
+      c.path = cfg.resume;
+      try {
+        io::read_checkpoint(c.path);
+      } catch (const Error& e) {
+        c.problem = std::string("--resume ") + e.what();
+      }
+      break;
+  }
+  if (!c.problem.empty()) c.path.clear();
+  return c;
+}
+
 std::string Checkpointer::agree_resume_path() {
   const MpiRuntime& mpi = parts_.mpi;
   std::string path, problem;  // rank 0's reason to stop, shared so every rank fails the same way
   if (mpi.rank() == 0) {
-    const std::string dir = checkpoint_dir(cfg_);
-    switch (cfg_.resume_mode) {
-      case ResumeMode::kAuto: {
-        std::vector<std::string> skipped;
-        path = io::find_latest_valid_checkpoint(dir, &skipped);
-        for (const auto& why : skipped) log::warn("skipping unusable checkpoint: " + why);
-        // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
-        // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
-        if (path.empty() && !skipped.empty())
-          problem = fmt::format("--resume auto: none of the {} checkpoint(s) in {} verifies (the newest: {}); nothing "
-                                "was overwritten: restore them, or start afresh with another --run-dir",
-                                skipped.size(), dir, skipped.front());
-        break;
-      }
-      case ResumeMode::kNone:
-        if (!io::list_checkpoints(dir).empty())
-          problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
-                    "to continue or another --run-dir (nothing was overwritten)";
-        break;
-      case ResumeMode::kPath:
-        path = cfg_.resume;
-        try {
-          io::read_checkpoint(path);
-        } catch (const Error& e) {
-          problem = std::string("--resume ") + e.what();
-        }
-        break;
-    }
+    const ResumeChoice c = choose_resume(cfg_);
+    for (const auto& why : c.skipped) log::warn("skipping unusable checkpoint: " + why);
+    path = c.path;
+    problem = c.problem;
   }
   problem = mpi.broadcast_string(problem, 0);
   if (!problem.empty()) throw UsageError(problem);
@@ -80,28 +87,10 @@ std::string Checkpointer::agree_resume_path() {
 void Checkpointer::resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch) {
   const io::CheckpointData d = io::read_checkpoint(path);
   const CheckpointMeta m = meta_from_json(d.meta_json, path);
-  LOCKSTEP_REQUIRE(m.sample_shape == spec_.sample_shape && m.num_classes == spec_.num_classes,
-                   path + ": checkpoint is of model '" + m.model + "' on other data than this run's (samples " +
-                       io::shape_text(m.sample_shape) + ", " + std::to_string(m.num_classes) + " classes)");
-  const std::string mismatch = resume_mismatch(m, cfg_, parts_.model, path);
+  const std::string mismatch = resume_mismatch(m, cfg_, data_, parts_.model, path);
   if (!mismatch.empty()) throw UsageError(mismatch);
-  // A run continues on its own data: another dataset (of the same shape) would train on,
-  // and keep a best.ckpt chosen on, data the run never saw. A re-import of the same source
-  // (other shards, for more ranks) is the same data.
-  if (m.dataset != spec_.name || (!m.data_source.empty() && m.data_source != data_.source))
-    throw UsageError(path + ": this run trained on dataset '" + m.dataset + "'" +
-                     (m.data_source.empty() ? std::string() : " from " + m.data_source) + ", but --data " +
-                     cfg_.data_dir + " is dataset '" + spec_.name + "' from " + data_.source +
-                     ": a run continues on its own data (a new --run.dir starts afresh; --model.init-from " + path +
-                     " fine-tunes from it)");
   ExtraState extra;
-  load_state(d.payload, parts_.model, &parts_.opt, path, &extra);
-  // Weights or optimizer state a diverged run (or an older lockstep, which saved a NaN
-  // momentum) left: every step after the resume would be NaN, and refused again at the next
-  // checkpoint, with this one "kept" (a hostile finding). The same on every rank.
-  if (const std::string bad = non_finite_state(parts_.model, &parts_.opt); !bad.empty())
-    throw UsageError(path + ": its " + bad + " holds a NaN or an infinity (a diverged run's checkpoint): resume "
-                     "from an earlier one (--run.resume " + io::parent_dir(path) + "/step-N.ckpt)");
+  load_resume_state(d.payload, parts_.model, parts_.opt, path, &extra);
   parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
   state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);

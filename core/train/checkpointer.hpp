@@ -59,6 +59,17 @@ struct CheckpointParts {
   torch::Device device;
 };
 
+// Rank 0's reading of --run.resume, agree_resume_path's and doctor's: PATH, the checkpoint the
+// run resumes ("" to start afresh: none yet), or PROBLEM, why it can do neither (--resume auto
+// over checkpoints none of which verifies, --resume none over checkpoints, a --resume PATH
+// that does not read); SKIPPED: the unusable checkpoints --resume auto passed over, each with
+// its reason.
+struct ResumeChoice {
+  std::string path, problem;
+  std::vector<std::string> skipped;
+};
+ResumeChoice choose_resume(const Config& cfg);
+
 class Checkpointer {
  public:
   // CFG and SPEC: the run's configuration and data (recorded in every checkpoint, and

@@ -7,6 +7,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
+#include "core/model/sync_bn.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/weight_source.hpp"
 
@@ -50,6 +51,26 @@ std::vector<torch::Tensor> trainable_params(Net& model, const std::string& freez
   if (trainable.empty())
     throw UsageError("--model.freeze " + freeze + " leaves no parameter to train");
   return trainable;
+}
+
+int use_sync_bn(const Config& cfg, Net& model, Communicator* comm) {
+  if (!cfg.sync_bn) return 0;
+  const int synced = set_sync_bn(model, comm);
+  int running_means = 0;  // every BatchNorm layer's, lockstep's and a TorchScript module's own
+  for (const auto& b : model.named_buffers()) {
+    const std::string& name = b.key();
+    if (name.size() >= 12 && name.compare(name.size() - 12, 12, "running_mean") == 0) ++running_means;
+  }
+  if (running_means > synced)
+    throw UsageError("--model.sync-bn: model '" + cfg.model + "' has " + std::to_string(running_means - synced) +
+                     " BatchNorm layer(s) lockstep cannot synchronise (a TorchScript module's own); "
+                     "drop --model.sync-bn or use a built-in model");
+  return synced;
+}
+
+OptimizerOptions optimizer_options(const Config& cfg, int world) {
+  return OptimizerOptions{cfg.optimizer,  scaled_lr(cfg.lr, cfg.lr_scaling, world), cfg.momentum, cfg.nesterov,
+                          cfg.weight_decay, cfg.beta1, cfg.beta2, 1e-8};
 }
 
 }  // namespace lockstep

@@ -47,17 +47,6 @@ std::unique_ptr<io::RankReader> optional_split(const Session& s, bool use, const
   return std::make_unique<io::RankReader>(s.cfg.data_dir, s.manifest, split, s.mpi.rank(), s.mpi.size(), ropt);
 }
 
-// BatchNorm layers lockstep cannot synchronise (a TorchScript module's own) next to the
-// ones it can: --model.sync-bn must not claim what it does not do.
-int foreign_batchnorms(Net& model, int synced) {
-  int running_means = 0;
-  for (const auto& b : model.named_buffers()) {
-    const std::string& name = b.key();
-    if (name.size() >= 12 && name.compare(name.size() - 12, 12, "running_mean") == 0) ++running_means;
-  }
-  return running_means - synced;
-}
-
 // Each parameter's strides: the layout of its slot in the gradient buckets, which every
 // rank must share (grad_reducer.hpp).
 std::string param_layouts_text(Net& model) {
@@ -161,22 +150,15 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
       log::info0("note: --model.max-pool lockstep on the CPU runs the CUDA kernels' rules as plain loops, slower "
                  "than ATen's max-pool (bench/bn_act_bench): it is meant for GPUs");
   }
-  if (cfg.sync_bn) {
-    sync_bn_layers = set_sync_bn(*model, place.comm.get());
-    const int foreign = foreign_batchnorms(*model, sync_bn_layers);
-    if (foreign > 0)
-      throw UsageError("--model.sync-bn: model '" + cfg.model + "' has " + std::to_string(foreign) +
-                       " BatchNorm layer(s) lockstep cannot synchronise (a TorchScript module's own); "
-                       "drop --model.sync-bn or use a built-in model");
-    if (sync_bn_layers == 0)
-      log::info0("note: --model.sync-bn: model '" + cfg.model + "' has no BatchNorm layers: nothing to synchronise");
-  }
+  sync_bn_layers = use_sync_bn(cfg, *model, place.comm.get());
+  if (cfg.sync_bn && sync_bn_layers == 0)
+    log::info0("note: --model.sync-bn: model '" + cfg.model + "' has no BatchNorm layers: nothing to synchronise");
 
   // 3. optimisation
-  const double lr = scaled_lr(cfg.lr, cfg.lr_scaling, mpi.size());
+  const OptimizerOptions opt_options = optimizer_options(cfg, mpi.size());
+  const double lr = opt_options.lr;
   trainable = trainable_params(*model, cfg.freeze);
-  opt = make_optimizer(trainable, OptimizerOptions{cfg.optimizer, lr, cfg.momentum, cfg.nesterov, cfg.weight_decay,
-                                                   cfg.beta1, cfg.beta2, 1e-8});
+  opt = make_optimizer(trainable, opt_options);
   step_counter = std::make_unique<StepCounter>(*opt);
   const WireType wire = cfg.compress == Compress::kBf16   ? WireType::kBF16
                         : cfg.compress == Compress::kFp16 ? WireType::kF16

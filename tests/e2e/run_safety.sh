@@ -137,6 +137,21 @@ expect_output "cannot continue this run from a checkpoint of --model.width 0 \(t
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20 --optimizer adam
 expect_output "--train.optimizer sgd \(this run: adam\)"
 pass "resuming with another width or optimizer: one line, exit 2"
+# doctor checks the checkpoint a job would resume as train's resume does: a job resubmitted
+# with another width waited in the queue, then refused to resume.
+expect_rc 1 run_mpi 2 doctor "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20 --width 64
+expect_output "doctor: resume: .*cannot continue this run from a checkpoint of --model.width 0 \(this run: 64\)"
+expect_output 'doctor: 1 problem\(s\)'
+expect_rc 1 run_mpi 2 doctor "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20 --model.freeze conv1
+expect_output "doctor: resume: .*its optimizer state does not fit this run's trainable parameters"
+expect_rc 0 run_mpi 2 doctor "${COMMON[@]}" --run-dir smoke --epochs 2 --max-steps 20
+expect_output "doctor: resume: .*smoke/checkpoints/step-0+14.ckpt at step 14 \(epoch 2 of 2\): ok$"
+expect_rc 0 run_mpi 2 doctor "${COMMON[@]}" --run-dir smoke --epochs 1
+expect_output "doctor: resume: .* at step 14 \(epoch 1 of 1\): ok; training is complete there"
+expect_rc 0 run_mpi 1 doctor "${COMMON[@]}" --run-dir nosuch-run
+expect_output "doctor: resume: no checkpoint in nosuch-run/checkpoints: the job starts afresh"
+[ ! -e nosuch-run ] || fail "doctor made the run directory it checked"
+pass "doctor: the checkpoint a job would resume, checked as train checks it (model, optimizer state, the end)"
 
 # --- bad values ------------------------------------------------------------------------
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir v --lr nan
@@ -146,7 +161,21 @@ expect_output "is a directory, not an INI job file"
 "$PYTHON" "$(dirname "$0")/make_script_model.py" bn.pt 10
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir sbn --model "torchscript:$WORK/bn.pt" --sync-bn --max-steps 2
 expect_output "has 1 BatchNorm layer\(s\) lockstep cannot synchronise"
-pass "NaN, a directory as --config, sync-BN on a TorchScript BatchNorm: exit 2"
+expect_rc 1 run_mpi 2 doctor "${COMMON[@]}" --run-dir sbn --model "torchscript:$WORK/bn.pt" --sync-bn
+expect_output "doctor: training plan: --model.sync-bn: .*has 1 BatchNorm layer\(s\) lockstep cannot synchronise"
+pass "NaN, a directory as --config, sync-BN on a TorchScript BatchNorm: exit 2 (a doctor problem too)"
+# doctor checks the plan on every rank, as train does: a file one node cannot read (here a
+# relative --model.init-from, each rank in a folder of its own) is named with its rank, once.
+mkdir -p node0 node1 && cp smoke/checkpoints/step-*14.ckpt node0/w.ckpt
+set +e
+timeout 300 "$MPIEXEC" -n 1 -wdir "$WORK/node0" "$LOCKSTEP" doctor --data "$WORK/data" --model.init-from w.ckpt : \
+  -n 1 -wdir "$WORK/node1" "$LOCKSTEP" doctor --data "$WORK/data" --model.init-from w.ckpt >out.txt 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat out.txt; fail "doctor passed an --init-from one rank cannot read (rc $rc)"; }
+expect_output "\\[rank 1@[^]]*\\] error: doctor: training plan: w.ckpt: checkpoint does not exist"
+[ "$(grep -c 'training plan' out.txt)" = 1 ] || { cat out.txt; fail "the plan's problem not named once"; }
+pass "doctor: a file one rank cannot read is that rank's problem"
 
 # --- SIGTERM to mpirun -----------------------------------------------------------------
 # mpirun stops reading the ranks' output at once, then passes SIGTERM on and SIGKILLs them

@@ -147,17 +147,34 @@ TEST(ResumeCheck, AnotherWidthOrOptimizerIsOneLineNotALibTorchAssert) {
   m.model_width = 8;
   m.optimizer = "sgd";
   m.param_shapes = fnv1a64(param_shapes_text(*model));
-  EXPECT_EQ(resume_mismatch(m, cfg, *model, "a.ckpt"), "");
+  io::Manifest data;
+  data.spec = spec;
+  data.source = "csv:a.csv";
+  m.dataset = spec.name;
+  m.data_source = data.source;
+  m.sample_shape = spec.sample_shape;
+  m.num_classes = spec.num_classes;
+  EXPECT_EQ(resume_mismatch(m, cfg, data, *model, "a.ckpt"), "");
   m.model_width = 16;
-  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("a.ckpt: cannot continue this run from a checkpoint of "
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("a.ckpt: cannot continue this run from a checkpoint of "
                                                            "--model.width 16 (this run: 8)"),
             std::string::npos);
   m.model_width = 8;
   cfg.optimizer = OptimizerKind::kAdam;
-  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("--train.optimizer sgd (this run: adam)"), std::string::npos);
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("--train.optimizer sgd (this run: adam)"), std::string::npos);
   cfg.optimizer = OptimizerKind::kSgd;
   m.param_shapes = 42;
-  EXPECT_NE(resume_mismatch(m, cfg, *model, "a.ckpt").find("parameter names or shapes differ"), std::string::npos);
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("parameter names or shapes differ"), std::string::npos);
+  m.param_shapes = fnv1a64(param_shapes_text(*model));
+  // The data: its shape and classes, then which dataset and source it is.
+  m.num_classes = 4;
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("a.ckpt: checkpoint is of model 'cnn' on other data"),
+            std::string::npos);
+  m.num_classes = spec.num_classes;
+  m.data_source = "csv:b.csv";
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("a run continues on its own data"), std::string::npos);
+  m.data_source = "";  // an older checkpoint: the dataset's name alone
+  EXPECT_EQ(resume_mismatch(m, cfg, data, *model, "a.ckpt"), "");
 }
 
 TEST(CheckpointMetaErrors, AMalformedFieldIsNamed) {
