@@ -146,14 +146,16 @@ int cmd_shard(const Args& args) {
   video.frame_table = video_storage == "frames";
   opt.plan.shuffle = !vm.count("no-shuffle");
   spec.no_labels = vm.count("no-labels") > 0;
-  if (spec.no_labels && vm["val-fraction"].defaulted()) opt.plan.val_fraction = 0.0;
+  spec.val_fraction_given = !vm["val-fraction"].defaulted();
+  if (spec.no_labels && !spec.val_fraction_given) opt.plan.val_fraction = 0.0;
   opt.force = vm.count("force") > 0;
   opt.any_units = vm.count("any-units") > 0;
   opt.progress = ::isatty(STDERR_FILENO) != 0;
   io::OpenedImport opened = io::open_import(spec);
 
   const auto t0 = std::chrono::steady_clock::now();
-  const io::ImportResult r = io::run_import(std::move(opened.inputs), opt, spec.input, opened.fingerprint);
+  const io::ImportResult r = io::run_import(std::move(opened.inputs), opt, spec.input, opened.fingerprint,
+                                                  opened.legacy_fingerprint);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.skipped) {
     std::cout << "shards in " << opt.output_dir << " are up to date with " << spec.input << " (use --force to rewrite)\n";

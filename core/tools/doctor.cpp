@@ -198,8 +198,9 @@ struct Doctor {
   // only one that differs from rank 0's (a file its node cannot read), so ranks that refuse
   // alike print one line. True when no rank has a problem.
   bool agree(const std::string& verdict) {
-    const std::string first = mpi.broadcast_string(verdict, 0);
-    if (!verdict.empty() && (mpi.rank() == 0 || verdict != first)) problem(verdict);  // the line names rank and host
+    const std::string first = mpi.broadcast_string(verdict.substr(0, verdict.find('\n')), 0);
+    if (!verdict.empty() && (mpi.rank() == 0 || verdict.substr(0, verdict.find('\n')) != first))
+      problem(verdict);  // the line names rank and host
     double bad = verdict.empty() ? 0.0 : 1.0;
     mpi.allreduce_max(&bad, 1);
     return bad == 0.0;
@@ -223,7 +224,9 @@ struct Doctor {
       // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
       io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
                           cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
-    } catch (const std::exception& e) {  // LibTorch's (a model that cannot be built) too: one problem, no abort
+    } catch (const c10::Error& e) {  // a model LibTorch cannot build: one line, no per-process backtrace
+      verdict = std::string("training plan: LibTorch: ") + e.what_without_backtrace();
+    } catch (const std::exception& e) {
       verdict = std::string("training plan: ") + e.what();
     }
     if (!agree(verdict)) return;
@@ -259,6 +262,8 @@ struct Doctor {
         const auto opt = make_optimizer(trainable_params(model, cfg.freeze), optimizer_options(cfg, mpi.size()));
         load_resume_state(d.payload, model, *opt, path, nullptr);
       }
+    } catch (const c10::Error& e) {
+      verdict = std::string("LibTorch: ") + e.what_without_backtrace();
     } catch (const std::exception& e) {
       verdict = e.what();
     }

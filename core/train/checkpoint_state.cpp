@@ -2,6 +2,7 @@
 #include "core/model/memory_format.hpp"
 #include "core/train/checkpoint_state.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "core/eval/mirror.hpp"
 #include "io/dataset/shard_format.hpp"
 #include "io/util/file_util.hpp"
 #include "io/util/json_io.hpp"
@@ -49,6 +51,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["val_cer"] = m.val_cer;
   o["val_wer"] = m.val_wer;
   o["eval_hflip"] = m.eval_hflip;
+  o["val_split"] = m.val_split;
   o["lr"] = m.lr;
   o["clipped_steps"] = m.clipped_steps;
   o["best_metric"] = m.best_metric;
@@ -103,6 +106,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get_or("val_cer", &m.val_cer);
     get_or("val_wer", &m.val_wer);
     get_or("eval_hflip", &m.eval_hflip);
+    get_or("val_split", &m.val_split);
     get_or("lr", &m.lr);
     get_or("clipped_steps", &m.clipped_steps);
     get_or("best_metric", &m.best_metric);
@@ -124,10 +128,15 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
       throw Error(path + ": checkpoint metadata field 'data_dtype': " + e.what());
     }
   }
-  LOCKSTEP_REQUIRE(m.pos.step >= 0 && m.pos.epoch >= 0 && m.pos.samples_done_in_epoch >= 0 && m.world_size >= 1 &&
-                       m.batch_size >= 1 && m.num_classes >= 0 && !m.sample_shape.empty() && m.clipped_steps >= 0 &&
-                       m.clipped_steps <= m.pos.step,
-                   path + ": checkpoint metadata holds impossible values (negative step, empty shape, ...)");
+  // Each impossible value named with its field (docs/checkpoints.md promises the field).
+  const std::pair<bool, const char*> fields[] = {
+      {m.pos.step >= 0, "step"},          {m.pos.epoch >= 0, "epoch"},
+      {m.pos.samples_done_in_epoch >= 0, "samples_done_in_epoch"},
+      {m.world_size >= 1, "world_size"},  {m.batch_size >= 1, "batch_size"},
+      {m.num_classes >= 0, "num_classes"}, {!m.sample_shape.empty(), "sample_shape"},
+      {m.clipped_steps >= 0 && m.clipped_steps <= m.pos.step, "clipped_steps"}};
+  for (const auto& [ok, field] : fields)
+    LOCKSTEP_REQUIRE(ok, path + ": checkpoint metadata field '" + field + "' holds an impossible value");
   return m;
 }
 
@@ -206,6 +215,26 @@ std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, const io
            " is dataset '" + spec.name + "' from " + data.source +
            ": a run continues on its own data (a new --run.dir starts afresh; --model.init-from " + path +
            " fine-tunes from it)";
+  // The same name and source, other samples: the inputs regenerated under the same names and
+  // re-imported (--force). Resumed silently on other samples, under another normalisation (a
+  // hostile finding). The statistics are sums over the training input in source order: a
+  // re-import of the same data, in other shards, gives them bit for bit.
+  const auto differs = [](const std::vector<double>& a, const std::vector<double>& b) -> int64_t {
+    if (a.size() != b.size()) return 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(std::fabs(a[i] - b[i]) <= 1e-9 * std::max(1.0, std::fabs(a[i])))) return static_cast<int64_t>(i);
+    return -1;
+  };
+  if (!m.mean.empty()) {
+    const int64_t c = std::max(differs(m.mean, spec.mean), differs(m.std, spec.std));
+    const auto at = [c](const std::vector<double>& v) { return c < static_cast<int64_t>(v.size()) ? v[c] : 0.0; };
+    if (c >= 0)
+      return fmt::format("{}: its training samples differ from those of --data {} (channel {}: mean {:.17g} std "
+                         "{:.17g}, the data's {:.17g} and {:.17g}): the inputs changed, or were re-imported with "
+                         "other options; a run continues on its own data (a new --run.dir starts afresh; "
+                         "--model.init-from {} fine-tunes from it)",
+                         path, cfg.data_dir, c, at(m.mean), at(m.std), at(spec.mean), at(spec.std), path);
+  }
   const std::string head = path + ": cannot continue this run from a checkpoint of ";
   const std::string tail = " (a new --run.dir starts afresh)";
   if (m.model != cfg.model) return head + "model '" + m.model + "' (this run: '" + cfg.model + "')" + tail;
@@ -218,6 +247,16 @@ std::string resume_mismatch(const CheckpointMeta& m, const Config& cfg, const io
            "): its optimizer state does not fit" + tail;
   if (m.param_shapes != 0 && m.param_shapes != fnv1a64(param_shapes_text(model)))
     return head + "a model whose parameter names or shapes differ from this run's" + tail;
+  return "";
+}
+
+std::string validation_change(const CheckpointMeta& m, const Config& cfg) {
+  // "none" on either side: nothing validated there, so nothing to compare (a run finished
+  // without validation keeps the best its earlier validations chose).
+  if (!m.val_split.empty() && m.val_split != "none" && cfg.val_split != "none" && m.val_split != cfg.val_split)
+    return "validated on split '" + m.val_split + "', this run on '" + cfg.val_split + "'";
+  if (m.eval_hflip != cfg.eval_hflip)
+    return std::string("validated ") + hflip_mode(m.eval_hflip) + ", this run " + hflip_mode(cfg.eval_hflip);
   return "";
 }
 

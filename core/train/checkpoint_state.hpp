@@ -62,6 +62,7 @@ struct CheckpointMeta {
   double val_cer = -1.0;  // sequence targets: of the last evaluation, -1 when none
   double val_wer = -1.0;
   bool eval_hflip = false;  // evaluations averaged with mirrors (--eval.hflip); false in older checkpoints
+  std::string val_split;    // the split its validations scored (--data.val-split); "" in older checkpoints
   double lr = -1.0;           // the learning rate of the last step; -1 in older checkpoints
   int64_t clipped_steps = 0;  // steps whose gradient norm --train.clip-norm clipped, run total; 0 in older ones
   std::string best_metric;  // set in best.ckpt: the metric and its value
@@ -98,6 +99,10 @@ std::string non_finite_state(Net& model, torch::optim::Optimizer* opt = nullptr)
 // parameter shapes. One line, naming PATH. Train's resume and doctor's resume check share it.
 std::string resume_mismatch(const CheckpointMeta& meta, const Config& cfg, const io::Manifest& data, Net& model,
                             const std::string& path);
+// How the validations that scored checkpoint META differ from a run of CFG's ("" when their
+// scores compare): another --data.val-split, or --eval.hflip on or off. Such scores neither
+// keep best.ckpt nor count for early stopping: a resume starts both afresh, saying why.
+std::string validation_change(const CheckpointMeta& meta, const Config& cfg);
 // A resume's weights and optimizer state: PAYLOAD (of the checkpoint at PATH, which
 // resume_mismatch passed) into MODEL and OPT, and EXTRA (may be null). Throws UsageError naming
 // PATH when the optimizer state does not fit (--model.freeze changed) or the state holds a NaN

@@ -42,6 +42,7 @@ std::string Checkpointer::best_path() const { return checkpoint_dir(cfg_) + "/be
 ResumeChoice choose_resume(const Config& cfg) {
   ResumeChoice c;
   const std::string dir = checkpoint_dir(cfg);
+  try {  // an unreadable run dir: a problem every rank shares, not rank 0 leaving a collective
   switch (cfg.resume_mode) {
     case ResumeMode::kAuto:
       c.path = io::find_latest_valid_checkpoint(dir, &c.skipped);
@@ -65,6 +66,9 @@ ResumeChoice choose_resume(const Config& cfg) {
         c.problem = std::string("--resume ") + e.what();
       }
       break;
+  }
+  } catch (const Error& e) {
+    c.problem = e.what();
   }
   if (!c.problem.empty()) c.path.clear();
   return c;
@@ -93,7 +97,7 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
   load_resume_state(d.payload, parts_.model, parts_.opt, path, &extra);
   parts_.counter.restart();
   parts_.scaler.load_state(extra.amp_scaler);
-  state->from_meta(m, path, cfg_.eval_hflip, global_batch, steps_per_epoch);
+  state->from_meta(m, path, global_batch, steps_per_epoch);
   last_saved_ = m.pos;
   read_best_standing();
   // Generator states continue exactly on the same world size; on another one each rank
@@ -120,10 +124,10 @@ void Checkpointer::read_best_standing() {
   try {
     const CheckpointMeta b = meta_from_json(io::read_checkpoint_meta(best), best);
     if (b.best_metric != to_string(cfg_.best_metric)) return;  // another metric: the next validation replaces it
-    if (b.eval_hflip != cfg_.eval_hflip) {
-      // Scores with and without --eval.hflip do not compare.
-      log::warn0(best + " (step " + std::to_string(b.pos.step) + ") was chosen " + hflip_mode(b.eval_hflip) +
-                 ", this run validates " + hflip_mode(cfg_.eval_hflip) +
+    // Scores of another split, or with and without --eval.hflip, do not compare: a best.ckpt
+    // chosen on the val split could never be replaced by scores on the test split.
+    if (const std::string change = validation_change(b, cfg_); !change.empty()) {
+      log::warn0(best + " (step " + std::to_string(b.pos.step) + ") was " + change +
                  ": the scores do not compare, so the next validation replaces it");
       return;
     }
@@ -145,6 +149,7 @@ CheckpointMeta Checkpointer::meta_of(const TrainState& state) const {
   m.model_depth = cfg_.model_depth;
   m.optimizer = to_string(cfg_.optimizer);
   m.eval_hflip = cfg_.eval_hflip;
+  m.val_split = cfg_.val_split;
   m.param_shapes = fnv1a64(param_shapes_text(parts_.model));
   m.dataset = spec_.name;
   m.data_source = data_.source;

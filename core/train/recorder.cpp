@@ -88,6 +88,10 @@ class Rank0Recorder final : public Recorder {
     io::remove_file(cfg_.run_dir + "/resumable");
     int64_t dropped = 0;
     metrics_ = std::make_unique<io::MetricsLog>(cfg_.run_dir + "/metrics.jsonl", start_step, &dropped, open_epoch);
+    const auto& foreign = metrics_->foreign_lines();
+    for (size_t i = 0; i < foreign.size() && i < 5; ++i)
+      log::warn0("metrics.jsonl: removed " + foreign[i] + ", which is no row lockstep writes (an edit?)");
+    if (foreign.size() > 5) log::warn0(fmt::format("metrics.jsonl: and {} more such line(s)", foreign.size() - 5));
     if (dropped > 0)
       log::info0("metrics.jsonl: dropped " + std::to_string(dropped) + " row(s) past step " + std::to_string(start_step) +
                  (open_epoch > 0 ? " or of an end work its checkpoint did not record" : "") +

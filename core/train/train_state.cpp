@@ -57,7 +57,7 @@ void TrainState::to_meta(CheckpointMeta* m) const {
   m->val_wer = val_wer_;
 }
 
-void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
+void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, int64_t global_batch,
                            int64_t steps_per_epoch) {
   pos_ = m.pos;
   if (m.lr >= 0) lr_ = m.lr;
@@ -69,12 +69,10 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, boo
   val_wer_ = m.val_wer;
   stopped_early_ = m.stopped_early;
   rule_ = StopRule(*cfg_);
-  // Scores with and without --eval.hflip are not comparable (the mirror average scores
-  // ~0.3 pp higher): a changed mode restarts the stop rule.
-  if (m.eval_hflip != eval_hflip && !m.stop_rule.empty()) {
-    log::warn0(fmt::format("{} was validated {}, this run validates {}: early stopping and --train.stop-at start "
-                           "counting afresh",
-                           path, hflip_mode(m.eval_hflip), hflip_mode(eval_hflip)));
+  // Scores of another split, or with and without --eval.hflip (the mirror average scores
+  // ~0.3 pp higher), do not compare: a changed validation restarts the stop rule.
+  if (const std::string change = validation_change(m, *cfg_); !change.empty() && !m.stop_rule.empty()) {
+    log::warn0(fmt::format("{} was {}: early stopping and --train.stop-at start counting afresh", path, change));
   } else {
     rule_.load_state_json(m.stop_rule, path);
   }

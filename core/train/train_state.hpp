@@ -63,14 +63,14 @@ class TrainState {
   TrainState with_open_window(const WindowStats& w) const;
   // The position, statistics, stop rule and last validation scores into M.
   void to_meta(CheckpointMeta* m) const;
-  // Restores what to_meta stored, from the checkpoint at PATH. EVAL_HFLIP: this run's
-  // --eval.hflip; scores made with the other mode do not compare, so the stop rule starts
-  // afresh (one warning). The position is the checkpoint's as it is: one whose epoch's
+  // Restores what to_meta stored, from the checkpoint at PATH. Scores of another validation
+  // (validation_change: another --data.val-split, or --eval.hflip's other mode) do not
+  // compare, so the stop rule starts afresh (one warning). The position is the checkpoint's as it is: one whose epoch's
   // samples were all consumed before its end work ran (a stop at its last step, or another
   // world size or batch) stays in that epoch, and the trainer runs the end work first; one
   // written before 2026-11-28 rolls over to the next epoch, as it did then (STEPS_PER_EPOCH of
   // GLOBAL_BATCH samples: this run's).
-  void from_meta(const CheckpointMeta& m, const std::string& path, bool eval_hflip, int64_t global_batch,
+  void from_meta(const CheckpointMeta& m, const std::string& path, int64_t global_batch,
                  int64_t steps_per_epoch);
 
  private:

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "core/base/error.hpp"
 #include "io/import/text_fields.hpp"
@@ -41,29 +44,62 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
   t.path = path;
   std::string line;
   int64_t lineno = 0, label_col = -1, group_col = -1, width = -1;
-  bool first = true;
-  std::vector<std::string> records;
   std::set<int64_t> ignored;
-  while (std::getline(in, line)) {
-    ++lineno;
-    records.clear();
-    if (opt.delimiter != ';' && line.find(';') != std::string::npos) {
-      for (const std::string& r : split_fields(line, ';'))
-        if (r.find_first_not_of(" \t\r") != std::string::npos) records.push_back(r);
-    } else {
-      records.push_back(line);
+  // The file's records in order, each with its line number: a line holds one, or several
+  // separated by ';' (one line per file of some exports). Blank ones are skipped; Excel's
+  // "CSV UTF-8" byte-order mark before the first is dropped.
+  std::deque<std::pair<int64_t, std::string>> pending;
+  const auto next = [&](std::pair<int64_t, std::string>* out) {
+    while (pending.empty()) {
+      if (!std::getline(in, line)) return false;
+      if (++lineno == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+      const bool several = opt.delimiter != ';' && line.find(';') != std::string::npos;
+      for (std::string& r : several ? split_fields(line, ';') : std::vector<std::string>{line})
+        if (r.find_first_not_of(" \t\r") != std::string::npos) pending.emplace_back(lineno, std::move(r));
     }
-    for (const std::string& record : records) {
-      if (record.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const auto fields = split_fields(record, opt.delimiter);
+    *out = std::move(pending.front());
+    pending.pop_front();
+    return true;
+  };
+  std::pair<int64_t, std::string> record;
+  bool first = true;
+  while (next(&record)) {
+    {
+      lineno = record.first;
+      const auto fields = split_fields(record.second, opt.delimiter);
       if (first) {
         first = false;
         width = static_cast<int64_t>(fields.size());
-        float dummy;
-        const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
-          return parse_float(f, &dummy);
-        });
-        const bool header = opt.header == "yes" || (opt.header == "auto" && !numeric);
+        // auto: the first record is a header when one of its fields is not a number where the
+        // next record's is (a header over numbers). Text labels in every row ("1,2,cat") do
+        // not make the first row a header: it was dropped, silently (a hostile finding).
+        // Text only in columns that hold text below too ("0,1,2,label" over "5,3,4,cat", or
+        // "1,2,cat" over "3,4,dog") cannot be told apart: refused, asking which.
+        bool header = opt.header == "yes";
+        if (opt.header == "auto") {
+          std::pair<int64_t, std::string> second;
+          if (next(&second)) {
+            const auto below = split_fields(second.second, opt.delimiter);
+            float v;
+            bool text = false;
+            for (size_t i = 0; i < fields.size(); ++i) {
+              const bool word = !parse_float(fields[i], &v);
+              text = text || word;
+              header = header || (word && i < below.size() && parse_float(below[i], &v));
+            }
+            if (text && !header)
+              throw UsageError(path + ":" + std::to_string(record.first) + ": cannot tell whether this first line is a "
+                               "header: its text is in columns that hold text below it too; pass --header yes or "
+                               "--header no");
+            pending.push_front(std::move(second));
+            lineno = record.first;  // the look-ahead read on: messages about this record name its line
+          } else {  // one record: a header when it holds a field that is not a number
+            header = std::any_of(fields.begin(), fields.end(), [](const std::string& f) {
+              float v;
+              return !parse_float(f, &v);
+            });
+          }
+        }
         for (int64_t i = 0; i < width; ++i)
           t.columns.push_back(header ? fields[static_cast<size_t>(i)]
                                      : "column " + std::to_string(i));
@@ -245,33 +281,50 @@ std::vector<InputSplit> open_csv(
                          tables[0].path + " has " + std::to_string(tables[0].features));
     match_columns(tables[0], &t);
   }
-  // A test label the training file lacks would be a class nothing trains on (as the
-  // other importers, refused): named with its file and how often it occurs.
-  if (opt.label_column != "none") {
-    const std::set<std::string> trained(tables[0].labels.begin(), tables[0].labels.end());
-    for (size_t i = 1; i < tables.size(); ++i)
-      for (const auto& l : std::set<std::string>(tables[i].labels.begin(), tables[i].labels.end()))
-        if (!trained.count(l))
-          throw Error(tables[i].path + ": label '" + l + "' (" +
-                      std::to_string(std::count(tables[i].labels.begin(), tables[i].labels.end(), l)) +
-                      " row(s)) does not occur in " + tables[0].path +
-                      ": a class the model never trains on; drop those rows or add training data for it");
-  }
-  bool numeric = true;
+  // Class ids 0..K-1 when every label is a whole number >= 0 ("2", "2.0" and "2e0" alike:
+  // "2.0" was a class name, sorted as text, so 10.0 came before 2.0), else class names.
+  // Whole numbers below 0 (-1/+1 data) are names, numbered in numeric order; a number with a
+  // fraction is refused: a class is not a measurement.
   std::set<std::string> texts;
-  for (const auto& t : tables)
-    for (const auto& l : t.labels) {
-      numeric = numeric && is_class_id(l);
-      texts.insert(l);
+  for (const auto& t : tables) texts.insert(t.labels.begin(), t.labels.end());
+  std::map<std::string, double> value_of;  // every label, when each is a finite number
+  for (const auto& l : texts) {
+    char* end = nullptr;
+    const double v = std::strtod(l.c_str(), &end);
+    if (end != l.c_str() + l.size() || !std::isfinite(v)) {
+      value_of.clear();
+      break;
     }
-  std::map<std::string, int64_t> id_of;
+    value_of[l] = v;
+  }
+  const bool whole = value_of.size() == texts.size();  // every label a number (none: unlabeled)
+  bool numeric = whole;
+  for (const auto& [l, v] : value_of) {
+    if (v != std::floor(v)) {
+      size_t t = 0;  // the file that holds it
+      while (t + 1 < tables.size() && std::find(tables[t].labels.begin(), tables[t].labels.end(), l) == tables[t].labels.end()) ++t;
+      throw Error(tables[t].path + ": label '" + l + "' is a number with a fraction: class labels are whole "
+                  "numbers 0..K-1 or names (lockstep classifies; a measurement is not a class)");
+    }
+    numeric = numeric && v >= 0;
+  }
+  std::map<std::string, int64_t> id_of;  // each label text's class
   int64_t classes = 0;
   if (numeric) {
-    for (const auto& l : texts) {
-      LOCKSTEP_REQUIRE(std::stoll(l) < kMaxClasses,
+    for (const auto& [l, v] : value_of) {
+      LOCKSTEP_REQUIRE(v < static_cast<double>(kMaxClasses),
                        split_files[0].second + ": class id " + l + " is not below " +
                            std::to_string(kMaxClasses) + " (class ids count 0..K-1)");
-      classes = std::max<int64_t>(classes, std::stoll(l) + 1);
+      id_of[l] = static_cast<int64_t>(v);
+      classes = std::max<int64_t>(classes, id_of[l] + 1);
+    }
+  } else if (whole) {  // names in numeric order, one per number ("1" and "1.0" are one class)
+    std::map<double, std::vector<std::string>> by_value;
+    for (const auto& [l, v] : value_of) by_value[v].push_back(l);
+    for (const auto& [v, spellings] : by_value) {
+      for (const auto& l : spellings) id_of[l] = classes;
+      class_names->push_back(fmt::format("{:.0f}", v));
+      ++classes;
     }
   } else {
     for (const auto& l : texts) {
@@ -279,12 +332,24 @@ std::vector<InputSplit> open_csv(
       class_names->push_back(l);
     }
   }
+  // A test label the training file lacks would be a class nothing trains on (as the
+  // other importers, refused): named with its file and how often it occurs.
+  if (opt.label_column != "none") {
+    std::set<int64_t> trained;
+    for (const auto& l : tables[0].labels) trained.insert(id_of.at(l));
+    for (size_t i = 1; i < tables.size(); ++i)
+      for (const auto& l : std::set<std::string>(tables[i].labels.begin(), tables[i].labels.end()))
+        if (!trained.count(id_of.at(l)))
+          throw Error(tables[i].path + ": label '" + l + "' (" +
+                      std::to_string(std::count(tables[i].labels.begin(), tables[i].labels.end(), l)) +
+                      " row(s)) does not occur in " + tables[0].path +
+                      ": a class the model never trains on; drop those rows or add training data for it");
+  }
   std::map<std::string, int64_t> group_id;  // group texts numbered across all files
   std::vector<InputSplit> out;
   for (size_t i = 0; i < tables.size(); ++i) {
     std::vector<int64_t> ids, groups;
-    for (const auto& l : tables[i].labels)
-      ids.push_back(numeric ? static_cast<int64_t>(std::stoll(l)) : id_of[l]);
+    for (const auto& l : tables[i].labels) ids.push_back(id_of.at(l));
     if (opt.label_column == "none") ids.assign(static_cast<size_t>(tables[i].rows), 0);
     for (const auto& g : tables[i].groups)
       groups.push_back(group_id.emplace(g, static_cast<int64_t>(group_id.size())).first->second);

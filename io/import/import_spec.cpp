@@ -179,6 +179,17 @@ OpenedImport open_import(ImportSpec& spec) {
             {split, open_hdf5_source(file, spec.samples_dataset, spec.labels_dataset), split == "train"});
     }
   }
+  // Unlabelled input however it was said (--no-labels, npy without its labels file, hdf5/npz
+  // --labels-dataset none; speech with transcripts has targets): source order, no validation split, so prediction row i is the
+  // input's i-th sample. It was shuffled with 10% moved to a val split, and predict's rows no
+  // longer matched the input's (a hostile finding).
+  if (!out.inputs.empty() && !out.inputs[0].source->spec().labeled && !out.inputs[0].source->spec().sequence_targets()) {
+    if (opt.plan.val_fraction > 0 && spec.val_fraction_given)
+      throw UsageError("--val-fraction: " + spec.input + " is unlabelled, so it has no validation split; leave it out "
+                       "or pass 0");
+    opt.plan.val_fraction = 0.0;
+    opt.plan.shuffle = false;
+  }
   if (!spec.sample_shape.empty()) {
     const std::vector<int64_t> shape = parse_sample_shape(spec.sample_shape);
     for (InputSplit& in : out.inputs) in.source = reshape_samples(std::move(in.source), shape);
@@ -192,15 +203,19 @@ OpenedImport open_import(ImportSpec& spec) {
     array_spec += fmt::format("|{}|size={}x{}|color={}|skip_bad={}", listing, spec.images.height, spec.images.width,
                               spec.images.color, spec.images.skip_bad);
   const CsvOptions& csv = spec.csv;
-  out.fingerprint = fmt::format(
-      "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
-      "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}|video={},{},{}x{},{},{}",
-      kind, file_fingerprint(files), opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
-      opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
-      csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
-      spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
-      spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec +
-      (spec.no_labels ? "|no_labels" : "") + (kind == "video" && spec.video.frame_table ? "|frame_table" : "");
+  const auto fingerprint = [&](const std::string& files_part) {
+    return fmt::format(
+        "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
+        "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}|video={},{},{}x{},{},{}",
+        kind, files_part, opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
+        opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
+        csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
+        spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
+        spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec +
+        (spec.no_labels ? "|no_labels" : "") + (kind == "video" && spec.video.frame_table ? "|frame_table" : "");
+  };
+  out.fingerprint = fingerprint(file_fingerprint(files));
+  out.legacy_fingerprint = fingerprint(file_fingerprint(files, /*legacy=*/true));
   return out;
 }
 

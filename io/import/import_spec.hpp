@@ -32,6 +32,7 @@ struct ImportSpec {
   // no validation split): prediction row i is the input's i-th sample (video: the i-th
   // clip of video_import.hpp's order).
   bool no_labels = false;
+  bool val_fraction_given = false;  // --val-fraction on the command line (unlabelled input refuses it)
   CsvOptions csv;  // its group_column also names video's trial column
   VideoOptions video;
   ImageOptions images;
@@ -41,6 +42,9 @@ struct ImportSpec {
 struct OpenedImport {
   std::vector<InputSplit> inputs;
   std::string fingerprint;
+  // The same in the form lockstep wrote before 2026-11-29 (size and whole-second mtime): a
+  // dataset it marks is up to date too, not imported again after an upgrade.
+  std::string legacy_fingerprint;
 };
 
 // Throws UsageError for a malformed KIND:PATH, mismatched kinds or any option value out of

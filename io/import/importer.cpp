@@ -2,6 +2,7 @@
 #include "io/import/importer.hpp"
 #include "io/dataset/units_check.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
 #include "io/import/clip_shard.hpp"
+#include "io/import/label_checks.hpp"
 #include "io/import/shard_stage.hpp"
 #include "io/util/dir_lock.hpp"
 #include "io/util/file_util.hpp"
@@ -170,15 +172,6 @@ bool up_to_date(const std::string& dir, const std::string& fp) {
   }
 }
 
-void check_labels(const SampleSource& src, int64_t classes) {
-  if (!src.spec().labeled) return;
-  const auto& labels = src.labels();
-  for (size_t i = 0; i < labels.size(); ++i)
-    LOCKSTEP_REQUIRE(labels[i] >= 0 && labels[i] < classes,
-                     src.name() + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
-                         " is outside [0, " + std::to_string(classes) + ")");
-}
-
 // Writes one input split (and its validation split) in one pass over its source, under
 // temp names; the finished writers go to DONE, to be committed with the whole import.
 std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, DatasetSpec& spec, bool first,
@@ -252,7 +245,14 @@ std::vector<std::pair<std::string, SplitEntry>> write_input(InputSplit& in, Data
     }
     progress.update(b + k);
   }
-  if (first) stats.finish(&spec.mean, &spec.std);
+  if (first) {
+    stats.finish(&spec.mean, &spec.std);
+    // The reader refuses such statistics (a nanosecond timestamp column's mean 1.7e18): shard
+    // exited 0 with a dataset train and inspect then refused (a hostile finding).
+    if (const std::string why = normalisation_problem(spec.mean, spec.std, spec.sample_shape[0]); !why.empty())
+      throw UsageError(in.source->name() + ": its samples' " + why + " (nothing was written: drop or rescale that " +
+                       "channel, e.g. a timestamp column: --ignore-columns)");
+  }
   if (!first) {
     // A test input in other units than the training input (0-1 floats beside 0-255 pixels)
     // was imported, and scored at chance with the training statistics (a hostile finding).
@@ -285,21 +285,46 @@ void write_and_commit(std::vector<InputSplit>& inputs, const ImportOptions& opt,
 
 }  // namespace
 
-std::string file_fingerprint(const std::vector<std::string>& paths) {
-  std::string fp;
+std::string file_fingerprint(const std::vector<std::string>& paths, bool legacy) {
+  // Size and whole-second mtime took an input rewritten within the second it was imported
+  // (a script that regenerates and re-imports) as "up to date", keeping the old shards (a
+  // hostile finding). Now: nanosecond mtime and the contents of the first 64 MiB of inputs
+  // (each up to 16 MiB): a coarse-clocked file system's rewrite is caught by its bytes where
+  // the inputs are small, as most tabular ones are. (Not the inode or ctime: `cp -a`, rsync
+  // and chmod would import again.)
+  constexpr int64_t kFileBytes = int64_t{16} << 20;
+  int64_t budget = int64_t{64} << 20;
+  std::string fp, bytes;
   for (const std::string& f : paths) {
     struct stat st {};
     ::stat(f.c_str(), &st);
-    fp += "|" + f + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+    if (legacy) {
+      fp += "|" + f + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+      continue;
+    }
+    fp += fmt::format("|{}:{}:{}.{:09d}", f, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    if (S_ISREG(st.st_mode) && st.st_size <= kFileBytes && st.st_size <= budget) {
+      budget -= st.st_size;
+      std::FILE* in = std::fopen(f.c_str(), "rb");
+      if (!in) continue;  // unreadable: the import names it
+      bytes.resize(static_cast<size_t>(st.st_size));
+      const size_t got = std::fread(bytes.data(), 1, bytes.size(), in);
+      std::fclose(in);
+      fp += fmt::format(":{:016x}", fnv1a64(std::string_view(bytes.data(), got)));
+    }
   }
   return fp;
 }
 
 ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
-                        const std::string& fingerprint) {
+                        const std::string& fingerprint, const std::string& legacy_fingerprint) {
   ImportResult result;
   const std::string fp_hash = fingerprint_hash(fingerprint);
-  if (!opt.force && up_to_date(opt.output_dir, fp_hash)) {
+  if (!opt.force && (up_to_date(opt.output_dir, fp_hash) ||
+                     (!legacy_fingerprint.empty() && up_to_date(opt.output_dir, fingerprint_hash(legacy_fingerprint))))) {
+    // Temp files of an import killed over this dataset (a --force re-import): nothing else
+    // would ever remove them here. Only those whose writer is gone (temp_files.hpp).
+    remove_dead_temps(opt.output_dir);
     result.manifest = read_manifest(opt.output_dir);
     result.skipped = true;
     return result;
@@ -341,7 +366,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
     LOCKSTEP_REQUIRE(static_cast<int64_t>(opt.class_names.size()) == spec.num_classes,
                      "--class-names gives " + std::to_string(opt.class_names.size()) + " names, the labels need " +
                          std::to_string(spec.num_classes));
-  for (const auto& in : inputs) check_labels(*in.source, spec.num_classes);
+  check_labels(inputs, spec);
   // Never write a dataset lockstep's own reader refuses (a zero-length dimension, too many
   // classes or dimensions): refused here, before anything is written.
   if (const std::string why = spec_problem(spec); !why.empty())

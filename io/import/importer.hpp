@@ -62,10 +62,13 @@ struct ImportResult {
 
 // FINGERPRINT describes the inputs (files, sizes, mtimes) and every option; the manifest
 // stores its hash. SOURCE names the input ("idx:DIR") in the manifest.
+// LEGACY_FINGERPRINT (optional): the same inputs as lockstep described them before
+// 2026-11-29; a dataset it marks is up to date too.
 ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt, const std::string& source,
-                        const std::string& fingerprint);
+                        const std::string& fingerprint, const std::string& legacy_fingerprint = "");
 
-// "PATH:size:mtime" for each path, for fingerprints.
-std::string file_fingerprint(const std::vector<std::string>& paths);
+// Each path's size, ns mtime and, for small inputs, a hash of its bytes: fingerprints.
+// LEGACY: size and whole-second mtime, as before 2026-11-29.
+std::string file_fingerprint(const std::vector<std::string>& paths, bool legacy = false);
 
 }  // namespace lockstep::io

@@ -48,7 +48,8 @@ std::vector<MetricsRow> rows_at(const std::string& text, int64_t step, const std
 }  // namespace
 
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended,
-                              int64_t open_epoch) {
+                              int64_t open_epoch, std::vector<std::string>* foreign) {
+  int64_t line_number = 0;
   std::vector<std::string> kept;
   std::vector<size_t> unended_tests;  // test rows at START_STEP no end row has followed yet
   int64_t n_dropped = 0;
@@ -63,8 +64,18 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     }
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    ++line_number;
     if (line.empty()) continue;
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!row.is_object() || !row.contains("step")) {  // no row of lockstep's: said as what it is
+      if (foreign) {
+        std::string shown;  // printable ASCII, at most 80 bytes: a log line, whatever the file held
+        for (size_t i = 0; i < line.size() && shown.size() < 80; ++i)
+          shown += line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+        foreign->push_back("line " + std::to_string(line_number) + ": '" + shown + "'");
+      }
+      continue;
+    }
     int64_t step = 0;
     bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
                 json_integer(row["step"], &step) && step <= start_step;
@@ -105,7 +116,7 @@ MetricsLog::MetricsLog(const std::string& path, int64_t start_step, int64_t* dro
   int64_t n = 0;
   if (path_exists(path)) {
     const std::string text = read_text_file(path);
-    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, open_epoch);
+    const std::string kept = keep_metrics_rows(text, start_step, &n, &ended_, open_epoch, &foreign_);
     if (kept.size() != text.size()) write_file_atomic(path, kept);
     at_start_ = rows_at(kept, start_step, path);
   }

@@ -44,6 +44,9 @@ class MetricsLog {
   // The rows kept at the start step, in order (what TensorBoard is given again: recorder.cpp).
   // A row that does not read as a MetricsRow (edited by hand) is left out.
   const std::vector<MetricsRow>& rows_at_start() const { return at_start_; }
+  // Whole lines the file held that are no row of lockstep's (a note typed into it), removed
+  // with the rows past the start step but not counted among them: "line 3: 'my note'".
+  const std::vector<std::string>& foreign_lines() const { return foreign_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -51,11 +54,14 @@ class MetricsLog {
   int fd_ = -1;
   bool ended_ = false;
   std::vector<MetricsRow> at_start_;
+  std::vector<std::string> foreign_;
 };
 
 // The rows of TEXT (a metrics.jsonl) that a run starting at START_STEP keeps, as the class
 // comment says (OPEN_EPOCH: as there; 0: none). ENDED (optional): as MetricsLog::ended.
+// FOREIGN (optional): the whole lines that are no row, as MetricsLog::foreign_lines; DROPPED
+// counts the rows dropped (and a last line a crash cut), not those.
 std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64_t* dropped, bool* ended = nullptr,
-                              int64_t open_epoch = 0);
+                              int64_t open_epoch = 0, std::vector<std::string>* foreign = nullptr);
 
 }  // namespace lockstep::io

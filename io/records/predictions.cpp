@@ -1,6 +1,8 @@
 // predictions: see predictions.hpp.
 #include "io/records/predictions.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -57,7 +59,7 @@ PredictionWriter::PredictionWriter(const std::string& path, PredictionFormat for
   ::unlink(m.tmp.c_str());
   if (m.csv) {
     m.out = std::fopen(m.tmp.c_str(), "wx");
-    if (!m.out) throw Error("cannot write " + m.tmp);
+    if (!m.out) throw Error("cannot write " + m.tmp + ": " + std::strerror(errno));
     std::string header = "index";
     if (m.f.labeled) header += ",label";
     const bool names = !m.f.class_names.empty();
@@ -128,7 +130,7 @@ void PredictionWriter::append(const int64_t* index, const int64_t* label, const 
       }
       text += "\n";
     }
-    if (std::fputs(text.c_str(), m.out) < 0) throw Error("cannot write " + m.tmp);
+    if (std::fputs(text.c_str(), m.out) < 0) throw Error("cannot write " + m.tmp + ": " + std::strerror(errno));
   } else {
     m.write_rows(m.index, H5T_NATIVE_INT64, index, n);
     if (m.f.labeled) m.write_rows(m.label, H5T_NATIVE_INT64, label, n);

@@ -1,6 +1,8 @@
 // transcripts: see transcripts.hpp.
 #include "io/records/transcripts.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -71,7 +73,7 @@ TranscriptWriter::TranscriptWriter(const std::string& path, TranscriptFormat for
   ::unlink(m.tmp.c_str());
   if (m.csv) {
     m.out = std::fopen(m.tmp.c_str(), "wx");
-    if (!m.out) throw Error("cannot write " + m.tmp);
+    if (!m.out) throw Error("cannot write " + m.tmp + ": " + std::strerror(errno));
     std::fputs(m.f.references ? "index,transcript,reference\n" : "index,transcript\n", m.out);
     return;
   }
@@ -121,7 +123,7 @@ void TranscriptWriter::append(const std::vector<TranscriptRow>& rows) {
       if (m.f.references) text += "," + csv_field(token_text(r.reference, m.f.tokens));
       text += "\n";
     }
-    if (std::fputs(text.c_str(), m.out) < 0) throw Error("cannot write " + m.tmp);
+    if (std::fputs(text.c_str(), m.out) < 0) throw Error("cannot write " + m.tmp + ": " + std::strerror(errno));
     m.written += n;
     return;
   }

@@ -264,7 +264,7 @@ for split, acc in (("val", val["val_acc"]), ("test", test["test_acc"])):
 PY
 # Scores with and without the mirror do not compare: a resume that changes it says so.
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir mirror --epochs 2
-expect_output "warning: .*best.ckpt \(step [0-9]+\) was chosen with --eval.hflip, this run validates without --eval.hflip"
+expect_output "warning: .*best.ckpt \(step [0-9]+\) was validated with --eval.hflip, this run without --eval.hflip"
 [ "$(json_rows mirror/metrics.jsonl test eval_hflip | tail -1)" = False ] || fail "the resumed test row claims --eval.hflip"
 pass "--eval.hflip: predict == PyTorch's mirror average ($acc_mirror), evaluate agrees; training's validation and test == evaluate's; a resume that drops it is warned"
 

@@ -175,6 +175,20 @@ TEST(ResumeCheck, AnotherWidthOrOptimizerIsOneLineNotALibTorchAssert) {
   EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("a run continues on its own data"), std::string::npos);
   m.data_source = "";  // an older checkpoint: the dataset's name alone
   EXPECT_EQ(resume_mismatch(m, cfg, data, *model, "a.ckpt"), "");
+  // The same name and source, other samples (inputs regenerated and re-imported): the
+  // statistics differ. A re-import of the same samples gives them bit for bit.
+  data.spec.mean = {0.5};
+  data.spec.std = {0.25};
+  m.mean = data.spec.mean;
+  m.std = data.spec.std;
+  EXPECT_EQ(resume_mismatch(m, cfg, data, *model, "a.ckpt"), "");
+  m.mean = {0.51};
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("a.ckpt: its training samples differ from those of --data"),
+            std::string::npos);
+  m.mean = data.spec.mean;
+  m.std = {0.3};
+  EXPECT_NE(resume_mismatch(m, cfg, data, *model, "a.ckpt").find("(channel 0: mean 0.5 std 0.29999999999999999, the data's 0.5 and 0.25): the inputs changed"),
+            std::string::npos);
 }
 
 TEST(CheckpointMetaErrors, AMalformedFieldIsNamed) {

@@ -88,7 +88,7 @@ TEST(TrainState, EverythingSavedIsRestored) {
   a.set_clipped_steps(4);
 
   TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 100);
+  b.from_meta(stored(a), "mem.ckpt", 32, 100);
   EXPECT_EQ(b.pos().step, 5);
   EXPECT_EQ(b.lr(), 0.0375) << "the last step's rate: the resume compares its schedule with it";
   EXPECT_EQ(b.clipped_steps(), 4) << "a run total, as the fp16 skip count is";
@@ -102,7 +102,7 @@ TEST(TrainState, EverythingSavedIsRestored) {
   EXPECT_TRUE(b.observe_eval(accuracy(0.7, 0.6), 4.0));
   EXPECT_TRUE(b.stopped());
   TrainState c(cfg);
-  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip, 32, 100);
+  c.from_meta(stored(b), "mem.ckpt", 32, 100);
   EXPECT_TRUE(c.stopped());  // a run that stopped stays stopped
   EXPECT_EQ(c.stopped_early(), b.stopped_early());
 }
@@ -119,7 +119,7 @@ TEST(TrainState, ACheckpointAfterAResumeKeepsTheLastValidationScores) {
   EXPECT_DOUBLE_EQ(first.val_f1, 0.7);
 
   TrainState b(cfg);
-  b.from_meta(first, "mem.ckpt", cfg.eval_hflip, 32, 100);
+  b.from_meta(first, "mem.ckpt", 32, 100);
   b.advance_step(2, 32);
   const CheckpointMeta next = stored(b);
   EXPECT_DOUBLE_EQ(next.val_acc, 0.75);
@@ -133,7 +133,7 @@ TEST(TrainState, ACheckpointAfterAResumeKeepsTheLastValidationScores) {
   seq.wer = 0.4;
   b.observe_eval(seq, 2.0);
   TrainState c(cfg);
-  c.from_meta(stored(b), "mem.ckpt", cfg.eval_hflip, 32, 100);
+  c.from_meta(stored(b), "mem.ckpt", 32, 100);
   const CheckpointMeta again = stored(c);
   EXPECT_DOUBLE_EQ(again.val_cer, 0.2);
   EXPECT_DOUBLE_EQ(again.val_wer, 0.4);
@@ -161,7 +161,7 @@ TEST(TrainState, ACheckpointAtTheEpochsLastStepResumesInThatEpoch) {
   a.add_window(window_of(4, 2.0));
   a.set_lr(0.05);
   TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", cfg.eval_hflip, 32, 4);  // 4 steps per epoch: all done
+  b.from_meta(stored(a), "mem.ckpt", 32, 4);  // 4 steps per epoch: all done
   EXPECT_EQ(b.pos().epoch, 0);
   EXPECT_EQ(b.pos().samples_done_in_epoch, 128);
   EXPECT_EQ(b.epoch_stats().steps, 4) << "the epoch's row reports all of it";
@@ -173,22 +173,39 @@ TEST(TrainState, ACheckpointAtTheEpochsLastStepResumesInThatEpoch) {
   CheckpointMeta older = stored(a);
   older.lr = -1.0;
   TrainState c(cfg);
-  c.from_meta(older, "old.ckpt", cfg.eval_hflip, 32, 4);
+  c.from_meta(older, "old.ckpt", 32, 4);
   EXPECT_EQ(c.pos().epoch, 1);
   EXPECT_EQ(c.pos().samples_done_in_epoch, 0);
   EXPECT_EQ(c.epoch_stats().steps, 0);
 }
 
-TEST(TrainState, AnotherEvalHflipModeRestartsTheStopRule) {
+TEST(TrainState, AnotherValidationRestartsTheStopRule) {
   Config cfg = early_stopping(2);
   TrainState a(cfg);
   a.observe_eval(accuracy(0.9, 0.9), 1.0);
   a.observe_eval(accuracy(0.8, 0.8), 2.0);  // one more without improvement would stop
-  TrainState b(cfg);
-  b.from_meta(stored(a), "mem.ckpt", /*eval_hflip=*/true, 32, 100);  // a validated without
+  Config mirrored = cfg;
+  mirrored.eval_hflip = true;  // a validated without
+  TrainState b(mirrored);
+  b.from_meta(stored(a), "mem.ckpt", 32, 100);
   EXPECT_FALSE(b.observe_eval(accuracy(0.5, 0.5), 3.0));  // the first result of a fresh rule
   EXPECT_FALSE(b.observe_eval(accuracy(0.5, 0.5), 4.0));
   EXPECT_TRUE(b.observe_eval(accuracy(0.5, 0.5), 5.0));
+  // Another split (a hostile finding: --data.val-split test on resume kept the val split's
+  // best and its early-stopping count). The split a checkpoint was validated on is recorded.
+  CheckpointMeta on_val = stored(a);
+  on_val.val_split = "val";
+  Config on_test = cfg;
+  on_test.val_split = "test";
+  EXPECT_EQ(validation_change(on_val, on_test), "validated on split 'val', this run on 'test'");
+  EXPECT_EQ(validation_change(on_val, cfg), "");  // the default split, val
+  TrainState c(on_test);
+  c.from_meta(on_val, "mem.ckpt", 32, 100);
+  EXPECT_FALSE(c.observe_eval(accuracy(0.5, 0.5), 3.0));
+  EXPECT_FALSE(c.observe_eval(accuracy(0.5, 0.5), 4.0));
+  EXPECT_TRUE(c.observe_eval(accuracy(0.5, 0.5), 5.0));
+  on_val.val_split = "";  // an older checkpoint: no split recorded, taken as this run's
+  EXPECT_EQ(validation_change(on_val, on_test), "");
 }
 
 TEST(TrainState, ConfigParsesResumeSplitsAndClassWeightsOnce) {

@@ -307,8 +307,14 @@ TEST(MetricsLogSafety, AResumedRunDropsRowsPastItsCheckpointAndAPartialLine) {
   EXPECT_EQ(dropped, 3);
   EXPECT_EQ(read_text_file(path),
             "{\"kind\":\"train\",\"step\":10}\n{\"kind\":\"epoch\",\"step\":20}\n{\"kind\":\"train\",\"step\":30}\n");
-  EXPECT_EQ(keep_metrics_rows("not json\n{\"step\":1}\n", 5, &dropped), "{\"step\":1}\n");
+  // A line that is no row (a note typed into the file) is named as what it is, with its line
+  // number, not counted among the rows "past step S" (a hostile finding: its removal was
+  // reported as rows past the checkpoint).
+  std::vector<std::string> foreign;
+  EXPECT_EQ(keep_metrics_rows("not json\n{\"step\":1}\n{\"step\":9}\n", 5, &dropped, nullptr, 0, &foreign),
+            "{\"step\":1}\n");
   EXPECT_EQ(dropped, 1);
+  EXPECT_EQ(foreign, (std::vector<std::string>{"line 1: 'not json'"}));
 }
 
 // A resume of a checkpoint at step 20 still in epoch 2 (1-based: the epoch the rows name):
