@@ -332,19 +332,6 @@ std::vector<InputSplit> open_csv(
       class_names->push_back(l);
     }
   }
-  // A test label the training file lacks would be a class nothing trains on (as the
-  // other importers, refused): named with its file and how often it occurs.
-  if (opt.label_column != "none") {
-    std::set<int64_t> trained;
-    for (const auto& l : tables[0].labels) trained.insert(id_of.at(l));
-    for (size_t i = 1; i < tables.size(); ++i)
-      for (const auto& l : std::set<std::string>(tables[i].labels.begin(), tables[i].labels.end()))
-        if (!trained.count(id_of.at(l)))
-          throw Error(tables[i].path + ": label '" + l + "' (" +
-                      std::to_string(std::count(tables[i].labels.begin(), tables[i].labels.end(), l)) +
-                      " row(s)) does not occur in " + tables[0].path +
-                      ": a class the model never trains on; drop those rows or add training data for it");
-  }
   std::map<std::string, int64_t> group_id;  // group texts numbered across all files
   std::vector<InputSplit> out;
   for (size_t i = 0; i < tables.size(); ++i) {

@@ -107,6 +107,15 @@ void parse_image_size(const std::string& text, ImageOptions* opt) {
   parse_size(text, "image-size", "224x224", &opt->height, &opt->width);
 }
 
+namespace {
+
+UsageError unlabelled_val(const ImportSpec& spec) {
+  return UsageError("--val-fraction: " + spec.input + " is unlabelled, so it has no validation split; leave it out or "
+                    "pass 0");
+}
+
+}  // namespace
+
 OpenedImport open_import(ImportSpec& spec) {
   check_options(spec);
   ImportOptions& opt = spec.options;
@@ -121,11 +130,9 @@ OpenedImport open_import(ImportSpec& spec) {
                        "file; hdf5/npz: --labels-dataset none)");
     if (kind == "csv" && !spec.csv.label_column.empty() && spec.csv.label_column != "none")
       throw UsageError("--no-labels and --label-column " + spec.csv.label_column + " contradict each other");
-    if (opt.plan.val_fraction > 0)
-      throw UsageError("--val-fraction: unlabelled data (--no-labels) has no validation split; leave it out or pass 0");
+    if (opt.plan.val_fraction > 0) throw unlabelled_val(spec);  // before any input is opened
     if (!spec.class_names.empty()) throw UsageError("--class-names given with --no-labels (the model's classes are used)");
-    spec.csv.label_column = "none";
-    opt.plan.shuffle = false;  // prediction row i is the input's i-th sample
+    spec.csv.label_column = "none";  // source order, no val split: below, as for any unlabelled input
   }
   std::vector<std::string> files, names;  // NAMES: the class names the input carries, if any
   std::string listing;                    // images: a fingerprint of every file
@@ -184,9 +191,7 @@ OpenedImport open_import(ImportSpec& spec) {
   // input's i-th sample. It was shuffled with 10% moved to a val split, and predict's rows no
   // longer matched the input's (a hostile finding).
   if (!out.inputs.empty() && !out.inputs[0].source->spec().labeled && !out.inputs[0].source->spec().sequence_targets()) {
-    if (opt.plan.val_fraction > 0 && spec.val_fraction_given)
-      throw UsageError("--val-fraction: " + spec.input + " is unlabelled, so it has no validation split; leave it out "
-                       "or pass 0");
+    if (opt.plan.val_fraction > 0 && spec.val_fraction_given) throw unlabelled_val(spec);
     opt.plan.val_fraction = 0.0;
     opt.plan.shuffle = false;
   }

@@ -172,7 +172,7 @@ TEST_F(VideoImport, UnlabelledRowsNameFramesOrWholeVideos) {
   spec.input = "video:" + dir_ + "/whole.csv";
   spec.no_labels = true;
   spec.options.plan.val_fraction = 0.2;
-  EXPECT_ERROR_CONTAINS(open_import(spec), "unlabelled data (--no-labels) has no validation split");
+  EXPECT_ERROR_CONTAINS(open_import(spec), "is unlabelled, so it has no validation split");
   spec.options.plan.val_fraction = 0;
   spec.class_names = "a,b";
   EXPECT_ERROR_CONTAINS(open_import(spec), "--class-names given with --no-labels");
