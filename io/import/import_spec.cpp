@@ -208,16 +208,17 @@ OpenedImport open_import(ImportSpec& spec) {
     array_spec += fmt::format("|{}|size={}x{}|color={}|skip_bad={}", listing, spec.images.height, spec.images.width,
                               spec.images.color, spec.images.skip_bad);
   const CsvOptions& csv = spec.csv;
+  const std::string input_kind = kind;  // a structured binding: clang's C++17 does not capture one
   const auto fingerprint = [&](const std::string& files_part) {
     return fmt::format(
         "lockstep-import-v1|{}{}|shards={}|val={}|limit={}|shuffle={}|seed={}|deflate={}|chunk={}|name={}|classes={}"
         "|csv={},{},{},{},{},{},{},{}|h5={},{}|har={}|video={},{},{}x{},{},{}",
-        kind, files_part, opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
+        input_kind, files_part, opt.plan.shards, opt.plan.val_fraction, opt.plan.limit, opt.plan.shuffle,
         opt.plan.seed, opt.write.compression, opt.write.chunk_samples, opt.name, spec.class_names, csv.label_column,
         csv.header, csv.delimiter, csv.window, csv.stride, csv.window_labels, csv.group_column, csv.ignore_columns,
         spec.samples_dataset, spec.labels_dataset, spec.har_signals, spec.video.clip_frames, spec.video.clip_stride,
         spec.video.height, spec.video.width, spec.video.rgb, spec.video.skip_edges) + array_spec +
-        (spec.no_labels ? "|no_labels" : "") + (kind == "video" && spec.video.frame_table ? "|frame_table" : "");
+        (spec.no_labels ? "|no_labels" : "") + (input_kind == "video" && spec.video.frame_table ? "|frame_table" : "");
   };
   out.fingerprint = fingerprint(file_fingerprint(files));
   out.legacy_fingerprint = fingerprint(file_fingerprint(files, /*legacy=*/true));
