@@ -27,6 +27,7 @@
 #include "io/util/json_io.hpp"
 #include "io/loader/sample_order.hpp"
 #include "core/model/registry.hpp"
+#include "core/model/torch_errors.hpp"
 #include "core/train/checkpoint_state.hpp"
 #include "core/train/checkpointer.hpp"
 #include "core/train/model_init.hpp"
@@ -214,18 +215,19 @@ struct Doctor {
   void plan_check(const io::Manifest& m) {
     std::string verdict;
     std::shared_ptr<Net> model;
-    try {
-      check_training_plan(cfg, m);
-      model = make_model(
-          ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations}, m.spec);
-      init_weights(cfg, *model);  // --model.init-from's file, --model.freeze
-      trainable_params(*model, cfg.freeze);
-      use_sync_bn(cfg, *model, nullptr);  // counted, left local
-      // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
-      io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
-                          cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
-    } catch (const c10::Error& e) {  // a model LibTorch cannot build: one line, no per-process backtrace
-      verdict = std::string("training plan: LibTorch: ") + e.what_without_backtrace();
+    try {  // LibTorch's errors (a model it cannot build) as one line, no per-process backtrace
+      with_torch_errors([&] {
+        check_training_plan(cfg, m);
+        model = make_model(
+            ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations}, m.spec);
+        init_weights(cfg, *model);  // --model.init-from's file, --model.freeze
+        trainable_params(*model, cfg.freeze);
+        use_sync_bn(cfg, *model, nullptr);  // counted, left local
+        // As the training reader deals the split (a new share each epoch, io/loader/rank_reader.hpp).
+        io::steps_per_epoch(io::shard_counts(m.split(cfg.train_split, cfg.data_dir)), mpi.size(),
+                            cfg.batch_size * cfg.grad_accum, cfg.remainder == Remainder::kWrap, /*dealt=*/true);
+        return 0;
+      });
     } catch (const std::exception& e) {
       verdict = std::string("training plan: ") + e.what();
     }
@@ -255,15 +257,16 @@ struct Doctor {
     std::string verdict;
     CheckpointMeta meta;
     try {
-      const io::CheckpointData d = io::read_checkpoint(path);
-      meta = meta_from_json(d.meta_json, path);
-      verdict = resume_mismatch(meta, cfg, m, model, path);
-      if (verdict.empty()) {
-        const auto opt = make_optimizer(trainable_params(model, cfg.freeze), optimizer_options(cfg, mpi.size()));
-        load_resume_state(d.payload, model, *opt, path, nullptr);
-      }
-    } catch (const c10::Error& e) {
-      verdict = std::string("LibTorch: ") + e.what_without_backtrace();
+      with_torch_errors([&] {
+        const io::CheckpointData d = io::read_checkpoint(path);
+        meta = meta_from_json(d.meta_json, path);
+        verdict = resume_mismatch(meta, cfg, m, model, path);
+        if (verdict.empty()) {
+          const auto opt = make_optimizer(trainable_params(model, cfg.freeze), optimizer_options(cfg, mpi.size()));
+          load_resume_state(d.payload, model, *opt, path, nullptr);
+        }
+        return 0;
+      });
     } catch (const std::exception& e) {
       verdict = e.what();
     }

@@ -43,30 +43,30 @@ ResumeChoice choose_resume(const Config& cfg) {
   ResumeChoice c;
   const std::string dir = checkpoint_dir(cfg);
   try {  // an unreadable run dir: a problem every rank shares, not rank 0 leaving a collective
-  switch (cfg.resume_mode) {
-    case ResumeMode::kAuto:
-      c.path = io::find_latest_valid_checkpoint(dir, &c.skipped);
-      // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
-      // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
-      if (c.path.empty() && !c.skipped.empty())
-        c.problem = fmt::format("--resume auto: none of the {} checkpoint(s) in {} verifies (the newest: {}); nothing "
-                                "was overwritten: restore them, or start afresh with another --run-dir",
-                                c.skipped.size(), dir, c.skipped.front());
-      break;
-    case ResumeMode::kNone:
-      if (!io::list_checkpoints(dir).empty())
-        c.problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
-                    "to continue or another --run-dir (nothing was overwritten)";
-      break;
-    case ResumeMode::kPath:
-      c.path = cfg.resume;
-      try {
-        io::read_checkpoint(c.path);
-      } catch (const Error& e) {
-        c.problem = std::string("--resume ") + e.what();
-      }
-      break;
-  }
+    switch (cfg.resume_mode) {
+      case ResumeMode::kAuto:
+        c.path = io::find_latest_valid_checkpoint(dir, &c.skipped);
+        // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
+        // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
+        if (c.path.empty() && !c.skipped.empty())
+          c.problem = fmt::format("--resume auto: none of the {} checkpoint(s) in {} verifies (the newest: {}); nothing "
+                                  "was overwritten: restore them, or start afresh with another --run-dir",
+                                  c.skipped.size(), dir, c.skipped.front());
+        break;
+      case ResumeMode::kNone:
+        if (!io::list_checkpoints(dir).empty())
+          c.problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
+                      "to continue or another --run-dir (nothing was overwritten)";
+        break;
+      case ResumeMode::kPath:
+        c.path = cfg.resume;
+        try {
+          io::read_checkpoint(c.path);
+        } catch (const Error& e) {
+          c.problem = std::string("--resume ") + e.what();
+        }
+        break;
+    }
   } catch (const Error& e) {
     c.problem = e.what();
   }

@@ -64,115 +64,113 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
   std::pair<int64_t, std::string> record;
   bool first = true;
   while (next(&record)) {
-    {
-      lineno = record.first;
-      const auto fields = split_fields(record.second, opt.delimiter);
-      if (first) {
-        first = false;
-        width = static_cast<int64_t>(fields.size());
-        // auto: the first record is a header when one of its fields is not a number where the
-        // next record's is (a header over numbers). Text labels in every row ("1,2,cat") do
-        // not make the first row a header: it was dropped, silently (a hostile finding).
-        // Text only in columns that hold text below too ("0,1,2,label" over "5,3,4,cat", or
-        // "1,2,cat" over "3,4,dog") cannot be told apart: refused, asking which.
-        bool header = opt.header == "yes";
-        if (opt.header == "auto") {
-          std::pair<int64_t, std::string> second;
-          if (next(&second)) {
-            const auto below = split_fields(second.second, opt.delimiter);
+    lineno = record.first;
+    const auto fields = split_fields(record.second, opt.delimiter);
+    if (first) {
+      first = false;
+      width = static_cast<int64_t>(fields.size());
+      // auto: the first record is a header when one of its fields is not a number where the
+      // next record's is (a header over numbers). Text labels in every row ("1,2,cat") do
+      // not make the first row a header: it was dropped, silently (a hostile finding).
+      // Text only in columns that hold text below too ("0,1,2,label" over "5,3,4,cat", or
+      // "1,2,cat" over "3,4,dog") cannot be told apart: refused, asking which.
+      bool header = opt.header == "yes";
+      if (opt.header == "auto") {
+        std::pair<int64_t, std::string> second;
+        if (next(&second)) {
+          const auto below = split_fields(second.second, opt.delimiter);
+          float v;
+          bool text = false;
+          for (size_t i = 0; i < fields.size(); ++i) {
+            const bool word = !parse_float(fields[i], &v);
+            text = text || word;
+            header = header || (word && i < below.size() && parse_float(below[i], &v));
+          }
+          if (text && !header)
+            throw UsageError(path + ":" + std::to_string(record.first) + ": cannot tell whether this first line is a "
+                             "header: its text is in columns that hold text below it too; pass --header yes or "
+                             "--header no");
+          pending.push_front(std::move(second));
+          lineno = record.first;  // the look-ahead read on: messages about this record name its line
+        } else {  // one record: a header when it holds a field that is not a number
+          header = std::any_of(fields.begin(), fields.end(), [](const std::string& f) {
             float v;
-            bool text = false;
-            for (size_t i = 0; i < fields.size(); ++i) {
-              const bool word = !parse_float(fields[i], &v);
-              text = text || word;
-              header = header || (word && i < below.size() && parse_float(below[i], &v));
-            }
-            if (text && !header)
-              throw UsageError(path + ":" + std::to_string(record.first) + ": cannot tell whether this first line is a "
-                               "header: its text is in columns that hold text below it too; pass --header yes or "
-                               "--header no");
-            pending.push_front(std::move(second));
-            lineno = record.first;  // the look-ahead read on: messages about this record name its line
-          } else {  // one record: a header when it holds a field that is not a number
-            header = std::any_of(fields.begin(), fields.end(), [](const std::string& f) {
-              float v;
-              return !parse_float(f, &v);
-            });
-          }
+            return !parse_float(f, &v);
+          });
         }
-        for (int64_t i = 0; i < width; ++i)
-          t.columns.push_back(header ? fields[static_cast<size_t>(i)]
-                                     : "column " + std::to_string(i));
-        // A column given by name (needs the header) or 0-based index.
-        const auto column = [&](const std::string& spec, const char* what) -> int64_t {
-          int64_t c = -1;
-          if (is_class_id(spec)) {
-            c = std::stoll(spec);
-          } else {
-            const auto it = std::find(t.columns.begin(), t.columns.end(), spec);
-            LOCKSTEP_REQUIRE(header && it != t.columns.end(),
-                             path + ": no column named '" + spec + "'" +
-                                 (header ? "" : " (the file has no header)"));
-            c = it - t.columns.begin();
-          }
-          LOCKSTEP_REQUIRE(c >= 0 && c < width, path + ": " + what + " column " + spec +
-                                                    " is outside its " + std::to_string(width) +
-                                                    " columns");
-          return c;
-        };
-        if (opt.label_column == "none") {
-          label_col = -1;  // unlabeled: every column is a feature
-        } else if (opt.label_column.empty()) {
-          label_col = width - 1;
+      }
+      for (int64_t i = 0; i < width; ++i)
+        t.columns.push_back(header ? fields[static_cast<size_t>(i)]
+                                   : "column " + std::to_string(i));
+      // A column given by name (needs the header) or 0-based index.
+      const auto column = [&](const std::string& spec, const char* what) -> int64_t {
+        int64_t c = -1;
+        if (is_class_id(spec)) {
+          c = std::stoll(spec);
         } else {
-          label_col = column(opt.label_column, "label");
+          const auto it = std::find(t.columns.begin(), t.columns.end(), spec);
+          LOCKSTEP_REQUIRE(header && it != t.columns.end(),
+                           path + ": no column named '" + spec + "'" +
+                               (header ? "" : " (the file has no header)"));
+          c = it - t.columns.begin();
         }
-        if (!opt.group_column.empty()) {
-          group_col = column(opt.group_column, "group");
-          LOCKSTEP_REQUIRE(group_col != label_col,
-                           path + ": --group-column and the label column are the same column");
-        }
-        std::stringstream list(opt.ignore_columns);
-        for (std::string item; std::getline(list, item, ',');) {
-          const int64_t c = column(item, "ignored");
-          LOCKSTEP_REQUIRE(
-              c != label_col && c != group_col,
-              path + ": --ignore-columns names the label or group column (" + item + ")");
-          ignored.insert(c);
-        }
-        t.features = width - (label_col < 0 ? 0 : 1) - (group_col < 0 ? 0 : 1) -
-                     static_cast<int64_t>(ignored.size());
-        LOCKSTEP_REQUIRE(t.features >= 1, path + ": needs at least one feature column");
-        t.header = header;
-        for (int64_t i = 0; i < width; ++i)
-          if (i != label_col && i != group_col && !ignored.count(i)) t.feature_names.push_back(t.columns[static_cast<size_t>(i)]);
-        if (header) continue;
+        LOCKSTEP_REQUIRE(c >= 0 && c < width, path + ": " + what + " column " + spec +
+                                                  " is outside its " + std::to_string(width) +
+                                                  " columns");
+        return c;
+      };
+      if (opt.label_column == "none") {
+        label_col = -1;  // unlabeled: every column is a feature
+      } else if (opt.label_column.empty()) {
+        label_col = width - 1;
+      } else {
+        label_col = column(opt.label_column, "label");
       }
-      LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
-                       path + ":" + std::to_string(lineno) + ": " + std::to_string(fields.size()) +
-                           " fields, expected " + std::to_string(width));
-      for (int64_t i = 0; i < width; ++i) {
-        const std::string& f = fields[static_cast<size_t>(i)];
-        if (i == label_col) {
-          LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty label");
-          t.labels.push_back(f);
-          continue;
-        }
-        if (i == group_col) {
-          LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty group id");
-          t.groups.push_back(f);
-          continue;
-        }
-        if (ignored.count(i)) continue;
-        float v = 0;
-        LOCKSTEP_REQUIRE(parse_float(f, &v) && std::isfinite(v),
-                         path + ":" + std::to_string(lineno) + ": column '" +
-                             t.columns[static_cast<size_t>(i)] + "' value '" + f +
-                             "' is not a finite number");
-        t.values.push_back(v);
+      if (!opt.group_column.empty()) {
+        group_col = column(opt.group_column, "group");
+        LOCKSTEP_REQUIRE(group_col != label_col,
+                         path + ": --group-column and the label column are the same column");
       }
-      ++t.rows;
+      std::stringstream list(opt.ignore_columns);
+      for (std::string item; std::getline(list, item, ',');) {
+        const int64_t c = column(item, "ignored");
+        LOCKSTEP_REQUIRE(
+            c != label_col && c != group_col,
+            path + ": --ignore-columns names the label or group column (" + item + ")");
+        ignored.insert(c);
+      }
+      t.features = width - (label_col < 0 ? 0 : 1) - (group_col < 0 ? 0 : 1) -
+                   static_cast<int64_t>(ignored.size());
+      LOCKSTEP_REQUIRE(t.features >= 1, path + ": needs at least one feature column");
+      t.header = header;
+      for (int64_t i = 0; i < width; ++i)
+        if (i != label_col && i != group_col && !ignored.count(i)) t.feature_names.push_back(t.columns[static_cast<size_t>(i)]);
+      if (header) continue;
     }
+    LOCKSTEP_REQUIRE(static_cast<int64_t>(fields.size()) == width,
+                     path + ":" + std::to_string(lineno) + ": " + std::to_string(fields.size()) +
+                         " fields, expected " + std::to_string(width));
+    for (int64_t i = 0; i < width; ++i) {
+      const std::string& f = fields[static_cast<size_t>(i)];
+      if (i == label_col) {
+        LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty label");
+        t.labels.push_back(f);
+        continue;
+      }
+      if (i == group_col) {
+        LOCKSTEP_REQUIRE(!f.empty(), path + ":" + std::to_string(lineno) + ": empty group id");
+        t.groups.push_back(f);
+        continue;
+      }
+      if (ignored.count(i)) continue;
+      float v = 0;
+      LOCKSTEP_REQUIRE(parse_float(f, &v) && std::isfinite(v),
+                       path + ":" + std::to_string(lineno) + ": column '" +
+                           t.columns[static_cast<size_t>(i)] + "' value '" + f +
+                           "' is not a finite number");
+      t.values.push_back(v);
+    }
+    ++t.rows;
   }
   LOCKSTEP_REQUIRE(t.rows > 0, path + ": no data rows");
   return t;
