@@ -62,7 +62,9 @@ void check_outputs(const std::vector<std::string>& paths, bool force, const std:
 }
 
 int scaling(const std::string& dir, bool force) {
-  const ScalingReport report = scaling_report(io::read_sweep(dir), dir);
+  const io::Sweep sweep = io::read_sweep(dir);
+  for (const auto& note : sweep.notes) log::warn(note);
+  const ScalingReport report = scaling_report(sweep, dir);
   std::vector<std::string> outputs{dir + "/scaling.svg", dir + "/report.md"};
   if (!report.model_json.empty()) outputs.push_back(dir + "/model.json");
   check_outputs(outputs, force, "");
@@ -117,6 +119,7 @@ int cmd_report(const Args& args) {
     return scaling(dirs[0], force);
   if (out.empty()) out = dirs.size() == 1 && !io::path_exists(dirs[0] + "/metrics.jsonl") ? dirs[0] : "report";
   const RunsReport r = compare_runs(find_runs(dirs), metrics);
+  for (const auto& note : r.notes) log::warn(note);
   check_outputs({out + "/report.md", out + "/curves.svg", out + "/report.html"}, force, ", or --out another folder");
   io::make_dirs(out);
   io::write_file_atomic(out + "/report.md", r.table);

@@ -52,7 +52,10 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   std::vector<torch::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return torch::zeros({});
+  // No gradient (every parameter frozen or unused this step): a norm of 0 on the parameters'
+  // device, as the norm below would be (a CPU scalar mixed into the CUDA step's counters).
+  if (grads.empty())
+    return torch::zeros({}, params.empty() ? torch::TensorOptions() : params[0].options().dtype(torch::kFloat));
   // Multi-tensor kernels (a few launches for all gradients, as torch.nn.utils.clip_grad_norm_
   // with foreach): the per-tensor norms in float32, their norm, one scaling.
   const torch::Tensor total = torch::stack(at::_foreach_norm(grads, 2, torch::kFloat)).norm();

@@ -41,13 +41,14 @@ struct Run {
   std::vector<io::Json> json;  // the rows as their metrics.jsonl objects: fields by name
   std::map<std::string, std::string> config;
   bool resumable = false;
+  std::vector<std::string> foreign;  // metrics.jsonl's lines that are no row (metrics_row.hpp)
 };
 
 Run read_run(const std::string& dir) {
   Run r;
   r.dir = dir;
   r.name = dir;  // name_runs names it
-  r.rows = io::read_metrics_rows(dir + "/metrics.jsonl");
+  r.rows = io::read_metrics_rows(dir + "/metrics.jsonl", &r.foreign);
   for (const auto& row : r.rows) r.json.push_back(row.to_json());
   const std::string ini = dir + "/config.ini";
   if (io::path_exists(ini))
@@ -354,6 +355,9 @@ RunsReport compare_runs(const std::vector<std::string>& run_dirs, const std::vec
   for (const auto& d : run_dirs) runs.push_back(read_run(d));
   name_runs(runs);
   RunsReport rep;
+  for (const auto& r : runs)
+    for (const auto& line : r.foreign)
+      rep.notes.push_back(r.dir + "/metrics.jsonl: " + line + " is no row lockstep writes: left out");
   rep.metrics = metrics;
   if (rep.metrics.empty()) {
     rep.metrics.push_back("train_loss");

@@ -22,6 +22,9 @@ struct RunsReport {
   std::string svg;
   std::string html;
   std::vector<std::string> metrics;  // the curves drawn
+  // Lines of the runs' metrics.jsonl that are no row (a note typed in), left out: one each,
+  // "runs/a/metrics.jsonl: line 3: 'my note' is no row lockstep writes: left out".
+  std::vector<std::string> notes;
 };
 
 // The run directories ARGS name: each one a run directory (it has metrics.jsonl) or a

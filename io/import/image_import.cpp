@@ -44,7 +44,8 @@ class Folders {
     const auto [it, fresh] = seen_.emplace(std::make_pair(st.st_dev, st.st_ino), path);
     if (!fresh)
       throw Error(path + " is the folder " + it->second + " again (a link): its images would be imported twice, "
-                  "or under two classes; remove the link or copy the folder");
+                  "under two classes or in two splits; remove the link (to validate on the test images, import "
+                  "no val/ and train with --data.val-split test)");
   }
 
  private:

@@ -67,13 +67,8 @@ std::string keep_metrics_rows(const std::string& text, int64_t start_step, int64
     ++line_number;
     if (line.empty()) continue;
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!row.is_object() || !row.contains("step")) {  // no row of lockstep's: said as what it is
-      if (foreign) {
-        std::string shown;  // printable ASCII, at most 80 bytes: a log line, whatever the file held
-        for (size_t i = 0; i < line.size() && shown.size() < 80; ++i)
-          shown += line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
-        foreign->push_back("line " + std::to_string(line_number) + ": '" + shown + "'");
-      }
+    if (!holds_metrics_row(row)) {  // no row of lockstep's: said as what it is
+      if (foreign) foreign->push_back(foreign_line_note(line, line_number));
       continue;
     }
     int64_t step = 0;

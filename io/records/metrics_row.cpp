@@ -206,7 +206,15 @@ std::vector<std::pair<std::string, double>> MetricsRow::scalars() const {
   return out;
 }
 
-std::vector<MetricsRow> read_metrics_rows(const std::string& path) {
+bool holds_metrics_row(const Json& parsed) { return parsed.is_object() && parsed.contains("step"); }
+
+std::string foreign_line_note(const std::string& line, int64_t line_number) {
+  std::string shown;  // printable ASCII, at most 80 bytes: a log line, whatever the file held
+  for (size_t i = 0; i < line.size() && shown.size() < 80; ++i) shown += line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+  return "line " + std::to_string(line_number) + ": '" + shown + "'";
+}
+
+std::vector<MetricsRow> read_metrics_rows(const std::string& path, std::vector<std::string>* foreign) {
   require_regular_file(path);
   std::ifstream in(path);
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot be read");
@@ -215,8 +223,14 @@ std::vector<MetricsRow> read_metrics_rows(const std::string& path) {
   std::vector<MetricsRow> rows;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
+    const Json j = Json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    if (!holds_metrics_row(j)) {
+      if (i + 1 == lines.size()) break;  // being written, or cut by a kill
+      if (foreign) foreign->push_back(foreign_line_note(lines[i], static_cast<int64_t>(i + 1)));
+      continue;
+    }
     try {
-      rows.push_back(MetricsRow::from_json(parse_json(lines[i], path), path));
+      rows.push_back(MetricsRow::from_json(j, path));
     } catch (const Error& e) {
       if (i + 1 == lines.size()) break;  // being written, or cut by a kill
       throw Error(path + ": line " + std::to_string(i + 1) + ": " + e.what());

@@ -76,9 +76,17 @@ struct MetricsRow {
   std::vector<std::pair<std::string, double>> scalars() const;
 };
 
+// A line of a metrics.jsonl that is no row of lockstep's (not a JSON object with a "step": a
+// note typed into the file) is said as what it is, "line 3: 'my note'" (printable ASCII, at
+// most 80 bytes), and left out by every reader: the resume (metrics_log) and the reports.
+// HOLDS_METRICS_ROW: whether PARSED (a line parsed without exceptions) is a row.
+bool holds_metrics_row(const Json& parsed);
+std::string foreign_line_note(const std::string& line, int64_t line_number);
+
 // The rows of the metrics.jsonl at PATH, in order. A last line cut short (a run writing it
-// right now, or killed mid-write: metrics_log drops it on resume too) is skipped; any other
-// unreadable line throws naming PATH and the line.
-std::vector<MetricsRow> read_metrics_rows(const std::string& path);
+// right now, or killed mid-write: metrics_log drops it on resume too) is skipped; a foreign
+// line (above) is skipped and said in FOREIGN (optional); a row with a field of the wrong
+// type throws naming PATH and the line.
+std::vector<MetricsRow> read_metrics_rows(const std::string& path, std::vector<std::string>* foreign = nullptr);
 
 }  // namespace lockstep::io

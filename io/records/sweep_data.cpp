@@ -14,14 +14,16 @@
 namespace lockstep::io {
 namespace {
 
-SweepRun read_run(const std::string& dir, int ranks) {
+SweepRun read_run(const std::string& dir, int ranks, std::vector<std::string>* notes) {
   SweepRun run;
   run.ranks = ranks;
   const std::string path = dir + "/metrics.jsonl";
   LOCKSTEP_REQUIRE(path_exists(path), path + ": missing (did the run start?)");
   std::vector<double> sps;
   double seconds = 0, exposed = 0;
-  const std::vector<MetricsRow> rows = read_metrics_rows(path);
+  std::vector<std::string> foreign;
+  const std::vector<MetricsRow> rows = read_metrics_rows(path, &foreign);
+  for (const auto& line : foreign) notes->push_back(path + ": " + line + " is no row lockstep writes: left out");
   const MetricsRow* end = standing_end(rows);
   LOCKSTEP_REQUIRE(end && end->global_batch.value_or(0) > 0,
                    path + ": the run did not finish (no end row after its last step)");
@@ -95,7 +97,7 @@ Sweep read_sweep(const std::string& dir) {
     const auto [seen, fresh] = names.emplace(ranks, name);
     LOCKSTEP_REQUIRE(fresh, dir + ": two run directories of " + std::to_string(ranks) + " rank(s), " + seen->second +
                                 " and " + name + ": keep one");
-    s.runs.push_back(read_run(dir + "/" + name, ranks));
+    s.runs.push_back(read_run(dir + "/" + name, ranks, &s.notes));
   }
   LOCKSTEP_REQUIRE(!s.runs.empty(), dir + ": no ranks-N run directories (made by slurm/scaling_sweep.sh)");
   std::sort(s.runs.begin(), s.runs.end(), [](const SweepRun& a, const SweepRun& b) { return a.ranks < b.ranks; });

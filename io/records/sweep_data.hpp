@@ -26,6 +26,9 @@ struct SweepRun {
 struct Sweep {
   std::string mode = "weak";
   std::vector<SweepRun> runs;  // by ranks
+  // Lines of the runs' metrics.jsonl that are no row (a note typed in), left out: one each,
+  // "DIR/ranks-2/metrics.jsonl: line 3: 'my note' is no row lockstep writes: left out".
+  std::vector<std::string> notes;
 };
 
 // Throws Error naming the directory or file when a run is incomplete (no end row).

@@ -97,6 +97,11 @@ expect_rc 0 "$LOCKSTEP" report ext/extended ext/noop ext/extended/ --out ext
 expect_output '^\| extended \| .* \| no end row: running, or killed, at step 24 \|$'
 expect_output '^\| noop \| .* \| completed at step 24 \|$'
 [ "$(grep -c '^| extended ' out.txt)" = 1 ] || fail "a run given twice was listed twice"
+# A note typed into one run's metrics.jsonl stopped the report of every run; it is left out, said.
+mkdir -p noted && cp -r "sweep/lr=0.1,batch-size=32" noted/run && sed -i '2i restarted by hand' noted/run/metrics.jsonl
+expect_rc 0 "$LOCKSTEP" report noted/run --out noted
+expect_output "noted/run/metrics.jsonl: line 2: 'restarted by hand' is no row lockstep writes: left out"
+expect_output '^\| run \| .* \| completed at step 24 \|$'
 expect_rc 2 "$LOCKSTEP" report sweep --metric val_acuracy --out typo
 expect_output "--metric val_acuracy: no run has it \(the rows hold .*val_acc"
 mkdir -p notes && echo "# my notes" >notes/report.md  # a file of the user's own where report writes

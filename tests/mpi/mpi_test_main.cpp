@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +37,10 @@ std::string fresh_shared_dir(const std::string& tag) {
 }  // namespace lockstep::testing
 
 int main(int argc, char** argv) {
+  // gpu_tests (this main too) compare an eager step with its CUDA-graph replay exactly (fp16
+  // skip counts, loss scale): cuBLAS picks reproducible algorithms only with a fixed workspace,
+  // read when its first handle is made. A value the caller set is kept; CPU tests ignore it.
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   lockstep::MpiRuntime runtime(&argc, &argv);
   lockstep::testing::g_mpi = &runtime;
   ::testing::InitGoogleTest(&argc, argv);

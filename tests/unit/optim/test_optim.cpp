@@ -85,6 +85,17 @@ TEST(ClipGradNorm, ScalesTheGlobalNormDownToTheLimitOnly) {
   EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-5);
 }
 
+// No parameter has a gradient (all frozen, or unused this step): a float norm of 0 made like
+// the parameters (on their device: the CUDA step adds it to device counters).
+TEST(ClipGradNorm, NoGradientIsANormOfZeroLikeTheParameters) {
+  auto p = torch::zeros({2}, torch::kDouble).requires_grad_(true);
+  const torch::Tensor n = clip_grad_norm({p}, 1.0);
+  EXPECT_EQ(n.scalar_type(), torch::kFloat);
+  EXPECT_EQ(n.device(), p.device());
+  EXPECT_EQ(n.item<double>(), 0.0);
+  EXPECT_EQ(clip_grad_norm({}, 1.0).item<double>(), 0.0);
+}
+
 TEST(LossScaler, SkipsNonFiniteStepsHalvesAndGrows) {
   auto p = torch::zeros({2}).requires_grad_(true);
   LossScaler s(true, torch::kCPU, 1024.0, /*growth_interval=*/2);

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/tools/scaling_model.hpp"
+#include "core/tools/run_report.hpp"
 #include "core/tools/scaling_report.hpp"
 #include "io/util/json_io.hpp"
 #include "io/util/file_util.hpp"
@@ -153,4 +154,38 @@ TEST(Sweep, OnlyTheJobsAtTheFoldersWorldCount) {
   std::ofstream(dir + "/ranks-1/metrics.jsonl", std::ios::app)
       << "{\"kind\": \"start\", \"step\": 60, \"world_size\": 1, \"to_step\": 90}\n";
   EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-1/metrics.jsonl: the run did not finish");
+}
+
+// A line typed into a metrics.jsonl (a note, a stray paste) is no row: the resume removes it
+// with a warning (metrics_log), and the reports leave it out and say so. It stopped them:
+// one edited run among thirty made `lockstep report` refuse them all.
+TEST(Sweep, ALineThatIsNoRowIsLeftOutAndSaid) {
+  const std::string dir = lockstep::testing::fresh_dir("sweep_foreign");
+  io::make_dirs(dir + "/ranks-1");
+  std::ofstream(dir + "/ranks-1/metrics.jsonl")
+      << "{\"kind\": \"train\", \"step\": 10, \"samples_per_s\": 100, \"seconds\": 1}\n"
+      << "restarted by hand after the node died\n"
+      << "[1, 2]\n"
+      << "{\"kind\": \"train\", \"step\": 20, \"samples_per_s\": 120, \"seconds\": 1}\n"
+      << "{\"kind\": \"end\", \"step\": 20, \"global_batch\": 64, \"params\": 1000}\n";
+  const io::Sweep s = io::read_sweep(dir);
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.runs[0].samples_per_s, 120);
+  EXPECT_EQ(s.notes, (std::vector<std::string>{
+                         dir + "/ranks-1/metrics.jsonl: line 2: 'restarted by hand after the node died' is no row "
+                               "lockstep writes: left out",
+                         dir + "/ranks-1/metrics.jsonl: line 3: '[1, 2]' is no row lockstep writes: left out"}));
+  // A row (a "step") with a field of the wrong type is no note: it is refused, by line.
+  std::ofstream(dir + "/ranks-1/metrics.jsonl", std::ios::app)
+      << "{\"kind\": \"train\", \"step\": \"x\"}\n"
+      << "{\"kind\": \"end\", \"step\": 20, \"global_batch\": 64, \"params\": 1000}\n";
+  EXPECT_ERROR_CONTAINS(io::read_sweep(dir), "ranks-1/metrics.jsonl: line 6: ");
+  // The comparison of runs reads them by the same rule.
+  io::write_file_atomic(dir + "/ranks-1/metrics.jsonl",
+                        "{\"kind\": \"train\", \"step\": 10, \"samples_per_s\": 100, \"seconds\": 1, \"loss\": 2}\n"
+                        "my note\n"
+                        "{\"kind\": \"end\", \"step\": 10, \"global_batch\": 64, \"params\": 1000}\n");
+  const RunsReport r = compare_runs({dir + "/ranks-1"}, {});
+  EXPECT_EQ(r.notes, (std::vector<std::string>{dir + "/ranks-1/metrics.jsonl: line 2: 'my note' is no row lockstep "
+                                                     "writes: left out"}));
 }
