@@ -127,7 +127,11 @@ run_lockstep() {
   fi
   launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
     --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?
-  if [ "$rc" != 0 ] && [ "$rc" != 3 ] && [ -f "$RUN_DIR/resumable" ]; then
+  # A failed job whose run directory holds a durable checkpoint is requeued (a node lost, a
+  # launcher that killed the ranks after rank 0's exit 3), but never one that exited 2: a usage
+  # error (an option, a moved dataset, a refused checkpoint) that no requeue mends. The marker
+  # an earlier job left made such a requeued job requeue itself LOCKSTEP_MAX_REQUEUES times.
+  if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] && [ -f "$RUN_DIR/resumable" ]; then
     echo "lockstep's launcher exited $rc, but rank 0 recorded a durable checkpoint ($(cat "$RUN_DIR/resumable")): resumable"
     rc=3
   fi

@@ -42,6 +42,21 @@ done
 case "$MODE" in weak|strong) ;; *) echo "scaling_sweep.sh: --mode must be weak or strong" >&2; exit 2 ;; esac
 [ "${RANKS%% *}" = 1 ] || { echo "scaling_sweep.sh: --ranks must start at 1 (the baseline)" >&2; exit 2; }
 [ -f "$TEMPLATE" ] || { echo "scaling_sweep.sh: no template $TEMPLATE (run from the repository root)" >&2; exit 2; }
+# The options the sweep sets itself: a run directory given after -- put every job in one (the
+# 2-rank job resumed the 1-rank one's checkpoint and trained nothing); a batch size given in
+# strong mode won over --global-batch (the "strong" series ran other global batches).
+for a in "$@"; do
+  case "$a" in
+    --run.dir|--run.dir=*|--run-dir|--run-dir=*|--run.resume|--run.resume=*|--resume|--resume=*)
+      echo "scaling_sweep.sh: ${a%%=*} after --: the sweep gives each job its run directory SWEEP_DIR/ranks-N" >&2
+      exit 2 ;;
+    --train.batch-size|--train.batch-size=*|--batch-size|--batch-size=*)
+      if [ "$MODE" = strong ]; then
+        echo "scaling_sweep.sh: ${a%%=*} after -- in strong mode: the per-rank batch is --global-batch / ranks" >&2
+        exit 2
+      fi ;;
+  esac
+done
 
 mkdir -p "$SWEEP_DIR"
 SWEEP_DIR=$(cd "$SWEEP_DIR" && pwd)

@@ -28,7 +28,17 @@ bool parse_stop_target(const std::string& text, BestMetric* metric, double* valu
 }
 
 std::string check_config(Config* c) {
+  // An empty path is no path: --run.dir "" (or `dir =` in a job file) wrote the lock file and
+  // checkpoints/ at the file system's root ("" + "/lock").
+  if (c->run_dir.empty()) return "--run.dir is empty: name the run's directory";
+  if (c->resume.empty()) return "--run.resume is empty: give auto, none or a checkpoint's path";
+  if (c->val_split.empty()) return "--data.val-split is empty: name a split, or none";
+  if (c->test_split.empty()) return "--data.test-split is empty: name a split, or none";
   if (c->batch_size < 1) return "--train.batch-size must be at least 1";
+  // Products of these (the global batch, step counts, schedule lengths) stay far from 2^63.
+  if (c->batch_size > (int64_t{1} << 30)) return "--train.batch-size must be at most 2^30";
+  if (c->grad_accum > (int64_t{1} << 20)) return "--dist.grad-accum must be at most 2^20";
+  if (c->epochs > 1000000000) return "--train.epochs must be at most 10^9";
   if (c->threads < 1) return "--train.threads must be at least 1";
   if (c->threads > 1024) return "--train.threads must be at most 1024 (threads per rank)";
   if (c->epochs < 1) return "--train.epochs must be at least 1";
@@ -53,8 +63,10 @@ std::string check_config(Config* c) {
   if (!(c->loss_scale >= 1 && c->loss_scale <= 1e38)) return "--train.loss-scale must be in [1, 1e38]";
   if (c->loss_scale_growth < 1) return "--train.loss-scale-growth must be at least 1";
   if (c->eval_every < 0) return "--train.eval-every must be >= 0";
-  if (c->warmup_epochs < 0) return "--train.warmup-epochs must be >= 0";
-  if (c->step_epochs <= 0) return "--train.step-epochs must be positive";
+  // Epoch counts of the schedule, in epochs: 1e18 ("never decay") overflowed into 1 step.
+  if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= 1e9)) return "--train.warmup-epochs must be in [0, 10^9]";
+  if (!(c->step_epochs > 0 && c->step_epochs <= 1e9))
+    return "--train.step-epochs must be in (0, 10^9] (--train.schedule constant never decays)";
   if (c->step_gamma <= 0 || c->step_gamma > 1) return "--train.step-gamma must be in (0, 1]";
   if (c->model_width < 0) return "--model.width must be >= 0";
   if (c->momentum < 0) return "--train.momentum must be >= 0";

@@ -83,6 +83,8 @@ Writer parse_lock_holder(const std::string& text) {
 
 DirLock::DirLock(const std::string& dir, const std::string& kind, const std::string& option,
                  const Adoptable& adoptable, const std::string& hint) {
+  // "" + "/lock" is the file system's root: never a directory a job chose.
+  if (dir.empty()) throw DirRefused(option + " is empty: name the " + kind + "'s directory");
   refuse_unmarked(dir, kind, option, adoptable, hint);
   make_dirs(dir);
   const std::string lock = dir + "/" + kLockName;

@@ -133,6 +133,11 @@ installed)
   ;;
 sweep)
   SECONDS=0
+  # The options the sweep sets itself, given after --, are refused before anything is submitted.
+  expect_rc 2 bash -c "cd '$ROOT' && slurm/scaling_sweep.sh --ranks '1 2' '$WORK/bad' -- --train.max-steps 4 --run.dir one"
+  expect_output 'scaling_sweep.sh: --run.dir after --: the sweep gives each job its run directory'
+  expect_rc 2 bash -c "cd '$ROOT' && slurm/scaling_sweep.sh --mode strong --ranks '1 2' '$WORK/bad' -- --batch-size=4"
+  expect_output 'scaling_sweep.sh: --batch-size after -- in strong mode'
   ids=$(cd "$ROOT" && slurm/scaling_sweep.sh --ranks "1 2" --ranks-per-node 1 "$WORK/sweep" -- "${DATA[@]}" \
         --train.max-steps 40 --train.log-every 10)
   for id in $ids; do wait_job "$id"; done

@@ -228,3 +228,27 @@ TEST(Options, EvalHflipIsABareFlagAndAnIniKeyForEveryEvaluatingCommand) {
   EXPECT_TRUE(ini.eval_hflip);
   EXPECT_NE(ini.resolved_ini.find("[eval]\nhflip = true"), std::string::npos) << ini.resolved_ini;
 }
+
+// A hostile round: --run.dir "" (or `dir =` in a job file) wrote the lock file and checkpoints/
+// at the file system's root; a step schedule of 1e18 epochs ("never") decayed every step, and
+// a batch of 2^62 x --dist.grad-accum 4 overflowed to a global batch of 4.
+TEST(Options, EmptyPathsAndCountsBeyondAnyRunAreRefused) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--run.dir", ""}, {"--run.resume", ""}, {"--data.val-split", ""},
+        {"--data.test-split", ""}, {"--train.step-epochs", "1e18"}, {"--train.warmup-epochs", "1e300"},
+        {"--train.batch-size", "4611686018427387905"}, {"--dist.grad-accum", "2000000"},
+        {"--train.epochs", "2000000000"}}) {
+    Config cfg;
+    std::vector<std::string> args{"--data", "/d"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << bad[0] << " " << bad[1];
+    EXPECT_NE(r.message.find(bad[0]), std::string::npos) << r.message;
+  }
+  const std::string path = ::testing::TempDir() + "/empty_dir.ini";
+  std::ofstream(path) << "[run]\ndir =\n";
+  Config cfg;
+  const auto r = parse_train({"--config", path, "--data", "/d"}, &cfg);
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("--run.dir is empty"), std::string::npos) << r.message;
+}

@@ -85,6 +85,11 @@ TEST(DirLock, ADirectoryWithoutTheMarkIsRefusedAndLeftAsItWas) {
   }
 }
 
+// "" + "/lock" is the root's lock file: an empty path is refused before anything is made.
+TEST(DirLock, AnEmptyPathIsRefused) {
+  EXPECT_ERROR_CONTAINS(DirLock("", "run", "--run.dir", no_adoption), "--run.dir is empty: name the run's directory");
+}
+
 TEST(DirLock, EmptyMissingAndAdoptableDirectoriesAreTakenAndMarked) {
   const std::string root = fresh_dir("adopt");
   { DirLock lock(root + "/new/deeper", "run", "--run.dir", no_adoption); }
