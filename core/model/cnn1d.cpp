@@ -39,6 +39,10 @@ class Cnn1d final : public Net {
   // not depend on its padding), and the global average is over the valid steps only.
   torch::Tensor forward_ragged(torch::Tensor x, const torch::Tensor& lengths) override {
     torch::Tensor len = lengths.to(torch::kLong).to(x.device());
+    // A batch cut to fewer than 4 steps (short series, bucketed together) is padded to 4: the
+    // two pools halve it, and a pool over one step has no output (LibTorch refused the batch).
+    // The padding is masked like any other, so a sample's logits are those of a longer batch.
+    if (pool_ && x.size(-1) < 4) x = F::pad(x, F::PadFuncOptions({0, 4 - x.size(-1)}));
     const torch::Tensor f = features(x, len);  // [N, C, T'], LEN now T' per sample
     return fc_(drop_(f.sum(2) / len.unsqueeze(1).to(f.scalar_type())));
   }

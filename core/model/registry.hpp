@@ -60,6 +60,11 @@ class Net : public torch::nn::Module {
   virtual bool conv_net() const { return false; }
   // Models with activation checkpointing built in (resnet, r3d, c3d) say true.
   virtual bool checkpoints_activations() const { return false; }
+  // The name users know a parameter or buffer by, for KEY (its name here, in checkpoints): a
+  // TorchScript module's dotted PyTorch name ("conv.weight" for "conv__weight": LibTorch
+  // registers no dots); the key itself for the built-in models. --model.freeze, --init-from
+  // and export speak these names (weights.hpp).
+  virtual std::string public_name(const std::string& key) const { return key; }
   bool channels_last() const { return channels_last_; }
   void set_channels_last(bool on) { channels_last_ = on; }
   int64_t parameter_count() const {

@@ -88,8 +88,8 @@ std::string import_name(const std::string& family, const std::string& name) {
 
 NamedTensors named_state(Net& model) {
   NamedTensors out;
-  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value());
-  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value());
+  for (const auto& p : model.named_parameters()) out.emplace_back(model.public_name(p.key()), p.value());
+  for (const auto& b : model.named_buffers()) out.emplace_back(model.public_name(b.key()), b.value());
   return out;
 }
 
@@ -137,9 +137,14 @@ LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<
   torch::NoGradGuard no_grad;
   std::map<std::string, torch::Tensor> target;
   for (const auto& [name, t] : named_state(model)) target.emplace(name, t);
+  std::map<std::string, std::string> by_key;  // key -> public name, where they differ
+  for (const auto& p : model.named_parameters()) by_key.emplace(p.key(), model.public_name(p.key()));
+  for (const auto& b : model.named_buffers()) by_key.emplace(b.key(), model.public_name(b.key()));
   LoadReport r;
   std::map<std::string, bool> seen;
-  for (const auto& [name, t] : source) {
+  for (const auto& [given, t] : source) {
+    const auto key = by_key.find(given);
+    const std::string& name = target.count(given) || key == by_key.end() ? given : key->second;
     bool skip = false;
     for (const auto& prefix : exclude) skip = skip || starts_with(name, prefix);
     if (skip) {
@@ -167,13 +172,22 @@ LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<
 
 int freeze(Net& model, const std::vector<std::string>& prefixes) {
   int n = 0;
+  std::vector<bool> used(prefixes.size(), false);
+  std::vector<std::string> names;
   for (auto& p : model.named_parameters()) {
+    const std::string name = model.public_name(p.key());
+    names.push_back(name);
     bool match = false;
-    for (const auto& prefix : prefixes) match = match || starts_with(p.key(), prefix);
+    for (size_t i = 0; i < prefixes.size(); ++i)
+      if (starts_with(name, prefixes[i]) || starts_with(p.key(), prefixes[i])) match = used[i] = true;
     if (!match) continue;
     p.value().set_requires_grad(false);
     ++n;
   }
+  for (size_t i = 0; i < prefixes.size(); ++i)
+    if (!used[i])
+      throw UsageError("--model.freeze " + prefixes[i] + ": no parameter's name starts with it (the model's: " +
+                       first_names(names) + ")");
   return n;
 }
 

@@ -31,7 +31,8 @@ std::string model_family(const std::string& model_name);
 std::string export_name(const std::string& family, const std::string& name);
 std::string import_name(const std::string& family, const std::string& name);
 
-NamedTensors named_state(Net& model);  // parameters, then buffers, lockstep's names
+// Parameters, then buffers, under their public names (Net::public_name).
+NamedTensors named_state(Net& model);
 // TENSORS (lockstep's names) as safetensors: exported names, CPU, little-endian; METADATA.
 io::SafeTensors to_safetensors(const NamedTensors& tensors, const std::string& family,
                                const std::map<std::string, std::string>& metadata);
@@ -45,8 +46,12 @@ struct LoadReport {
 };
 
 // Copies SOURCE into MODEL where names and shapes match; EXCLUDE: name prefixes not loaded.
+// Names are public names; a source name that is a tensor's key here matches it too (a
+// TorchScript model's file exported before 2026-11-29, under "conv__weight").
 LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<std::string>& exclude);
-// Makes every parameter whose name starts with one of PREFIXES untrainable; returns how many.
+// Makes every parameter whose public name (or key) starts with one of PREFIXES untrainable;
+// returns how many. A prefix that names no parameter is a UsageError naming --model.freeze
+// and the first names the model has (a misspelt prefix froze nothing, silently).
 int freeze(Net& model, const std::vector<std::string>& prefixes);
 
 }  // namespace lockstep

@@ -30,6 +30,7 @@ std::string meta_to_json(const CheckpointMeta& m) {
   o["world_size"] = m.world_size;
   o["batch_size"] = m.batch_size;
   o["seed"] = m.seed;
+  o["reader"] = m.reader;
   o["model"] = m.model;
   o["model_width"] = m.model_width;
   o["model_depth"] = m.model_depth;
@@ -84,6 +85,7 @@ CheckpointMeta meta_from_json(const std::string& json, const std::string& path) 
     get("batch_size", &m.batch_size);
     field = "seed";  // a decimal string in checkpoints of lockstep 0.1
     m.seed = t.at("seed").is_string() ? std::stoull(t["seed"].get<std::string>()) : io::json_get<uint64_t>(t, "seed", what);
+    get_or("reader", &m.reader);
     get("model", &m.model);
     get_or("model_width", &m.model_width);
     get_or("model_depth", &m.model_depth);

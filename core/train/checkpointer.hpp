@@ -57,6 +57,7 @@ struct CheckpointParts {
   LossScaler& scaler;
   const MpiRuntime& mpi;
   torch::Device device;
+  std::string reader;  // how the training reader orders the data (Session::reader_text)
 };
 
 // Rank 0's reading of --run.resume, agree_resume_path's and doctor's: PATH, the checkpoint the

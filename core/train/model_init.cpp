@@ -49,7 +49,9 @@ std::vector<torch::Tensor> trainable_params(Net& model, const std::string& freez
   for (const auto& p : model.parameters())
     if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) trainable.push_back(p);
   if (trainable.empty())
-    throw UsageError("--model.freeze " + freeze + " leaves no parameter to train");
+    throw UsageError(freeze.empty() ? std::string("the model has no parameter to train (each one's requires_grad is "
+                                                  "False)")
+                                    : "--model.freeze " + freeze + " leaves no parameter to train");
   return trainable;
 }
 

@@ -73,6 +73,13 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   train = std::make_unique<io::RankReader>(cfg.data_dir, manifest, cfg.train_split, mpi.rank(), mpi.size(), train_opt);
   steps_per_epoch = io::steps_per_epoch(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
                                         cfg.remainder == Remainder::kWrap, train->dealt());
+  if (!train->dealt())
+    if (const std::string note = io::fixed_share_note(io::shard_counts(split), mpi.size(), cfg.batch_size * cfg.grad_accum,
+                                                      cfg.remainder == Remainder::kWrap);
+        !note.empty())
+      log::warn0("the training reader keeps each rank's share of the split (--data.mode memory over "
+                 "--data.memory-budget-mb): " + note + "; import with --shards a multiple of " +
+                 std::to_string(mpi.size()) + ", or read with --data.mode stream, which deals a new equal share each epoch");
   check_rank_shares(*train, manifest, cfg.train_split, cfg.seed, 0, mpi);
   augment = augment_options(cfg);
   if (cfg.eval_hflip)
@@ -232,6 +239,13 @@ void Session::close() {
   if (place.comm) place.comm->destroy();
 }
 
+std::string Session::reader_text() const {
+  return (train->streaming()    ? std::string("stream")
+          : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
+                               : std::string("memory")) +
+         (train->dealt() ? ", a new share each epoch" : ", the same share each epoch");
+}
+
 std::string Session::describe() const {
   const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
@@ -256,10 +270,7 @@ std::string Session::describe() const {
       cudnn_benchmark ? " (cudnn benchmark)" : "", cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
       cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(),
-      (train->streaming()    ? std::string("stream")
-       : train->bucketing() ? fmt::format("memory, length-bucketed ({} batches per sorting window)", cfg.bucket_batches)
-                            : std::string("memory")) +
-          (train->dealt() ? ", a new share each epoch" : ", the same share each epoch"),
+      reader_text(),
       split_text(val.get(), cfg.val_split, ""), split_text(test.get(), cfg.test_split, ", once at the end"), cfg.model,
       model->parameter_count(),
       (model->channels_last() ? std::string(", channels-last") : std::string()) +

@@ -103,6 +103,9 @@ struct Session {
   void plan_from(const TrainPosition& pos, double last_lr = -1.0);
 
   std::string describe() const;  // the start lines rank 0 logs
+  // How the training reader orders the data: "memory, a new share each epoch", "stream, the
+  // same share each epoch", ... (recorded in checkpoints: a resume that changes it says so).
+  std::string reader_text() const;
   std::string placement_text() const;  // describe()'s placement lines
 };
 

@@ -366,7 +366,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
   Checkpointer checkpointer(cfg, session.manifest,
                             CheckpointParts{*session.model, *session.opt, *session.step_counter, session.scaler, mpi,
-                                            session.place.device},
+                                            session.place.device, session.reader_text()},
                             *recorder);
   TrainState state(cfg);
   const std::string resume = checkpointer.agree_resume_path();

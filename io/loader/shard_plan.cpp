@@ -2,6 +2,7 @@
 #include "io/loader/shard_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -86,6 +87,28 @@ int64_t steps_per_epoch(const std::vector<int64_t>& shard_counts, int world, int
     steps = steps < 0 ? s : std::min(steps, s);
   }
   return steps;
+}
+
+std::string fixed_share_note(const std::vector<int64_t>& shard_counts, int world, int64_t batch, bool wrap) {
+  int64_t low = -1, high = 0, total = 0;
+  for (int r = 0; r < world; ++r) {
+    const int64_t n = rank_sample_count(shard_counts, r, world);
+    low = low < 0 ? n : std::min(low, n);
+    high = std::max(high, n);
+    total += n;
+  }
+  if (world < 2 || high - low < batch || low <= 0) return "";
+  const std::string shares = "the ranks' shares are " + std::to_string(low) + " to " + std::to_string(high) + " samples";
+  if (wrap) {
+    char times[32];
+    std::snprintf(times, sizeof times, "%.1f", static_cast<double>(high) / static_cast<double>(low));
+    return shares + ", so with --data.remainder wrap each epoch repeats the smallest share up to " + times + " times";
+  }
+  const int64_t trained = (low / batch) * batch * world;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.0f", 100.0 * static_cast<double>(total - trained) / static_cast<double>(total));
+  return "each epoch trains " + std::to_string(trained) + " of the split's " + std::to_string(total) + " samples (" +
+         pct + "% left out: " + shares + ", and every rank trains the smallest share's step count)";
 }
 
 }  // namespace lockstep::io

@@ -79,6 +79,43 @@ python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; assert v[-1] < v[0],
 expect_rc 2 run_mpi 1 train "${BASE[@]}" --run-dir bad --model "torchscript:$WORK/bad.pt"
 expect_output 'forward returns shape \[2, 7\] .* expected \[2, 10\]'
 pass "torchscript module trains (loss $losses); a mismatched one is a usage error"
+# A hostile round on users' own models: a module's own requires_grad=False was trained anyway;
+# its dotted names (conv.weight) were conv__weight to --model.freeze (a prefix matching nothing
+# froze nothing, silently), to --init-from and in exports; its errors were tracebacks; a
+# detached, fixed-batch or float64 model failed late, in LibTorch's words.
+for v in frozen raises detached batch2 double; do "$PYTHON" "$(dirname "$0")/make_script_model.py" "$v.pt" 10 "$v"; done
+expect_rc 0 run_mpi 1 train "${BASE[@]}" --run-dir frozen --model "torchscript:$WORK/frozen.pt" --max-steps 4
+expect_rc 0 "$LOCKSTEP" export --checkpoint frozen/checkpoints/step-000000004.ckpt --model "torchscript:$WORK/frozen.pt" \
+  --out frozen.safetensors
+"$PYTHON" - frozen.pt frozen.safetensors <<'PY' || fail "a parameter frozen in Python was trained, or exported under another name"
+import json, struct, sys, torch
+m = torch.jit.load(sys.argv[1])
+raw = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n])
+def tensor(name):
+    lo, hi = head[name]["data_offsets"]
+    return torch.frombuffer(bytearray(raw[8 + n + lo:8 + n + hi]), dtype=torch.float32).reshape(head[name]["shape"])
+assert {"conv.weight", "bn.running_mean", "fc.bias"} <= set(head), sorted(head)
+assert torch.equal(tensor("conv.weight"), m.conv.weight) and torch.equal(tensor("conv.bias"), m.conv.bias)
+assert not torch.equal(tensor("fc.weight"), m.fc.weight), "fc did not train"
+PY
+expect_rc 0 run_mpi 1 train "${BASE[@]}" --run-dir dotted --model "torchscript:$WORK/model.pt" --max-steps 2 \
+  --model.freeze conv. --model.init-from frozen.safetensors
+expect_output 'frozen: 2 parameter tensor\(s\) under conv\.'
+expect_output 'unexpected +0'
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir misspelt --model "torchscript:$WORK/model.pt" --model.freeze convv.
+expect_output "--model.freeze convv.: no parameter's name starts with it \(the model's: conv.weight, conv.bias, bn.weight"
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir raises --model "torchscript:$WORK/raises.pt"
+expect_output 'raises.pt: forward failed: .*Error: my model refuses to train today \(on a batch of shape \[3, 1, 28, 28\] in train mode\)$'
+! grep -q Traceback out.txt || fail "the model's error was a traceback"
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir detached --model "torchscript:$WORK/detached.pt"
+expect_output 'in train mode forward returns logits that do not depend on its parameters'
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir batch2 --model "torchscript:$WORK/batch2.pt"
+expect_output 'forward returns \[2, 10\] Float for a batch of 3, expected floating logits \[3, classes\] \(on a batch of shape \[3, 1, 28, 28\] in train mode\)'
+expect_rc 2 "$LOCKSTEP" train "${BASE[@]}" --run-dir double --model "torchscript:$WORK/double.pt"
+expect_output 'parameter conv.weight is Double; lockstep trains float32 parameters'
+pass "your model as written: its frozen parameters stay, its dotted names freeze, load and export; its errors, a detached, fixed-batch or float64 model: one line, exit 2"
 
 # --- optimisation ---------------------------------------------------------------------
 for opt in "--optimizer adam --lr 0.001" "--optimizer adamw --lr 0.001 --train.weight-decay 0.01" \

@@ -47,7 +47,7 @@ struct Parts {
     model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
     opt->step();
   }
-  CheckpointParts view() { return CheckpointParts{*model, *opt, *counter, scaler, mpi(), torch::kCPU}; }
+  CheckpointParts view() { return CheckpointParts{*model, *opt, *counter, scaler, mpi(), torch::kCPU, "memory, a new share each epoch"}; }
 };
 
 EvalResult accuracy(double acc) {

@@ -42,4 +42,7 @@ TEST(Weights, PartialLoadingReportsEveryTensor) {
   EXPECT_EQ(freeze(*model, {"fc1."}), 2);
   EXPECT_FALSE(model->named_parameters()["fc1.weight"].requires_grad());
   EXPECT_TRUE(model->named_parameters()["out.weight"].requires_grad());
+  // A misspelt prefix froze nothing, silently (the info line said "0 parameter tensor(s)").
+  EXPECT_ERROR_CONTAINS(freeze(*model, {"fc2.", "fc_2."}),
+                        "--model.freeze fc_2.: no parameter's name starts with it (the model's: fc1.weight, fc1.bias,");
 }

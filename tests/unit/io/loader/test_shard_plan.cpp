@@ -149,3 +149,19 @@ TEST(ShardDeal, StepsPerEpochOfEqualShares) {
   EXPECT_EQ(steps_per_epoch({10, 10, 10, 10, 9}, 2, 4, /*wrap=*/true, /*dealt=*/true), 7);
   EXPECT_THROW(steps_per_epoch({3}, 4, 1, false, true), Error);
 }
+
+// Fixed shares (a reader that keeps each rank's share) of unequal size: said, with what an
+// epoch loses (drop) or repeats (wrap); equal ones (within a batch) say nothing.
+TEST(ShardPlan, UnequalFixedSharesAreSaidWithWhatAnEpochLoses) {
+  // 5 shards of 180 on 4 ranks: rank 0 owns 2 (360), the others 180 each; batch 8.
+  const std::vector<int64_t> five(5, 180);
+  EXPECT_EQ(fixed_share_note(five, 4, 8, false),
+            "each epoch trains 704 of the split's 900 samples (22% left out: the ranks' shares are 180 to 360 "
+            "samples, and every rank trains the smallest share's step count)");
+  EXPECT_EQ(fixed_share_note(five, 4, 8, true),
+            "the ranks' shares are 180 to 360 samples, so with --data.remainder wrap each epoch repeats the smallest "
+            "share up to 2.0 times");
+  EXPECT_EQ(fixed_share_note(std::vector<int64_t>(4, 180), 4, 8, false), "");
+  EXPECT_EQ(fixed_share_note({181, 180}, 2, 8, false), "");  // within a batch: the ordinary remainder
+  EXPECT_EQ(fixed_share_note(five, 1, 8, false), "");
+}
