@@ -82,6 +82,13 @@ std::string Checkpointer::agree_resume_path() {
     for (const auto& why : c.skipped) log::warn("skipping unusable checkpoint: " + why);
     path = c.path;
     problem = c.problem;
+    if (!path.empty()) {
+      try {
+        set_aside_later(meta_from_json(io::read_checkpoint_meta(path), path).pos.step);
+      } catch (const Error& e) {
+        problem = e.what();
+      }
+    }
   }
   problem = mpi.broadcast_string(problem, 0);
   if (!problem.empty()) throw UsageError(problem);
@@ -129,6 +136,28 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
     log::info0("resuming with another data order (" + what + "): it restarts from (seed, epoch, rank)");
   log::info0("resumed from " + path + " at step " + std::to_string(state->pos().step) + " (epoch " +
              std::to_string(state->pos().epoch + 1) + ")");
+}
+
+// Rank 0, before any rank reads the directory: a resume from STEP (--resume PATH, or auto
+// past newer files that do not verify) abandons the run's history after it. Its checkpoints
+// there, and a best.ckpt chosen there, are moved aside, not deleted (docs/checkpoints.md).
+void Checkpointer::set_aside_later(int64_t step) {
+  const std::string dir = checkpoint_dir(cfg_);
+  std::vector<std::string> later;
+  for (const auto& [s, file] : io::list_checkpoints(dir))
+    if (s > step) later.push_back(file);
+  if (io::path_exists(best_path())) {
+    try {
+      if (meta_from_json(io::read_checkpoint_meta(best_path()), best_path()).pos.step > step) later.push_back(best_path());
+    } catch (const Error&) {  // unreadable: read_best_standing names it
+    }
+  }
+  if (later.empty()) return;
+  std::string names;
+  for (const auto& file : later) names += (names.empty() ? "" : ", ") + file.substr(file.find_last_of('/') + 1);
+  const std::string into = io::set_aside_checkpoints(dir, step, later);
+  log::warn0(fmt::format("resuming from step {}: the run's later checkpoints ({}) belong to the history this resume "
+                         "abandons; moved to {}, nothing deleted", step, names, into));
 }
 
 void Checkpointer::read_best_standing() {

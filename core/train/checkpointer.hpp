@@ -82,7 +82,7 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  std::string agree_resume_path();  // collective
+  std::string agree_resume_path();  // collective; rank 0 sets aside checkpoints past the one chosen
   // Restores the parts and STATE from PATH for a run of STEPS_PER_EPOCH steps of
   // GLOBAL_BATCH samples.
   void resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch);
@@ -106,6 +106,7 @@ class Checkpointer {
   // (while the first is still held by the writer) and the generator-state gather.
   std::function<std::string()> snapshot(int64_t step);
   void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
+  void set_aside_later(int64_t step);  // rank 0: the checkpoints past a resumed STEP, moved aside
 
   const Config& cfg_;
   const io::Manifest& data_;

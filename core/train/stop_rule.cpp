@@ -48,11 +48,19 @@ std::string StopRule::observe(const EvalResult& ev, int64_t step, double seconds
 std::string StopRule::state_json() const {
   io::Json h = io::Json::array();
   for (const auto& [step, v] : history_) h.push_back({step, v});
-  return io::dump_json(io::Json{{"best", best_}, {"have_best", have_best_}, {"since_best", since_best_}, {"history", h}});
+  return io::dump_json(io::Json{{"metric", to_string(early_)}, {"best", best_}, {"have_best", have_best_},
+                                 {"since_best", since_best_}, {"history", h}});
 }
 
-void StopRule::load_state_json(const std::string& json, const std::string& path) {
-  if (json.empty()) return;
+std::string StopRule::metric_counted(const std::string& json) const {
+  const io::Json j = io::Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("metric") && j["metric"].is_string() ? j["metric"].get<std::string>() : "";
+}
+
+bool StopRule::load_state_json(const std::string& json, const std::string& path) {
+  if (json.empty()) return true;
+  // A state of no early stopping ("none") holds no count: nothing to mistake.
+  if (const std::string m = metric_counted(json); !m.empty() && m != "none" && m != to_string(early_)) return false;
   try {
     const io::Json j = io::Json::parse(json);
     best_ = io::json_get<double>(j, "best", path);
@@ -64,6 +72,7 @@ void StopRule::load_state_json(const std::string& json, const std::string& path)
   } catch (const std::exception& e) {
     throw Error(path + ": malformed stop-rule state in the checkpoint (" + e.what() + ")");
   }
+  return true;
 }
 
 }  // namespace lockstep

@@ -25,8 +25,13 @@ class StopRule {
   bool has_state() const { return have_best_ || !history_.empty(); }
   // After a validation at STEP (SECONDS since the run started): why to stop, or "".
   std::string observe(const EvalResult& ev, int64_t step, double seconds);
-  std::string state_json() const;
-  void load_state_json(const std::string& json, const std::string& path);
+  std::string state_json() const;  // with the early-stopping metric it counts
+  // False, loading nothing, when JSON counted another --train.early-stop-metric (its best and
+  // history are another metric's values: a resume onto val_loss compared losses with the
+  // val_acc best and stopped a run that was improving). State without a metric (before
+  // 2026-11-29) loads as it is.
+  bool load_state_json(const std::string& json, const std::string& path);
+  std::string metric_counted(const std::string& json) const;  // JSON's metric, "" when unsaid
 
  private:
   BestMetric early_;

@@ -73,8 +73,9 @@ void TrainState::from_meta(const CheckpointMeta& m, const std::string& path, int
   // ~0.3 pp higher), do not compare: a changed validation restarts the stop rule.
   if (const std::string change = validation_change(m, *cfg_); !change.empty() && !m.stop_rule.empty()) {
     log::warn0(fmt::format("{} was {}: early stopping and --train.stop-at start counting afresh", path, change));
-  } else {
-    rule_.load_state_json(m.stop_rule, path);
+  } else if (!rule_.load_state_json(m.stop_rule, path)) {
+    log::warn0(fmt::format("{} counted early stopping on {}; --train.early-stop-metric {} starts counting afresh", path,
+                           rule_.metric_counted(m.stop_rule), to_string(cfg_->early_stop_metric)));
   }
   // Checkpoints before 2026-11-28 (no lr in their meta) held an epoch's last position also
   // after its end work (a --ckpt.every step at the epoch's end): they roll over, as then.

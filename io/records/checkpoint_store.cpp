@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -157,6 +158,21 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, int keep_last
     }
   }
   return removed;
+}
+
+std::string set_aside_checkpoints(const std::string& dir, int64_t step, const std::vector<std::string>& paths) {
+  const std::string base = dir + "/superseded-at-step-" + std::to_string(step);
+  std::string into = base;
+  for (int i = 2; path_exists(into); ++i) into = base + "-" + std::to_string(i);
+  make_dirs(into);
+  for (const std::string& path : paths) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    if (std::rename(path.c_str(), (into + "/" + name).c_str()) != 0)
+      throw Error("cannot move " + path + " into " + into + ": " + std::strerror(errno));
+  }
+  fsync_path(dir);
+  fsync_path(into);
+  return into;
 }
 
 }  // namespace lockstep::io

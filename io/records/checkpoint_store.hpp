@@ -39,5 +39,11 @@ std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std
 // are not read again. Returns the deleted paths.
 std::vector<std::string> prune_checkpoints(const std::string& dir, int keep_last,
                                            const std::vector<std::string>& known_good = {});
+// Moves PATHS (files of DIR) into DIR/superseded-at-step-STEP (or -2, -3, ... when that
+// exists), under their own names, and returns that folder: the checkpoints a resume from
+// STEP abandons, kept but out of list_checkpoints' sight (pruning by step number deleted the
+// resumed run's own newer checkpoints, and --resume auto jumped back to the abandoned ones).
+// Throws naming a file that cannot be moved.
+std::string set_aside_checkpoints(const std::string& dir, int64_t step, const std::vector<std::string>& paths);
 
 }  // namespace lockstep::io

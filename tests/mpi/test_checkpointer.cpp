@@ -19,6 +19,7 @@
 #include "core/train/recorder.hpp"
 #include "core/train/train_state.hpp"
 #include "io/records/checkpoint_store.hpp"
+#include "io/util/file_util.hpp"
 #include "image_spec.hpp"
 #include "mpi_test_env.hpp"
 
@@ -226,4 +227,58 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   Checkpointer same(cfg, reimported, second.view(), *rec);
   TrainState again(cfg);
   EXPECT_NO_THROW(same.resume(path, &again, global_batch, steps_per_epoch));
+}
+
+// A hostile finding: a resume from an older checkpoint (--resume PATH) kept the run's later
+// checkpoints, so pruning by step number deleted the new ones it wrote, --resume auto jumped
+// back to the abandoned history, and its best.ckpt (chosen after the resume point) was the
+// final test's. They are moved aside now, nothing deleted, before any rank reads the folder.
+TEST(Checkpointer, AResumeFromAnEarlierStepSetsTheLaterHistoryAside) {
+  const MpiRuntime& m = mpi();
+  const std::string dir = fresh_shared_dir("ckpt_branch");
+  Config cfg;
+  cfg.run_dir = dir;
+  cfg.model = "mlp";
+  cfg.tensorboard = false;
+  cfg.keep_last = 0;
+  cfg.best_metric = BestMetric::kValAcc;
+  io::Manifest data;
+  data.spec = tiny();
+  data.source = "csv:tiny.csv";
+  const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
+  Parts parts(data.spec, 3);
+  {
+    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+    rec->start(0, 0);
+    Checkpointer ck(cfg, data, parts.view(), *rec);
+    TrainState st(cfg);
+    st.set_lr(0.05);
+    for (int step = 1; step <= 7; ++step) {
+      st.advance_step(step, global_batch);
+      if (step == 5) {
+        st.observe_eval(accuracy(0.8), 1.0);
+        ck.update_best(st);  // best.ckpt at step 5
+      }
+      if (step % 2 == 1) ck.save(st);  // steps 1, 3, 5, 7
+    }
+    rec->wait_checkpoints();
+  }
+  m.barrier();
+  const std::string ckpts = dir + "/checkpoints";
+  cfg.resume = ckpts + "/step-000000003.ckpt";
+  cfg.resume_mode = ResumeMode::kPath;
+  std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+  Checkpointer ck(cfg, data, parts.view(), *rec);
+  const std::string path = ck.agree_resume_path();
+  EXPECT_EQ(path, cfg.resume);
+  std::vector<int64_t> steps;
+  for (const auto& [s, file] : io::list_checkpoints(ckpts)) steps.push_back(s);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_FALSE(io::path_exists(ckpts + "/best.ckpt"));
+  for (const char* name : {"step-000000005.ckpt", "step-000000007.ckpt", "best.ckpt"})
+    EXPECT_TRUE(io::path_exists(ckpts + "/superseded-at-step-3/" + name)) << name;
+  TrainState state(cfg);
+  ck.resume(path, &state, global_batch, steps_per_epoch);
+  EXPECT_EQ(state.pos().step, 3);
+  EXPECT_EQ(ck.best_step(), -1);  // the abandoned history's best does not stand
 }

@@ -34,6 +34,13 @@ TEST(StopRule, EarlyStoppingCountsEvaluationsWithoutImprovement) {
   const std::string why = resumed.observe(eval(0.5, 0.5, 0.96), 40, 4);
   EXPECT_NE(why.find("val_loss did not improve by more than 0.01 for 2 evaluation(s) (best 0.9500"), std::string::npos)
       << why;
+  // Another metric's count does not load (its best was a val_loss where val_acc is compared).
+  Config acc = cfg;
+  acc.early_stop_metric = BestMetric::kValAcc;
+  StopRule other(acc);
+  EXPECT_EQ(other.metric_counted(rule.state_json()), "val_loss");
+  EXPECT_FALSE(other.load_state_json(rule.state_json(), "x"));
+  EXPECT_FALSE(other.has_state());
 }
 
 TEST(StopRule, TargetsStopOnceReached) {
