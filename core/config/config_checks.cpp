@@ -58,7 +58,8 @@ std::string check_config(Config* c) {
   if (!(c->random_erase >= 0 && c->random_erase <= 1)) return "--data.random-erase must be a probability in [0, 1]";
   if (c->label_smoothing < 0 || c->label_smoothing >= 1)
     return "--train.label-smoothing must be in [0, 1)";
-  if (c->clip_norm < 0) return "--train.clip-norm must be >= 0";
+  // Compared with a float32 norm on the device: past float's range LibTorch refused it mid-run.
+  if (!(c->clip_norm >= 0 && c->clip_norm <= 1e38)) return "--train.clip-norm must be in [0, 1e38]";
   // The scale never goes below 1 (loss_scaler.hpp) and lives in float32.
   if (!(c->loss_scale >= 1 && c->loss_scale <= 1e38)) return "--train.loss-scale must be in [1, 1e38]";
   if (c->loss_scale_growth < 1) return "--train.loss-scale-growth must be at least 1";
@@ -69,9 +70,11 @@ std::string check_config(Config* c) {
     return "--train.step-epochs must be in (0, 10^9] (--train.schedule constant never decays)";
   if (c->step_gamma <= 0 || c->step_gamma > 1) return "--train.step-gamma must be in (0, 1]";
   if (c->model_width < 0) return "--model.width must be >= 0";
-  if (c->momentum < 0) return "--train.momentum must be >= 0";
+  if (!(c->momentum >= 0 && c->momentum < 1)) return "--train.momentum must be in [0, 1)";
+  if (c->nesterov && c->optimizer != OptimizerKind::kSgd)
+    return std::string("--train.nesterov is SGD's momentum; --train.optimizer ") + to_string(c->optimizer) + " has none";
   if (c->weight_decay < 0) return "--train.weight-decay must be >= 0";
-  if (c->warmup_steps < 0) return "--train.warmup-steps must be >= 0";
+  if (c->warmup_steps < 0 || c->warmup_steps > 1000000000000000) return "--train.warmup-steps must be in [0, 10^15]";
   if (c->dropout < 0 || c->dropout >= 1) return "--model.dropout must be in [0, 1)";
   if (c->model_depth != 10 && c->model_depth != 18 && c->model_depth != 34)
     return "--model.depth must be 10 or 18 (r3d), or 18 or 34 (resnet)";
@@ -102,6 +105,13 @@ std::string check_config(Config* c) {
   if (!c->stop_at.empty() && !parse_stop_target(c->stop_at, &c->stop_metric, &c->stop_value))
     return "--train.stop-at must be val_acc>=X or val_f1>=X (X in [0, 1]), or val_loss<=X, val_cer<=X or "
            "val_wer<=X (X >= 0), not '" + c->stop_at + "'";
+  // Rules on validation scores with no validation would never fire: the run trained every
+  // epoch as if they were not there, silently.
+  if (!c->use_val && !c->stop_at.empty())
+    return "--train.stop-at " + c->stop_at + " needs validation, and --data.val-split is none";
+  if (!c->use_val && c->early_stop_metric != BestMetric::kNone)
+    return std::string("--train.early-stop-metric ") + to_string(c->early_stop_metric) +
+           " needs validation, and --data.val-split is none";
   return "";
 }
 

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -56,10 +57,20 @@ void check_augment(const AugmentOptions& opt, const std::vector<int64_t>& shape,
   if (!opt.enabled()) return;
   const std::string has = data + " has samples of shape " + io::shape_text(shape);
   if (shape.size() != 3 && shape.size() != 4)
-    throw UsageError("--data.random-crop, --data.hflip, --data.brightness, --data.contrast and "
+    throw UsageError("--data.random-crop, --data.hflip, --data.time-jitter, --data.brightness, --data.contrast and "
                      "--data.random-erase augment images [C,H,W] and clips [C,T,H,W]; " + has);
   if (opt.time_jitter > 0 && shape.size() != 4)
     throw UsageError("--data.time-jitter shifts video clips [C,T,H,W]; " + has);
+  // A padding as wide as the image makes crops of padding alone (100000 allocated 2.5 TB).
+  const int64_t h = shape[shape.size() - 2], w = shape.back();
+  if (opt.crop_pad > std::min(h, w) / 2)
+    throw UsageError("--data.random-crop " + std::to_string(opt.crop_pad) + " pads more than half of the " +
+                     std::to_string(h) + "x" + std::to_string(w) + " image (" + data + "): at most " +
+                     std::to_string(std::min(h, w) / 2));
+  if (opt.time_jitter > 0 && opt.time_jitter >= shape[1])
+    throw UsageError("--data.time-jitter " + std::to_string(opt.time_jitter) + " shifts a clip of " +
+                     std::to_string(shape[1]) + " frames by all of them (" + data + "): at most " +
+                     std::to_string(shape[1] - 1));
 }
 
 torch::Tensor augment_batch(const torch::Tensor& x, const AugmentOptions& opt, uint64_t seed, const Uploader& upload) {

@@ -12,10 +12,14 @@
 // 4. a second signal exits the process at once: with 3 once the checkpoint is durable
 //    (a launcher that SIGTERMs the remaining ranks when the first one exits 3, as
 //    `srun --kill-on-bad-exit` does, still gets the resumable code), else 128 + signal.
+//    The same signal again within kEchoSeconds is the first one delivered twice (GNU
+//    timeout signals lockstep and its process group), not a second one.
 // The flag is process-wide state by nature (a signal handler's); nothing else is.
 #pragma once
 
 namespace lockstep::stop_signal {
+
+inline constexpr double kEchoSeconds = 1.0;
 
 void install();
 int pending();  // the first signal number received, 0 if none

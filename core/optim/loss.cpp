@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -22,6 +23,9 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
       w.push_back(n > 0 ? static_cast<double>(total) / (static_cast<double>(k) * static_cast<double>(n)) : 0.0);
     return w;
   }
+  if (spec.back() == ',')
+    throw UsageError("--train.class-weights '" + spec + "' ends with a comma (give " + std::to_string(k) +
+                     " comma-separated weights)");
   std::stringstream in(spec);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -32,14 +36,16 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || !std::isfinite(v) || v < 0)
-      throw UsageError("--train.class-weights: '" + item + "' is not a non-negative number (give auto, none or " +
+    if (used == 0 || used != item.size() || !std::isfinite(v) || v < 0 || v > 1e30)
+      throw UsageError("--train.class-weights: '" + item + "' is not a number in [0, 1e30] (give auto, none or " +
                        std::to_string(k) + " comma-separated weights)");
     w.push_back(v);
   }
   if (w.size() != k)
     throw UsageError("--train.class-weights: " + std::to_string(w.size()) + " weights for a dataset of " +
                      std::to_string(k) + " classes");
+  if (std::all_of(w.begin(), w.end(), [](double v) { return v == 0; }))
+    throw UsageError("--train.class-weights: every weight is 0: no sample would count");
   return w;
 }
 
@@ -67,8 +73,15 @@ Loss::Loss(std::vector<double> weights, double label_smoothing, torch::Device de
 
 torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor& labels) const {
   auto opt = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing_);
-  if (weight_.defined()) opt.weight(weight_);
-  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
+  if (!weight_.defined()) return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
+  // The weighted mean, sum w_y * loss / sum w_y, as PyTorch's 'mean', except for a batch whose
+  // samples all weigh 0: 0, not 0/0 (NaN ended the run as "training loss is nan" at batch 4).
+  // (Smoothing's term weighs every class, so the sum need not be 0 then: it is dropped.)
+  opt.weight(weight_).reduction(torch::kSum);
+  const torch::Tensor sum = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
+  const torch::Tensor total = weight_.index_select(0, labels).sum();
+  const torch::Tensor counted = total > 0;  // on the device: no host sync
+  return torch::where(counted, sum / torch::where(counted, total, torch::ones_like(total)), torch::zeros_like(sum));
 }
 
 torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,

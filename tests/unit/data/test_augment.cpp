@@ -6,6 +6,7 @@
 #include "core/data/augment.hpp"
 #include "core/base/error.hpp"
 #include "io/loader/sample_order.hpp"
+#include "test_helpers.hpp"
 
 using namespace lockstep;
 
@@ -100,6 +101,13 @@ TEST(Augment, OptionsAreCheckedAgainstTheSampleShape) {
   EXPECT_THROW(check_augment(AugmentOptions{0, false, 1}, {1, 28, 28}, "fmnist"), UsageError);
   EXPECT_THROW(check_augment(AugmentOptions{0, true}, {9, 128}, "har"), UsageError);
   EXPECT_NO_THROW(check_augment(AugmentOptions{}, {9, 128}, "har"));
+  // A padding past half the image (crops of padding alone; 100000 allocated terabytes) and a
+  // jitter of the whole clip are refused, naming the option and the limit.
+  EXPECT_NO_THROW(check_augment(AugmentOptions{14}, {1, 28, 28}, "fmnist"));
+  EXPECT_ERROR_CONTAINS(check_augment(AugmentOptions{15}, {1, 28, 28}, "fmnist"),
+                        "--data.random-crop 15 pads more than half of the 28x28 image (fmnist): at most 14");
+  EXPECT_ERROR_CONTAINS(check_augment(AugmentOptions{0, false, 17}, {1, 17, 32, 32}, "video"),
+                        "--data.time-jitter 17 shifts a clip of 17 frames by all of them (video): at most 16");
 }
 
 // Random erasing: each erased sample loses exactly one axis-aligned rectangle of 2-40% of

@@ -23,8 +23,11 @@ TEST(ClassWeights, AutoIsInverseFrequencyNormalisedToOneWhenBalanced) {
   EXPECT_TRUE(class_weights("none", {1, 2}).empty());
   EXPECT_EQ(class_weights("1,2.5", {1, 2}), (std::vector<double>{1, 2.5}));
   EXPECT_ERROR_CONTAINS(class_weights("1,2", {1, 2, 3}), "2 weights for a dataset of 3 classes");
-  EXPECT_ERROR_CONTAINS(class_weights("1,x", {1, 2}), "'x' is not a non-negative number");
+  EXPECT_ERROR_CONTAINS(class_weights("1,x", {1, 2}), "'x' is not a number in [0, 1e30]");
   EXPECT_ERROR_CONTAINS(class_weights("1,-2", {1, 2}), "'-2'");
+  EXPECT_ERROR_CONTAINS(class_weights("1,1e39", {1, 2}), "'1e39' is not a number in [0, 1e30]");
+  EXPECT_ERROR_CONTAINS(class_weights("1,2,", {1, 2}), "ends with a comma");
+  EXPECT_ERROR_CONTAINS(class_weights("0,0", {1, 2}), "every weight is 0");
   const std::string table = class_weight_table(w, {60, 30, 10, 0}, {"walk", "sit", "lie", "run"});
   EXPECT_NE(table.find("0 walk"), std::string::npos);
   EXPECT_NE(table.find("60.0%"), std::string::npos);
@@ -40,6 +43,16 @@ TEST(Loss, WeightsAndSmoothingFollowTheirDefinitions) {
   // Weighted: sum w_y * nll / sum w_y.
   const double weighted = Loss({1.0, 3.0, 1.0}, 0.0, torch::kCPU)(logits, y).item<double>();
   EXPECT_NEAR(weighted, -(logp[0][0] + 3 * logp[1][1]).item<double>() / 4, 1e-6);
+  // With smoothing too: PyTorch's weighted mean.
+  const auto ref = torch::nn::functional::cross_entropy(
+      logits, y, torch::nn::functional::CrossEntropyFuncOptions().weight(torch::tensor({1.0f, 3.0f, 1.0f})).label_smoothing(0.1));
+  EXPECT_NEAR(Loss({1.0, 3.0, 1.0}, 0.1, torch::kCPU)(logits, y).item<double>(), ref.item<double>(), 1e-6);
+  // A batch of classes that weigh 0: a loss of 0 and no gradient, not NaN.
+  const auto l = logits.clone().requires_grad_();
+  const torch::Tensor zero = Loss({0.0, 0.0, 1.0}, 0.1, torch::kCPU)(l, y);
+  zero.backward();
+  EXPECT_EQ(zero.item<double>(), 0.0);
+  EXPECT_TRUE(torch::isfinite(l.grad()).all().item<bool>());
   // Smoothing eps: (1 - eps) nll + eps * mean over classes of -log p.
   const double eps = 0.1;
   const double smooth = Loss({}, eps, torch::kCPU)(logits, y).item<double>();
