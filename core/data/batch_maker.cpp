@@ -111,18 +111,21 @@ torch::Tensor BatchMaker::lengths(const int64_t* records, int64_t n) const {
 
 SequenceTargets BatchMaker::targets(const int64_t* records, int64_t n) const {
   LOCKSTEP_REQUIRE(spec_.sequence_targets(), "dataset '" + spec_.name + "' has no sequence targets");
-  std::vector<int64_t> flat, lens(static_cast<size_t>(n));
+  std::vector<int64_t> flat, lens(static_cast<size_t>(n)), needed(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t* r = records + i * spec_.record_width();
     const int64_t k = io::target_length(spec_, r);
     const int64_t* t = io::record_targets(spec_, r);
     flat.insert(flat.end(), t, t + k);
     lens[static_cast<size_t>(i)] = k;
+    needed[static_cast<size_t>(i)] = k;
+    for (int64_t j = 1; j < k; ++j) needed[static_cast<size_t>(i)] += t[j] == t[j - 1] ? 1 : 0;
   }
   SequenceTargets out;
   const torch::Tensor flat_t = torch::tensor(flat, torch::kLong);
   out.targets = upload(flat_t);
   out.target_lengths = torch::tensor(lens, torch::kLong);
+  out.needed = torch::tensor(needed, torch::kLong);
   out.lengths = lengths(records, n);
   return out;
 }

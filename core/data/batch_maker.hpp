@@ -25,9 +25,11 @@
 namespace lockstep {
 
 // A batch's CTC targets: TARGETS concatenated (int64, on the device), TARGET_LENGTHS [N]
-// (int64, CPU), and the inputs' valid lengths LENGTHS [N] (int64, CPU).
+// (int64, CPU), the inputs' valid lengths LENGTHS [N] (int64, CPU), and NEEDED [N] (int64,
+// CPU): the fewest frames an alignment of each target takes (its tokens, plus a blank
+// between each two equal neighbours).
 struct SequenceTargets {
-  torch::Tensor targets, target_lengths, lengths;
+  torch::Tensor targets, target_lengths, lengths, needed;
 };
 
 class BatchMaker {

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "core/dist/mpi_runtime.hpp"
 #include "core/eval/mirror.hpp"
 #include "core/eval/sequence_metrics.hpp"
@@ -22,14 +24,19 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
     if (spec.tokens[i] == " ") space = static_cast<int64_t>(i);
   const auto loader = io::one_pass(data, batch, prefetch);
   ErrorCounts errors;
-  double loss_sum = 0.0, count = 0.0;
+  double loss_sum = 0.0, count = 0.0, unaligned = 0.0;
   const int64_t w = spec.record_width();
   while (const io::Batch* b = loader->next()) {
     const SequenceTargets t = maker.targets(b->labels.data(), b->size);
     torch::Tensor out_lengths;
     const torch::Tensor logits =
         model.forward_sequence(maker.inputs(b->samples, b->size, b->labels.data()), t.lengths, &out_lengths);
-    loss_sum += ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, blank).item<double>() * static_cast<double>(b->size);
+    // The loss over the samples an alignment exists for: the others' 0 (CTC's zero_infinity)
+    // made a set of them score a perfect val_loss.
+    const torch::Tensor bad = unalignable(out_lengths, t.needed);
+    const torch::Tensor each = ctc_loss_each(logits, out_lengths, t.targets, t.target_lengths, blank).to(torch::kCPU);
+    loss_sum += each.masked_fill(bad, 0.0).sum().item<double>();
+    unaligned += static_cast<double>(bad.sum().item<int64_t>());
     count += static_cast<double>(b->size);
     const auto hyps = greedy_decode(logits, out_lengths, blank);
     for (int64_t i = 0; i < b->size; ++i) {
@@ -38,8 +45,8 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
       errors.add(hyps[static_cast<size_t>(i)], TokenSeq(tok, tok + io::target_length(spec, r)), space);
     }
   }
-  double sums[6] = {errors.char_edits, errors.chars, errors.word_edits, errors.words, loss_sum, count};
-  mpi.allreduce_sum(sums, 6);
+  double sums[7] = {errors.char_edits, errors.chars, errors.word_edits, errors.words, loss_sum, count, unaligned};
+  mpi.allreduce_sum(sums, 7);
   EvalResult r;
   r.sequence = true;
   r.count = static_cast<int64_t>(sums[5]);
@@ -50,7 +57,8 @@ EvalResult evaluate_sequences(Net& model, const io::RankReader& data, const Batc
   all.words = sums[3];
   r.cer = all.cer();
   r.wer = all.wer();
-  if (r.count > 0) r.loss = sums[4] / sums[5];
+  r.unaligned = static_cast<int64_t>(sums[6]);
+  if (r.count > 0) r.loss = sums[5] > sums[6] ? sums[4] / (sums[5] - sums[6]) : std::nan("");
   return r;
 }
 

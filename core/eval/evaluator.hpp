@@ -28,6 +28,9 @@ struct EvalResult {
   std::vector<int64_t> confusion;  // classes x classes, rows true class
   ClassMetrics metrics;
   bool sequence = false;  // CTC: cer/wer are set, accuracy/macro_f1/confusion are not
+  // CTC: samples no alignment exists for (loss.hpp's unalignable): scored in cer/wer, not in
+  // loss, which is NaN when none could be aligned.
+  int64_t unaligned = 0;
   double cer = 0.0, wer = 0.0;
 };
 

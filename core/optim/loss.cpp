@@ -92,4 +92,17 @@ torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& ou
       torch::nn::functional::CTCLossFuncOptions().blank(blank).reduction(torch::kMean).zero_infinity(true));
 }
 
+torch::Tensor ctc_loss_each(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
+                            const torch::Tensor& target_lengths, int64_t blank) {
+  const torch::Tensor log_probs = torch::log_softmax(logits.to(torch::kFloat), -1).transpose(0, 1);  // [T, N, C]
+  const torch::Tensor each = torch::nn::functional::ctc_loss(
+      log_probs, targets, out_lengths.to(torch::kLong), target_lengths.to(torch::kLong),
+      torch::nn::functional::CTCLossFuncOptions().blank(blank).reduction(torch::kNone).zero_infinity(true));
+  return each / target_lengths.to(each.device()).clamp_min(1).to(each.scalar_type());
+}
+
+torch::Tensor unalignable(const torch::Tensor& out_lengths, const torch::Tensor& needed) {
+  return out_lengths.to(torch::kCPU, torch::kLong) < needed;
+}
+
 }  // namespace lockstep

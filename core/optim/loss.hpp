@@ -36,5 +36,14 @@ class Loss {
 // (fewer frames than the target needs) counts 0, not inf (zero_infinity).
 torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
                             const torch::Tensor& target_lengths, int64_t blank);
+// Each sample's CTC loss divided by its target length ([N], what ctc_loss_mean averages),
+// 0 where no alignment exists.
+torch::Tensor ctc_loss_each(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
+                            const torch::Tensor& target_lengths, int64_t blank);
+// Samples of a batch no CTC alignment exists for: fewer output frames OUT_LENGTHS than their
+// target NEEDS (SequenceTargets::needed), both CPU int64 [N]. They count 0 in the loss and
+// train nothing: the trainer and the evaluator count them and say so (a set of them trained
+// to a loss of exactly 0 and stopped at --train.stop-at val_loss<=0.01, silently).
+torch::Tensor unalignable(const torch::Tensor& out_lengths, const torch::Tensor& needed);
 
 }  // namespace lockstep

@@ -13,6 +13,7 @@ Scored Objective::operator()(Net& model, const BatchMaker& maker, const torch::T
     torch::Tensor out_lengths;
     const torch::Tensor logits = model.forward_sequence(x, t.lengths, &out_lengths);
     s.loss = ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, blank_);
+    s.unaligned = unalignable(out_lengths, t.needed).sum().item<int64_t>();  // host tensors: no device sync
     s.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(s.loss.device()));
     return s;
   }

@@ -17,6 +17,7 @@ namespace lockstep {
 struct Scored {
   torch::Tensor loss;     // scalar, with grad
   torch::Tensor correct;  // int64 scalar on the device: correct predictions (0 for CTC)
+  int64_t unaligned = 0;  // CTC: samples no alignment exists for (loss.hpp's unalignable)
 };
 
 class Objective {

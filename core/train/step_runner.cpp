@@ -184,6 +184,7 @@ StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t e
     timer_.mark(Phase::kBackward);
     step_loss = step_loss.defined() ? step_loss + scored.loss.detach() : scored.loss.detach();
     step_correct = step_correct.defined() ? step_correct + scored.correct : scored.correct;
+    unaligned_ += scored.unaligned;
   }
   s_.reducer->finish([this] { timer_.mark(Phase::kComm); });
   // fp16: the fused kernels skip an overflowing step on the device, and Adam's step count,

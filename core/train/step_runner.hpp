@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "core/base/fence.hpp"
 #include "core/data/batch_feed.hpp"
@@ -60,6 +61,8 @@ class StepRunner {
   StepOutput run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step);
   // Steps whose gradient norm was clipped so far (reads the device counter: log rows only).
   int64_t clipped_steps() const;
+  // CTC: this rank's training samples no alignment existed for since the last call.
+  int64_t take_unaligned() { return std::exchange(unaligned_, 0); }
 
  private:
   // Fed batch F's inputs, normalised and augmented (micro-step MICRO of EPOCH).
@@ -73,6 +76,7 @@ class StepRunner {
   BatchFeed feed_;
   std::optional<HostBuffers> batch_memory_;  // a staged feed's (a GPU's)
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
+  int64_t unaligned_ = 0;  // take_unaligned's count
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
   bool kernels_reported_ = false;  // --model.fused-bn on / --model.max-pool lockstep: the first step logged
 };

@@ -262,6 +262,7 @@ class Trainer {
   void end_epoch(int64_t epoch, bool stopped) {
     close_window();
     const WindowStats e = st_.epoch_stats();
+    if (sequence_) check_alignments(epoch, e.samples);
     const EvalResult ev = validate();
     const bool last = stopped || epoch + 1 >= cfg_.epochs;
     report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
@@ -279,6 +280,22 @@ class Trainer {
     ck_.update_best(st_);
     ck_.save(st_);
     last_epoch_ = epoch;
+  }
+
+  // Collective (CTC). Training samples of EPOCH no alignment existed for (a transcript needing
+  // more frames than the model gives it) add 0 to the loss and train nothing: said, and when
+  // none of the epoch's SAMPLES could be aligned, the run ends (its loss of 0 looked perfect).
+  void check_alignments(int64_t epoch, double samples) {
+    double bad = static_cast<double>(runner_.take_unaligned());
+    s_.mpi.allreduce_sum(&bad, 1);
+    if (bad == 0) return;
+    const std::string why = "no CTC alignment exists for them: a transcript needs more frames than the model outputs "
+                            "for its utterance (fewer tokens per second, or a model that keeps more frames)";
+    if (bad >= samples)
+      throw UsageError(fmt::format("epoch {}: none of the {:.0f} training samples could be aligned; {}", epoch + 1, samples,
+                                   why));
+    log::warn0(fmt::format("epoch {}: {:.0f} of {:.0f} training samples trained nothing: {}", epoch + 1, bad, samples,
+                           why));
   }
 
   // The test split, once, with the weights validation chose; then the end row.

@@ -234,6 +234,28 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
       l_max = std::max<int64_t>(l_max, static_cast<int64_t>(ids.size()));
     }
   }
+  // A transcript that needs more frames than its utterance has (its characters, and a blank
+  // between equal neighbours) has no CTC alignment for a model that emits a frame per input
+  // frame or fewer: it trains nothing and its loss counts 0. Every one of a split so: refused.
+  for (size_t s = 0; s < manifests.size(); ++s) {
+    int64_t short_ones = 0;
+    std::string first;
+    for (size_t i = 0; i < targets[s].size(); ++i) {
+      const std::vector<int64_t>& ids = targets[s][i];
+      int64_t needed = static_cast<int64_t>(ids.size());
+      for (size_t j = 1; j < ids.size(); ++j) needed += ids[j] == ids[j - 1] ? 1 : 0;
+      if (needed <= frames[s][i]) continue;
+      if (short_ones++ == 0)
+        first = manifests[s][i].path + " (" + std::to_string(frames[s][i]) + " frames for " + std::to_string(needed) + ")";
+    }
+    if (short_ones == 0) continue;
+    const std::string what = split_files[s].second + ": " + std::to_string(short_ones) + " of " +
+                             std::to_string(targets[s].size()) + " utterance(s) are shorter in frames than their "
+                             "transcripts need (first: " + first + "): CTC cannot align them";
+    if (short_ones == static_cast<int64_t>(targets[s].size()))
+      throw UsageError(what + "; check that the manifest pairs each file with its own transcript");
+    log::warn(what + "; they train nothing (lockstep train says how many per epoch)");
+  }
   if (resampled + downmixed > 0)
     log::info0("note: " + std::to_string(resampled) + " audio file(s) resampled to " +
                std::to_string(mel.options().sample_rate) + " Hz, " + std::to_string(downmixed) +

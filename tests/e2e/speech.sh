@@ -237,6 +237,7 @@ write("stereo.wav", 16000, 2, 16000)
 write("empty.wav", 16000, 1, 0)
 write("short.wav", 16000, 1, 399)
 write("good.wav", 16000, 1, 16000)
+write("tiny.wav", 16000, 1, 800)
 write("rate_short.wav", 22050, 2, 500)
 open("noise.wav", "wb").write(b"RIFF not really a wave file")
 PY
@@ -258,6 +259,8 @@ bad 'good.wav\t \n' "bad.tsv:1: empty transcript"
 bad 'good.wav one two\n' "bad.tsv:1: expected PATH<TAB>TRANSCRIPT\[<TAB>SPEAKER\], got 1 field"
 bad 'good.wav\tone\tspk1\ngood.wav\ttwo\n' "bad.tsv:2: a speaker column on some lines only"
 bad '# nothing\n' "bad.tsv: no utterances"
+# A transcript longer in CTC's frames than its audio trained nothing with a loss of exactly 0.
+bad 'tiny.wav\tone two\n' "bad.tsv: 1 of 1 utterance\(s\) are shorter in frames than their transcripts need \(first: tiny.wav \([0-9]+ frames for 7\)\): CTC cannot align them"
 bad 'good.wav\tone two\n' "badtest.tsv:1: character 's' is not in the vocabulary of the training manifest" 'good.wav\tsix\n'
 pass "bad audio input: one line naming the file, non-zero exit, nothing written"
 printf 'good.wav\tone\tspk1\n' >tr.tsv

@@ -10,6 +10,7 @@
 
 #include "core/data/augment.hpp"
 #include "core/data/batch_maker.hpp"
+#include "core/optim/loss.hpp"
 #include "test_helpers.hpp"
 
 using namespace lockstep;
@@ -77,4 +78,25 @@ TEST(BatchMaker, StagedSequencesEqualDirectOnesBitForBit) {
   EXPECT_TRUE(torch::equal(a.targets, b.targets));
   EXPECT_TRUE(torch::equal(a.target_lengths, b.target_lengths));
   EXPECT_TRUE(torch::equal(a.lengths, b.lengths));
+}
+
+// The fewest frames a CTC alignment of each target takes: its tokens and a blank between
+// equal neighbours ([1, 1, 2]: 4). A sample given fewer frames trains nothing (its loss is
+// 0, not inf): loss.hpp's unalignable names it, and ctc_loss_each scores it 0.
+TEST(BatchMaker, SequenceTargetsSayTheFramesAnAlignmentNeeds) {
+  const io::DatasetSpec s = lockstep::testing::speech_spec();
+  const BatchMaker maker(s, torch::kCPU, false);
+  const std::vector<int64_t> records{-1, 7, 1, 1, 2, -1, -1, 12, 0, -1, -1, -1};
+  const SequenceTargets t = maker.targets(records.data(), 2);
+  EXPECT_TRUE(torch::equal(t.needed, torch::tensor({4, 1}, torch::kLong)));
+  const torch::Tensor out_lengths = torch::tensor({3, 3}, torch::kLong);
+  EXPECT_TRUE(torch::equal(unalignable(out_lengths, t.needed), torch::tensor({true, false})));
+  torch::manual_seed(5);
+  const torch::Tensor logits = torch::randn({2, 3, static_cast<int64_t>(s.tokens.size()) + 1});
+  const torch::Tensor each = ctc_loss_each(logits, out_lengths, t.targets, t.target_lengths, static_cast<int64_t>(s.tokens.size()));
+  EXPECT_EQ(each[0].item<double>(), 0.0);
+  EXPECT_GT(each[1].item<double>(), 0.0);
+  EXPECT_NEAR(each.mean().item<double>(),
+              ctc_loss_mean(logits, out_lengths, t.targets, t.target_lengths, static_cast<int64_t>(s.tokens.size())).item<double>(),
+              1e-6);
 }
