@@ -248,13 +248,19 @@ std::string render_ini(const po::variables_map& vm) {
 }
 
 // An INI file's entries as Boost options (ini_text reads the file: Boost's own INI
-// parser cuts a value at any '#'). An unknown key fails naming PATH:LINE.
+// parser cuts a value at any '#'). An unknown key fails naming PATH:LINE; a key only a
+// training job has (JOB_KEYS, for evaluate, predict and export) is passed over, so the job
+// file a run was trained with serves them too (its [train] keys refused it).
 po::parsed_options config_options(const std::vector<IniEntry>& entries, const po::options_description& desc,
-                                  const std::string& path) {
+                                  const std::string& path, const po::options_description* job_keys) {
   po::parsed_options parsed(&desc);
   for (const IniEntry& e : entries) {
-    if (!desc.find_nothrow(e.key, /*approx=*/false))
-      throw UsageError(path + ":" + std::to_string(e.line) + ": unrecognised option '" + e.key + "'");
+    const po::option_description* d = desc.find_nothrow(e.key, /*approx=*/false);
+    if (!d && job_keys && job_keys->find_nothrow(e.key, /*approx=*/false)) continue;
+    if (!d) throw UsageError(path + ":" + std::to_string(e.line) + ": unrecognised option '" + e.key + "'");
+    // Boost reads an empty switch as true: `sync-bn =` (a value deleted) turned it on.
+    if (e.value.empty() && dynamic_cast<const po::typed_value<bool>*>(d->semantic().get()))
+      throw UsageError(path + ":" + std::to_string(e.line) + ": " + e.key + " has no value (true or false)");
     po::option o(e.key, {e.value});
     o.original_tokens = {e.key, e.value};
     parsed.options.push_back(std::move(o));
@@ -331,7 +337,10 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
       std::ostringstream text;
       text << in.rdbuf();
       try {
-        po::store(config_options(parse_ini(text.str(), path), desc, path), vm);
+        Config scratch;  // the training options, only their names read
+        po::options_description job;
+        job.add(common_options(&scratch)).add(train_options(&scratch));
+        po::store(config_options(parse_ini(text.str(), path), desc, path, command == "train" ? nullptr : &job), vm);
       } catch (const UsageError& e) {
         return {ParseStatus::kError, e.what()};
       } catch (const po::error& e) {

@@ -36,8 +36,8 @@ std::string check_config(Config* c) {
   if (c->test_split.empty()) return "--data.test-split is empty: name a split, or none";
   if (c->batch_size < 1) return "--train.batch-size must be at least 1";
   // Products of these (the global batch, step counts, schedule lengths) stay far from 2^63.
-  if (c->batch_size > (int64_t{1} << 30)) return "--train.batch-size must be at most 2^30";
-  if (c->grad_accum > (int64_t{1} << 20)) return "--dist.grad-accum must be at most 2^20";
+  if (c->batch_size > (int64_t{1} << 40)) return "--train.batch-size must be at most 2^40";
+  if (c->grad_accum > 1024) return "--dist.grad-accum must be at most 1024";
   if (c->epochs > 1000000000) return "--train.epochs must be at most 10^9";
   if (c->threads < 1) return "--train.threads must be at least 1";
   if (c->threads > 1024) return "--train.threads must be at most 1024 (threads per rank)";

@@ -100,7 +100,8 @@ std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name
   std::vector<IniEntry> out;
   std::string section;
   int number = 0;
-  for (size_t pos = 0; pos < text.size();) {
+  // A UTF-8 byte-order mark (Windows editors write one) is no part of the first line.
+  for (size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0; pos < text.size();) {
     const size_t end = text.find('\n', pos);
     const std::string raw = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     pos = end == std::string::npos ? text.size() : end + 1;
@@ -126,7 +127,12 @@ std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name
     if (v != std::string::npos && line[v] == '"') {
       value = unquote(line, v, where);
     } else if (v != std::string::npos) {
-      value = trim(line.substr(v, line.find('#', v) - v));
+      // A comment starts at '#' or ';' after a blank: "r_hash#1" is a value (it was cut to
+      // "r_hash", silently), "runs/x ; old" is "runs/x".
+      size_t cut = std::string::npos;
+      for (size_t i = v + 1; i < line.size() && cut == std::string::npos; ++i)
+        if ((line[i] == '#' || line[i] == ';') && (line[i - 1] == ' ' || line[i - 1] == '\t')) cut = i;
+      value = trim(line.substr(v, cut == std::string::npos ? std::string::npos : cut - v));
     }
     out.push_back({section.empty() ? key : section + "." + key, value, number});
   }

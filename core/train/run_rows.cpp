@@ -4,6 +4,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/ini_text.hpp"
 
 namespace lockstep {
 namespace {
@@ -101,6 +106,31 @@ std::string nothing_trained_note(int64_t skipped, int64_t steps) {
                      "scale it tried), so the weights did not change: nothing trained; lower --train.loss-scale "
                      "(65536 by default) or use --train.amp bf16",
                      steps);
+}
+
+std::string config_changes(const std::string& then, const std::string& now) {
+  if (then.empty()) return "";
+  const auto counts = [](const std::string& key) {
+    for (const char* section : {"run.", "trace.", "debug.", "doctor."})
+      if (key.rfind(section, 0) == 0) return false;
+    for (const char* k : {"train.threads", "train.log-every", "train.progress", "train.tensorboard", "data.prefetch",
+                          "data.read-threads"})
+      if (key == k) return false;
+    return true;
+  };
+  std::map<std::string, std::string> old, fresh;
+  for (const IniEntry& e : parse_ini(then, "config.ini")) old[e.key] = e.value;
+  for (const IniEntry& e : parse_ini(now, "the resolved config")) fresh[e.key] = e.value;
+  std::vector<std::string> changes;
+  for (const auto& [key, value] : fresh) {
+    const auto it = old.find(key);
+    if (counts(key) && (it == old.end() || it->second != value))
+      changes.push_back(key + " " + (it == old.end() ? std::string("(unset)") : it->second) + " -> " + value);
+  }
+  std::string out;
+  for (size_t i = 0; i < changes.size() && i < 6; ++i) out += (i ? ", " : "") + changes[i];
+  if (changes.size() > 6) out += fmt::format(", ... ({} in all)", changes.size());
+  return out;
 }
 
 }  // namespace lockstep

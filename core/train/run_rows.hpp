@@ -42,5 +42,9 @@ std::string final_evaluation_line(const TrainPosition& pos, int64_t epochs, int6
 // step), the warning that nothing trained; "" otherwise (the stall at the scale's floor of 1
 // stops a run before: loss_scaler.hpp).
 std::string nothing_trained_note(int64_t skipped, int64_t steps);
+// The options of the resolved config NOW that differ from THEN's (the run directory's
+// config.ini, "" when absent), "train.lr 0.05 -> 0.5, train.seed 42 -> 7" (at most 6),
+// leaving out those that change no result (run.*, trace.*, debug.*, threads, logging).
+std::string config_changes(const std::string& then, const std::string& now);
 
 }  // namespace lockstep

@@ -27,6 +27,7 @@
 #include "core/model/torch_errors.hpp"
 #include "io/loader/epoch_loaders.hpp"
 #include "io/loader/sample_order.hpp"
+#include "io/util/file_util.hpp"
 
 namespace lockstep {
 namespace {
@@ -226,6 +227,13 @@ class Trainer {
       log::info0(st_.stopped()
                      ? fmt::format("nothing to do: the run stopped at step {}: {}", st_.pos().step, st_.stopped_early())
                      : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
+      // A run directory used again with other options (a hand-run sweep into runs/default)
+      // reported the first run's result as this command's.
+      const std::string ini = cfg_.run_dir + "/config.ini";
+      if (s_.mpi.rank() == 0 && io::path_exists(ini))
+        if (const std::string changes = config_changes(io::read_text_file(ini), cfg_.resolved_ini); !changes.empty())
+          log::warn0("this command's options differ from those the run in " + cfg_.run_dir + " was trained with (" +
+                     changes + "): nothing was trained with them; a new run needs another --run.dir");
       return kExitOk;
     }
     rec_.record_job(s_.planned_steps);
@@ -390,6 +398,9 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   // Dropout differs per rank: seeded from (seed, rank, step); a same-world resume restores its states.
   torch::manual_seed(io::mix_seed(cfg.seed, static_cast<uint64_t>(mpi.rank()) + 1, 0));
   if (!resume.empty()) checkpointer.resume(resume, &state, session.global_batch, session.steps_per_epoch);
+  if (!resume.empty() && !cfg.init_from.empty())  // its table said "weights only ... start afresh"
+    log::info0("--model.init-from " + cfg.init_from + " is not used: the run resumes from " + resume +
+               ", whose weights and optimizer state replace the file's");
   session.plan_from(state.pos(), !resume.empty() && state.lr() > 0 ? state.lr() : -1.0);
   recorder->start(state.pos().step, resume.empty() ? 0 : state.pos().epoch + 1);  // 1-based, as rows count
   log::info0_lines(session.describe());

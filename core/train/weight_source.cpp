@@ -177,9 +177,17 @@ void check_data_fits(const WeightSource& src, const io::DatasetSpec& spec) {
     throw UsageError(src.path + ": its model takes samples " + io::shape_text(src.sample_shape) + ", the data has " +
                      io::shape_text(spec.sample_shape));
   // Unlabelled data has no vocabulary or classes of its own to differ (spec_for_model gives it the model's).
-  if (!src.tokens.empty() && (spec.labeled || !spec.tokens.empty()) && src.tokens != spec.tokens)
+  if (!src.tokens.empty() && (spec.labeled || !spec.tokens.empty()) && src.tokens != spec.tokens) {
+    // Where they part: "4 tokens) differs from the data's (4)" said nothing of how.
+    size_t i = 0;
+    while (i < src.tokens.size() && i < spec.tokens.size() && src.tokens[i] == spec.tokens[i]) ++i;
+    const auto at = [i](const std::vector<std::string>& t) {
+      return i < t.size() ? "'" + t[i] + "'" : std::string("nothing");
+    };
     throw UsageError(src.path + ": its model's token vocabulary (" + std::to_string(src.tokens.size()) +
-                     " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + ")");
+                     " tokens) differs from the data's (" + std::to_string(spec.tokens.size()) + "): token " +
+                     std::to_string(i) + " is " + at(src.tokens) + " there, " + at(spec.tokens) + " in the data");
+  }
   if (src.num_classes > 0 && spec.labeled && src.num_classes != spec.num_classes)
     throw UsageError(fmt::format("{}: its model has {} classes, the data {}", src.path, src.num_classes, spec.num_classes));
   // Labelled data whose classes the model knows by other names, or in another order: its labels

@@ -39,7 +39,7 @@ expect_output 'resumed from run/checkpoints/step-000000040.ckpt at step 40'
 pass "resume at the same world size continued at step 40"
 
 expect_rc 0 run_mpi 1 train "${COMMON[@]}" --max-steps 70
-expect_output 'resuming a checkpoint of 2 ranks x batch 32 on 1 ranks x batch 32'
+expect_output 'with another data order \(2 ranks x batch 32 -> 1 x 32\)'
 [ "$(json_rows run/metrics.jsonl end step | tail -1)" = 70 ] || fail "1-rank resume did not end at 70"
 pass "resume on a different world size"
 
@@ -49,12 +49,15 @@ expect_output 'skipping unusable checkpoint: .*step-000000070.ckpt: truncated'
 # The 1-rank run (57 steps/epoch) stopped mid-epoch at 70: the one before is step 60's.
 expect_output 'resumed from run/checkpoints/step-000000060.ckpt at step 60'
 expect_output 'metrics.jsonl: dropped [0-9]+ row\(s\) past step 60'
-pass "corrupt newest checkpoint skipped, previous one used"
+# The checkpoints past step 60 (the truncated one among them) are moved aside, not deleted.
+expect_output 'resuming from step 60: the run.s later checkpoints \(step-000000070.ckpt.*\) belong to the history this resume abandons; moved to run/checkpoints/superseded-at-step-60, nothing deleted'
+[ -f run/checkpoints/superseded-at-step-60/step-000000070.ckpt ] || fail "the truncated checkpoint was not kept aside"
+pass "corrupt newest checkpoint skipped, previous one used, the later ones kept aside"
 
-before=$(md5sum run/checkpoints/* | md5sum)
+before=$(md5sum run/checkpoints/*.ckpt | md5sum)
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --max-steps 80 --resume none
 expect_output 'already holds checkpoints'
-[ "$(md5sum run/checkpoints/* | md5sum)" = "$before" ] || fail "--resume none changed checkpoints"
+[ "$(md5sum run/checkpoints/*.ckpt | md5sum)" = "$before" ] || fail "--resume none changed checkpoints"
 pass "--resume none refuses to overwrite"
 
 ckpt=run/checkpoints/step-000000075.ckpt

@@ -137,6 +137,30 @@ TEST(Options, EvaluateNeedsCheckpoint) {
   EXPECT_EQ(cfg.eval_split, "train");
 }
 
+// The job file a run was trained with serves evaluate and predict too: its [train] keys
+// were "unrecognised options"; a key no command knows is still one. An empty switch
+// (`sync-bn =`, a value deleted) read as true.
+TEST(Options, AJobFileServesEvaluateAndPredict) {
+  const std::string path = ::testing::TempDir() + "/job_eval.ini";
+  std::ofstream(path) << "[data]\npath = /data/x\n[model]\nname = cnn\n[train]\nepochs = 7\nlr = 0.1\n";
+  Config cfg;
+  ASSERT_EQ(parse_evaluate({"--config", path, "--checkpoint", "c.ckpt"}, &cfg).status, ParseStatus::kRun);
+  EXPECT_EQ(cfg.data_dir, "/data/x");
+  EXPECT_EQ(cfg.model, "cnn");
+  Config p;
+  EXPECT_EQ(parse_predict({"--config", path, "--checkpoint", "c.ckpt", "--out", "p.csv"}, &p).status, ParseStatus::kRun);
+  std::ofstream(path) << "[data]\npath = /data/x\n[train]\nepoch = 7\n";
+  Config typo;
+  const auto r = parse_evaluate({"--config", path, "--checkpoint", "c.ckpt"}, &typo);
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("job_eval.ini:4: unrecognised option 'train.epoch'"), std::string::npos) << r.message;
+  std::ofstream(path) << "[data]\npath = /data/x\n[model]\nsync-bn =\n";
+  Config empty;
+  const auto e = parse_train({"--config", path}, &empty);
+  EXPECT_EQ(e.status, ParseStatus::kError);
+  EXPECT_NE(e.message.find("job_eval.ini:4: model.sync-bn has no value (true or false)"), std::string::npos) << e.message;
+}
+
 TEST(Options, LaterOptionsOverrideEarlierOnesAndFlagsNeedNoValue) {
   Config cfg;
   ASSERT_EQ(parse_train({"--data", "/d", "--lr", "0.1", "--train.lr=0.3", "--sync-bn", "--lr", "0.2",
