@@ -33,7 +33,7 @@ timeout 60 "$MPIEXEC" -n 1 "$LOCKSTEP" train "${COMMON[@]}" --run-dir p --lr 0.1
 rc=$?
 set -e
 [ "$rc" = 2 ] || { cat out.txt; fail "pre-flight mismatch exited $rc, expected 2"; }
-expect_output "pre-flight check failed: resolved config differs on rank\(s\) 1 from rank 0"
+expect_output "pre-flight check failed: resolved config differs on rank\(s\) 1 from rank 0 \(rank 1's line [0-9]+: 'lr = 0.2', rank 0's: 'lr = 0.1'"
 pass "pre-flight: ranks started with different options stop before step 1"
 
 for run in a b; do
