@@ -131,6 +131,8 @@ run_lockstep() {
   # launcher that killed the ranks after rank 0's exit 3), but never one that exited 2: a usage
   # error (an option, a moved dataset, a refused checkpoint) that no requeue mends. The marker
   # an earlier job left made such a requeued job requeue itself LOCKSTEP_MAX_REQUEUES times.
+  # (A launcher reports what it reports: srun --kill-on-bad-exit may say 137 for a job one of
+  # whose ranks exited 2; LOCKSTEP_MAX_REQUEUES still bounds that.)
   if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] && [ -f "$RUN_DIR/resumable" ]; then
     echo "lockstep's launcher exited $rc, but rank 0 recorded a durable checkpoint ($(cat "$RUN_DIR/resumable")): resumable"
     rc=3

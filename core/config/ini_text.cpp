@@ -129,9 +129,10 @@ std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name
     } else if (v != std::string::npos) {
       // A comment starts at '#' or ';' after a blank: "r_hash#1" is a value (it was cut to
       // "r_hash", silently), "runs/x ; old" is "runs/x".
+      // (A value that starts with one, `freeze = # later`, is all comment: the blank is before it.)
       size_t cut = std::string::npos;
-      for (size_t i = v + 1; i < line.size() && cut == std::string::npos; ++i)
-        if ((line[i] == '#' || line[i] == ';') && (line[i - 1] == ' ' || line[i - 1] == '\t')) cut = i;
+      for (size_t i = v; i < line.size() && cut == std::string::npos; ++i)
+        if ((line[i] == '#' || line[i] == ';') && (i == v || line[i - 1] == ' ' || line[i - 1] == '\t')) cut = i;
       value = trim(line.substr(v, cut == std::string::npos ? std::string::npos : cut - v));
     }
     out.push_back({section.empty() ? key : section + "." + key, value, number});

@@ -52,8 +52,12 @@ void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields) {
     // Collective (every rank saw the same gather): where the first differing rank parts from
     // rank 0, so the message names the option, not only "the resolved config".
     const std::string& content = fields[static_cast<size_t>(f)].second;
-    const std::string zero = mpi.broadcast_string(mpi.rank() == 0 || mpi.rank() == first ? content : "", 0);
-    const std::string where = mpi.broadcast_string(mpi.rank() == first ? first_difference(zero, content, first) : "", first);
+    std::string where;
+    {
+      Watchdog::Scope watch(mpi.watchdog(), "pre-flight MPI_Bcast of the differing field");
+      const std::string zero = mpi.broadcast_string(mpi.rank() == 0 || mpi.rank() == first ? content : "", 0);
+      where = mpi.broadcast_string(mpi.rank() == first ? first_difference(zero, content, first) : "", first);
+    }
     throw UsageError("pre-flight check failed: " + fields[static_cast<size_t>(f)].first + " differs on rank(s) " + ranks +
                      " from rank 0 (" + where + "; same binary, options and data on every rank?)");
   }

@@ -3,8 +3,11 @@
 // 1. Each rank hashes every field (resolved config, model parameter names and shapes,
 //    dataset manifest, lockstep and LibTorch versions) with FNV-1a 64.
 // 2. One MPI_Allgather carries all hashes to every rank.
-// 3. Every rank compares each field with rank 0's; on any difference every rank throws
-//    the same UsageError, naming the first differing field and the ranks that differ.
+// 3. Every rank compares each field with rank 0's. On a difference (every rank sees it in
+//    the same gather) rank 0 broadcasts its text of the first differing field, the first
+//    rank that differs broadcasts where its own text parts from it (line number, both
+//    lines), and every rank throws the same UsageError naming the field, the ranks and that
+//    line ("rank 1's line 12: 'lr = 0.2', rank 0's: 'lr = 0.1'").
 // Collective; the first check runs before any other collective of the job, so a rank
 // started with other options or data stops here instead of deadlocking later (a later one,
 // e.g. the parameters' layouts once chosen, runs where every rank arrives alike).

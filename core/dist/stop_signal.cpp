@@ -3,33 +3,41 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <ctime>
 
 namespace lockstep::stop_signal {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
+// Lock-free atomics (async-signal-safe): a process-directed signal runs its handler on any
+// thread, and two of them (GNU timeout's echo) can run at once on two threads.
+std::atomic<int> g_signal{0};
+std::atomic<int64_t> g_first_ns{0};  // when the first signal came; 0 until its handler stored it
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
+              "a signal handler may only touch lock-free atomics");
 volatile std::sig_atomic_t g_durable = 0;
 volatile std::sig_atomic_t g_dump = 0;
-timespec g_first{};  // when the first signal came (the handlers alone touch it; they block each other)
 
 void on_dump_signal(int) { g_dump = 1; }
 
 void on_signal(int sig) {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
-  if (g_signal != 0) {
-    // The same signal again within a second is one stop delivered twice: GNU timeout sends
-    // it to lockstep and to its process group, a launcher may forward what the group got.
-    // Taken as the second signal, it exited 143 before the stop checkpoint (a hostile finding).
-    const double since = static_cast<double>(now.tv_sec - g_first.tv_sec) +
-                         1e-9 * static_cast<double>(now.tv_nsec - g_first.tv_nsec);
-    if (sig == g_signal && since < kEchoSeconds) return;
-    _exit(g_durable ? 3 : 128 + sig);  // second signal: no more waiting
+  const int64_t ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  int first = 0;
+  if (g_signal.compare_exchange_strong(first, sig)) {
+    g_first_ns.store(ns);
+    return;
   }
-  g_first = now;
-  g_signal = sig;
+  // The same signal again within kEchoSeconds is one stop delivered twice: GNU timeout sends
+  // it to lockstep and to its process group, a launcher may forward what the group got.
+  // Taken as the second signal, it exited 143 before the stop checkpoint (a hostile finding).
+  // A first handler that has not stored its time yet is microseconds away: an echo too.
+  const int64_t at = g_first_ns.load();
+  if (first == sig && (at == 0 || static_cast<double>(ns - at) < kEchoSeconds * 1e9)) return;
+  _exit(g_durable ? 3 : 128 + sig);  // second signal: no more waiting
 }
 
 }  // namespace
@@ -38,8 +46,6 @@ void install() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, SIGTERM);  // one handler at a time: g_first is theirs alone
-  sigaddset(&sa.sa_mask, SIGUSR1);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
@@ -56,7 +62,7 @@ bool take_dump_request() {
   return true;
 }
 
-int pending() { return static_cast<int>(g_signal); }
+int pending() { return g_signal.load(); }
 
 void mark_durable() { g_durable = 1; }
 

@@ -264,8 +264,8 @@ std::shared_ptr<Net> load_script_model(const std::string& path, const io::Datase
   } catch (const std::exception& e) {
     throw UsageError(what + ": cannot load a TorchScript module (" + script_error_line(e) + ")");
   }
-  if (sig.takes_lengths && spec.sample_shape.size() != 2)
-    throw UsageError(what + ": forward takes (x, lengths), which lockstep gives sequences [channels, time] only; dataset '" +
+  if (sig.takes_lengths && spec.sample_shape.size() > 2)
+    throw UsageError(what + ": forward takes (x, lengths), which lockstep gives series ([time] or [channels, time]) only; dataset '" +
                      spec.name + "' holds samples of shape " + c10::str(c10::IntArrayRef(spec.sample_shape)) + ": script forward(x)");
   auto net = std::make_shared<ScriptNet>(std::move(module), sig, what);
   if (net->parameters().empty()) throw UsageError(what + ": the module has no parameters to train");

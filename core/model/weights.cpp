@@ -145,8 +145,8 @@ LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<
   for (const auto& [given, t] : source) {
     const auto key = by_key.find(given);
     const std::string& name = target.count(given) || key == by_key.end() ? given : key->second;
-    bool skip = false;
-    for (const auto& prefix : exclude) skip = skip || starts_with(name, prefix);
+    bool skip = false;  // by either name (--init-exclude fc__ was the only spelling before 2026-11-29)
+    for (const auto& prefix : exclude) skip = skip || starts_with(name, prefix) || starts_with(given, prefix);
     if (skip) {
       r.excluded.push_back(name);
       seen[name] = true;

@@ -301,8 +301,9 @@ void load_state(const std::string& payload, Net& model, torch::optim::Optimizer*
         // The weights fit (checked above), so the optimizer's parameter list differs: the
         // trainable set changed (issue 31: LibTorch's own assertion was all a user saw).
         throw UsageError(path + ": its optimizer state does not fit this run's trainable parameters (was "
-                         "--model.freeze changed since it was saved? --model.init-from " + path +
-                         " starts a new run from its weights)");
+                         "--model.freeze changed since it was saved? or, for a TorchScript model, does it hold "
+                         "parameters with requires_grad False, which lockstep keeps frozen since 2026-11-29? "
+                         "--model.init-from " + path + " starts a new run from its weights)");
       }
     }
     if (extra) {

@@ -39,8 +39,8 @@ struct CheckpointMeta {
   int world_size = 1;
   int64_t batch_size = 0;
   uint64_t seed = 0;
-  // How the training reader ordered the data ("memory, a new share each epoch"; Session::
-  // reader_text): "" in checkpoints before 2026-11-29.
+  // How the training reader ordered the data ("memory/dealt"; Session::reader_key): "" in
+  // checkpoints before 2026-11-29.
   std::string reader;
   std::string model;
   int64_t model_width = 0;

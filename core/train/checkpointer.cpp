@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
@@ -82,9 +84,11 @@ std::string Checkpointer::agree_resume_path() {
     for (const auto& why : c.skipped) log::warn("skipping unusable checkpoint: " + why);
     path = c.path;
     problem = c.problem;
-    if (!path.empty()) {
-      try {
-        set_aside_later(meta_from_json(io::read_checkpoint_meta(path), path).pos.step);
+    if (!path.empty() && problem.empty()) {
+      try {  // only a resume that will happen moves anything: a refused one leaves the folder as it was
+        const CheckpointMeta m = meta_from_json(io::read_checkpoint_meta(path), path);
+        problem = resume_mismatch(m, cfg_, data_, parts_.model, path);
+        if (problem.empty()) set_aside_later(path, m.pos.step);
       } catch (const Error& e) {
         problem = e.what();
       }
@@ -141,8 +145,15 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
 // Rank 0, before any rank reads the directory: a resume from STEP (--resume PATH, or auto
 // past newer files that do not verify) abandons the run's history after it. Its checkpoints
 // there, and a best.ckpt chosen there, are moved aside, not deleted (docs/checkpoints.md).
-void Checkpointer::set_aside_later(int64_t step) {
+void Checkpointer::set_aside_later(const std::string& path, int64_t step) {
   const std::string dir = checkpoint_dir(cfg_);
+  // A checkpoint of another folder (--resume PATH elsewhere) is a new start for this run's
+  // history, not a branch of it: its step says nothing of this folder's files.
+  io::FileIdentity mine, its;
+  const size_t slash = path.find_last_of('/');
+  if (!io::file_identity(dir, &mine) ||
+      !io::file_identity(slash == std::string::npos ? "." : path.substr(0, slash + 1), &its) || mine != its)
+    return;
   std::vector<std::string> later;
   for (const auto& [s, file] : io::list_checkpoints(dir))
     if (s > step) later.push_back(file);
@@ -263,6 +274,9 @@ void Checkpointer::update_best(const TrainState& state) {
   const EvalResult& ev = state.last_eval();
   if (metric == BestMetric::kNone || ev.count == 0) return;
   const double v = signed_metric(ev, metric);
+  // No score (a val_loss of no sample: CTC that aligned none) is never the best: taken as
+  // one, nothing after it compared better, and its meta's null read back as 0.
+  if (!std::isfinite(v)) return;
   if (best_step_ >= 0 && !(v > best_value_)) return;
   best_value_ = v;
   best_step_ = state.pos().step;

@@ -57,7 +57,7 @@ struct CheckpointParts {
   LossScaler& scaler;
   const MpiRuntime& mpi;
   torch::Device device;
-  std::string reader;  // how the training reader orders the data (Session::reader_text)
+  std::string reader;  // how the training reader orders the data (Session::reader_key)
 };
 
 // Rank 0's reading of --run.resume, agree_resume_path's and doctor's: PATH, the checkpoint the
@@ -106,7 +106,8 @@ class Checkpointer {
   // (while the first is still held by the writer) and the generator-state gather.
   std::function<std::string()> snapshot(int64_t step);
   void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
-  void set_aside_later(int64_t step);  // rank 0: the checkpoints past a resumed STEP, moved aside
+  // Rank 0: the checkpoints past a resumed PATH's STEP in this run's folder, moved aside.
+  void set_aside_later(const std::string& path, int64_t step);
 
   const Config& cfg_;
   const io::Manifest& data_;

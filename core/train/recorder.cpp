@@ -109,6 +109,18 @@ class Rank0Recorder final : public Recorder {
     writer_ = std::make_unique<CheckpointWriter>();
   }
 
+  void note_options_unused() override {
+    try {
+      const std::string ini = cfg_.run_dir + "/config.ini";
+      if (!io::path_exists(ini)) return;
+      if (const std::string changes = config_changes(io::read_text_file(ini), cfg_.resolved_ini); !changes.empty())
+        log::warn0("this command's options differ from those the run in " + cfg_.run_dir + " was trained with (" +
+                   changes + "): nothing was trained with them; a new run needs another --run.dir");
+    } catch (const Error& e) {  // a note: an unreadable config.ini changes nothing of the job
+      log::warn0("cannot compare this command's options with " + cfg_.run_dir + "/config.ini: " + e.what());
+    }
+  }
+
   void record_job(int64_t to_step) override {
     io::write_file_atomic(cfg_.run_dir + "/config.ini", cfg_.resolved_ini);
     io::write_file_atomic(cfg_.run_dir + "/command.txt", cfg_.command_line + "\n");

@@ -39,6 +39,10 @@ class Recorder {
   // other options rewrote config.ini (report named the run by options it never trained
   // with), and its start row after the end row made the run look cut after its end.
   virtual void record_job(int64_t /*to_step*/) {}
+  // Rank 0, a job with nothing to train (the run ended): warns when this job's options differ
+  // from those config.ini says the run was trained with (a hand-run sweep into one run
+  // directory reported the first run's result as each command's). Never throws.
+  virtual void note_options_unused() {}
   // Rank 0: metrics.jsonl held an end row at START_STEP (metrics_log.hpp); false elsewhere.
   virtual bool ended() const = 0;
   // One metrics.jsonl row and its TensorBoard scalars (io/records/metrics_row.hpp).

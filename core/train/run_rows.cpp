@@ -123,9 +123,8 @@ std::string config_changes(const std::string& then, const std::string& now) {
   for (const IniEntry& e : parse_ini(now, "the resolved config")) fresh[e.key] = e.value;
   std::vector<std::string> changes;
   for (const auto& [key, value] : fresh) {
-    const auto it = old.find(key);
-    if (counts(key) && (it == old.end() || it->second != value))
-      changes.push_back(key + " " + (it == old.end() ? std::string("(unset)") : it->second) + " -> " + value);
+    const auto it = old.find(key);  // a key the older file lacks (an upgrade's new option) is no change
+    if (counts(key) && it != old.end() && it->second != value) changes.push_back(key + " " + it->second + " -> " + value);
   }
   std::string out;
   for (size_t i = 0; i < changes.size() && i < 6; ++i) out += (i ? ", " : "") + changes[i];

@@ -246,6 +246,13 @@ std::string Session::reader_text() const {
          (train->dealt() ? ", a new share each epoch" : ", the same share each epoch");
 }
 
+std::string Session::reader_key() const {
+  return (train->streaming()   ? std::string("stream")
+          : train->bucketing() ? fmt::format("memory+buckets{}", cfg.bucket_batches)
+                               : std::string("memory")) +
+         (train->dealt() ? "/dealt" : "/fixed");
+}
+
 std::string Session::describe() const {
   const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);

@@ -103,9 +103,12 @@ struct Session {
   void plan_from(const TrainPosition& pos, double last_lr = -1.0);
 
   std::string describe() const;  // the start lines rank 0 logs
-  // How the training reader orders the data: "memory, a new share each epoch", "stream, the
-  // same share each epoch", ... (recorded in checkpoints: a resume that changes it says so).
+  // How the training reader orders the data, for the start lines: "memory, a new share each
+  // epoch", "stream, the same share each epoch", ...
   std::string reader_text() const;
+  // The same as a key checkpoints record ("memory/dealt", "stream/fixed",
+  // "memory+buckets50/dealt"): a resume that changes it says what that costs.
+  std::string reader_key() const;
   std::string placement_text() const;  // describe()'s placement lines
 };
 

@@ -1,9 +1,11 @@
 // step_runner: see step_runner.hpp.
 #include "core/train/step_runner.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
 
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
@@ -216,6 +218,18 @@ StepOutput StepRunner::run_step(io::EpochLoader& loader, int64_t step, int64_t e
 
 int64_t StepRunner::clipped_steps() const {
   return (clipped_.defined() ? clipped_.item<int64_t>() : int64_t{0}) + (static_ ? static_->clipped_steps() : 0);
+}
+
+void StepRunner::check_alignments(int64_t epoch, double samples) {
+  double bad = static_cast<double>(std::exchange(unaligned_, 0));
+  s_.mpi.allreduce_sum(&bad, 1);
+  if (bad == 0) return;
+  const std::string why = "no CTC alignment exists for them: a transcript needs more frames than the model outputs "
+                          "for its utterance (fewer tokens per second, or a model that keeps more frames)";
+  if (bad >= samples)
+    throw UsageError(fmt::format("epoch {}: none of the {:.0f} training samples could be aligned; {}", epoch + 1, samples,
+                                 why));
+  log::warn0(fmt::format("epoch {}: {:.0f} of {:.0f} training samples trained nothing: {}", epoch + 1, bad, samples, why));
 }
 
 }  // namespace lockstep

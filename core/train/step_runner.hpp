@@ -61,8 +61,11 @@ class StepRunner {
   StepOutput run(io::EpochLoader& loader, int64_t step, int64_t epoch, double lr, int64_t global_step);
   // Steps whose gradient norm was clipped so far (reads the device counter: log rows only).
   int64_t clipped_steps() const;
-  // CTC: this rank's training samples no alignment existed for since the last call.
-  int64_t take_unaligned() { return std::exchange(unaligned_, 0); }
+  // Collective (CTC), at EPOCH's end. Training samples no alignment existed for (a transcript
+  // needing more frames than the model gives it) add 0 to the loss and train nothing: said,
+  // and when none of the epoch's SAMPLES could be aligned the run ends (its loss of 0 looked
+  // perfect). Counted by this process: after a mid-epoch resume, of the epoch's rest only.
+  void check_alignments(int64_t epoch, double samples);
 
  private:
   // Fed batch F's inputs, normalised and augmented (micro-step MICRO of EPOCH).
@@ -76,7 +79,7 @@ class StepRunner {
   BatchFeed feed_;
   std::optional<HostBuffers> batch_memory_;  // a staged feed's (a GPU's)
   torch::Tensor clipped_;  // device counter of steps whose norm was clipped
-  int64_t unaligned_ = 0;  // take_unaligned's count
+  int64_t unaligned_ = 0;  // this rank's, since the last check_alignments
   std::unique_ptr<StaticStep> static_;  // --train.cuda-graph, where it applies
   bool kernels_reported_ = false;  // --model.fused-bn on / --model.max-pool lockstep: the first step logged
 };

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/base/error.hpp"
 #include "io/util/json_io.hpp"
 
@@ -27,6 +29,7 @@ std::string StopRule::observe(const EvalResult& ev, int64_t step, double seconds
   }
   if (early_ == BestMetric::kNone) return "";
   const double v = metric_value(ev, early_);
+  if (!std::isfinite(v)) return "";  // no score (CTC that aligned no sample): neither better nor worse
   history_.emplace_back(step, v);
   // Larger is better, except for the loss and the error rates.
   const double signed_v = lower_is_better(early_) ? -v : v;

@@ -27,7 +27,6 @@
 #include "core/model/torch_errors.hpp"
 #include "io/loader/epoch_loaders.hpp"
 #include "io/loader/sample_order.hpp"
-#include "io/util/file_util.hpp"
 
 namespace lockstep {
 namespace {
@@ -227,13 +226,7 @@ class Trainer {
       log::info0(st_.stopped()
                      ? fmt::format("nothing to do: the run stopped at step {}: {}", st_.pos().step, st_.stopped_early())
                      : "nothing to do: the run is complete at step " + std::to_string(st_.pos().step));
-      // A run directory used again with other options (a hand-run sweep into runs/default)
-      // reported the first run's result as this command's.
-      const std::string ini = cfg_.run_dir + "/config.ini";
-      if (s_.mpi.rank() == 0 && io::path_exists(ini))
-        if (const std::string changes = config_changes(io::read_text_file(ini), cfg_.resolved_ini); !changes.empty())
-          log::warn0("this command's options differ from those the run in " + cfg_.run_dir + " was trained with (" +
-                     changes + "): nothing was trained with them; a new run needs another --run.dir");
+      rec_.note_options_unused();
       return kExitOk;
     }
     rec_.record_job(s_.planned_steps);
@@ -270,7 +263,7 @@ class Trainer {
   void end_epoch(int64_t epoch, bool stopped) {
     close_window();
     const WindowStats e = st_.epoch_stats();
-    if (sequence_) check_alignments(epoch, e.samples);
+    if (sequence_) runner_.check_alignments(epoch, e.samples);
     const EvalResult ev = validate();
     const bool last = stopped || epoch + 1 >= cfg_.epochs;
     report_eval("validation", cfg_.val_split, ev, /*detail=*/!stopped && (last || cfg_.epochs <= 5 || (epoch + 1) % 5 == 0));
@@ -288,22 +281,6 @@ class Trainer {
     ck_.update_best(st_);
     ck_.save(st_);
     last_epoch_ = epoch;
-  }
-
-  // Collective (CTC). Training samples of EPOCH no alignment existed for (a transcript needing
-  // more frames than the model gives it) add 0 to the loss and train nothing: said, and when
-  // none of the epoch's SAMPLES could be aligned, the run ends (its loss of 0 looked perfect).
-  void check_alignments(int64_t epoch, double samples) {
-    double bad = static_cast<double>(runner_.take_unaligned());
-    s_.mpi.allreduce_sum(&bad, 1);
-    if (bad == 0) return;
-    const std::string why = "no CTC alignment exists for them: a transcript needs more frames than the model outputs "
-                            "for its utterance (fewer tokens per second, or a model that keeps more frames)";
-    if (bad >= samples)
-      throw UsageError(fmt::format("epoch {}: none of the {:.0f} training samples could be aligned; {}", epoch + 1, samples,
-                                   why));
-    log::warn0(fmt::format("epoch {}: {:.0f} of {:.0f} training samples trained nothing: {}", epoch + 1, bad, samples,
-                           why));
   }
 
   // The test split, once, with the weights validation chose; then the end row.
@@ -391,7 +368,7 @@ int train_impl(const Config& cfg, const MpiRuntime& mpi) {
   std::unique_ptr<Recorder> recorder = open_recorder(cfg, mpi);
   Checkpointer checkpointer(cfg, session.manifest,
                             CheckpointParts{*session.model, *session.opt, *session.step_counter, session.scaler, mpi,
-                                            session.place.device, session.reader_text()},
+                                            session.place.device, session.reader_key()},
                             *recorder);
   TrainState state(cfg);
   const std::string resume = checkpointer.agree_resume_path();

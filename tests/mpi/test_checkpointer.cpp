@@ -48,7 +48,7 @@ struct Parts {
     model->forward(torch::randn({4, 1, 4, 4})).sum().backward();
     opt->step();
   }
-  CheckpointParts view() { return CheckpointParts{*model, *opt, *counter, scaler, mpi(), torch::kCPU, "memory, a new share each epoch"}; }
+  CheckpointParts view() { return CheckpointParts{*model, *opt, *counter, scaler, mpi(), torch::kCPU, "memory/dealt"}; }
 };
 
 EvalResult accuracy(double acc) {
@@ -267,6 +267,16 @@ TEST(Checkpointer, AResumeFromAnEarlierStepSetsTheLaterHistoryAside) {
   const std::string ckpts = dir + "/checkpoints";
   cfg.resume = ckpts + "/step-000000003.ckpt";
   cfg.resume_mode = ResumeMode::kPath;
+  {  // A resume that is refused (another model) moves nothing: the next job finds the folder as it was.
+    Config other = cfg;
+    other.model = "cnn";
+    std::unique_ptr<Recorder> rec = open_recorder(other, m);
+    Checkpointer refused(other, data, parts.view(), *rec);
+    EXPECT_THROW(refused.agree_resume_path(), UsageError);
+    EXPECT_TRUE(io::path_exists(ckpts + "/step-000000007.ckpt"));
+    EXPECT_TRUE(io::path_exists(ckpts + "/best.ckpt"));
+  }
+  m.barrier();
   std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
   Checkpointer ck(cfg, data, parts.view(), *rec);
   const std::string path = ck.agree_resume_path();

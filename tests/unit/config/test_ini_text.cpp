@@ -49,8 +49,10 @@ TEST(IniText, HandWrittenJobFilesReadAsBefore) {
   EXPECT_EQ(e[4].value, "");
   // A hostile round: "r_hash#1" was cut to "r_hash" (a comment starts after a blank only),
   // "runs/x ; old" was a directory of that name, and Excel's byte-order mark broke line 1.
-  const auto f = parse_ini("\xEF\xBB\xBF[run]\ndir = r_hash#1\nresume = runs/x ; old\nlog = a;b\t# note\n", "bom.ini");
-  ASSERT_EQ(f.size(), 3u);
+  const auto f =
+      parse_ini("\xEF\xBB\xBF[run]\ndir = r_hash#1\nresume = runs/x ; old\nlog = a;b\t# note\nlater = # soon\n", "bom.ini");
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[3].value, "");
   EXPECT_EQ(f[0].key, "run.dir");
   EXPECT_EQ(f[0].value, "r_hash#1");
   EXPECT_EQ(f[1].value, "runs/x");

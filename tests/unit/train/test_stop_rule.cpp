@@ -1,6 +1,8 @@
 // core/train/stop_rule and the --train.stop-at grammar: early stopping and targets.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/config/config_checks.hpp"
 #include "core/train/stop_rule.hpp"
 
@@ -41,6 +43,10 @@ TEST(StopRule, EarlyStoppingCountsEvaluationsWithoutImprovement) {
   EXPECT_EQ(other.metric_counted(rule.state_json()), "val_loss");
   EXPECT_FALSE(other.load_state_json(rule.state_json(), "x"));
   EXPECT_FALSE(other.has_state());
+  // No score (a CTC val_loss of no alignable sample is NaN) is neither a best nor a miss.
+  StopRule fresh(cfg);
+  EXPECT_EQ(fresh.observe(eval(0.5, 0.5, std::nan("")), 10, 1), "");
+  EXPECT_FALSE(fresh.has_state());
 }
 
 TEST(StopRule, TargetsStopOnceReached) {
