@@ -31,6 +31,17 @@ namespace {
 
 io::DatasetSpec tiny() { return lockstep::testing::image_spec("tiny", 4, 3, 10.0, 2.0); }
 
+// A run of the mlp in DIR that keeps every checkpoint and chooses best.ckpt on val_acc.
+Config mlp_run(const std::string& dir) {
+  Config cfg;
+  cfg.run_dir = dir;
+  cfg.model = "mlp";
+  cfg.tensorboard = false;
+  cfg.keep_last = 0;
+  cfg.best_metric = BestMetric::kValAcc;
+  return cfg;
+}
+
 struct Parts {
   std::shared_ptr<Net> model;
   std::unique_ptr<torch::optim::Optimizer> opt;
@@ -117,12 +128,7 @@ TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
 TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   const MpiRuntime& m = mpi();
   const std::string dir = fresh_shared_dir("ckpt");
-  Config cfg;
-  cfg.run_dir = dir;
-  cfg.model = "mlp";
-  cfg.tensorboard = false;
-  cfg.keep_last = 0;
-  cfg.best_metric = BestMetric::kValAcc;
+  Config cfg = mlp_run(dir);
   cfg.early_stop_metric = BestMetric::kValAcc;
   cfg.early_stop_patience = 3;
   io::Manifest data;
@@ -236,12 +242,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
 TEST(Checkpointer, AResumeFromAnEarlierStepSetsTheLaterHistoryAside) {
   const MpiRuntime& m = mpi();
   const std::string dir = fresh_shared_dir("ckpt_branch");
-  Config cfg;
-  cfg.run_dir = dir;
-  cfg.model = "mlp";
-  cfg.tensorboard = false;
-  cfg.keep_last = 0;
-  cfg.best_metric = BestMetric::kValAcc;
+  Config cfg = mlp_run(dir);
   io::Manifest data;
   data.spec = tiny();
   data.source = "csv:tiny.csv";
