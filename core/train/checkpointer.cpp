@@ -84,7 +84,10 @@ std::string Checkpointer::agree_resume_path() {
     for (const auto& why : c.skipped) log::warn("skipping unusable checkpoint: " + why);
     path = c.path;
     problem = c.problem;
-    if (!path.empty() && problem.empty()) {
+    // --resume PATH only: --resume auto takes the newest checkpoint that verifies, so what is
+    // past it does not verify, and pruning keeps to what does (kept aside instead, the corrupt
+    // files of a long run under chaos filled its disk).
+    if (!path.empty() && problem.empty() && cfg_.resume_mode == ResumeMode::kPath) {
       try {  // only a resume that will happen moves anything: a refused one leaves the folder as it was
         const CheckpointMeta m = meta_from_json(io::read_checkpoint_meta(path), path);
         problem = resume_mismatch(m, cfg_, data_, parts_.model, path);
@@ -142,9 +145,9 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
              std::to_string(state->pos().epoch + 1) + ")");
 }
 
-// Rank 0, before any rank reads the directory: a resume from STEP (--resume PATH, or auto
-// past newer files that do not verify) abandons the run's history after it. Its checkpoints
-// there, and a best.ckpt chosen there, are moved aside, not deleted (docs/checkpoints.md).
+// Rank 0, before any rank reads the directory: a resume from an earlier STEP (--resume PATH)
+// abandons the run's history after it. Its checkpoints there, and a best.ckpt chosen there,
+// are moved aside, not deleted (docs/checkpoints.md).
 void Checkpointer::set_aside_later(const std::string& path, int64_t step) {
   const std::string dir = checkpoint_dir(cfg_);
   // A checkpoint of another folder (--resume PATH elsewhere) is a new start for this run's
