@@ -118,8 +118,7 @@ SequenceTargets BatchMaker::targets(const int64_t* records, int64_t n) const {
     const int64_t* t = io::record_targets(spec_, r);
     flat.insert(flat.end(), t, t + k);
     lens[static_cast<size_t>(i)] = k;
-    needed[static_cast<size_t>(i)] = k;
-    for (int64_t j = 1; j < k; ++j) needed[static_cast<size_t>(i)] += t[j] == t[j - 1] ? 1 : 0;
+    needed[static_cast<size_t>(i)] = io::ctc_frames_needed(t, k);
   }
   SequenceTargets out;
   const torch::Tensor flat_t = torch::tensor(flat, torch::kLong);

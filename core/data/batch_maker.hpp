@@ -26,8 +26,7 @@ namespace lockstep {
 
 // A batch's CTC targets: TARGETS concatenated (int64, on the device), TARGET_LENGTHS [N]
 // (int64, CPU), the inputs' valid lengths LENGTHS [N] (int64, CPU), and NEEDED [N] (int64,
-// CPU): the fewest frames an alignment of each target takes (its tokens, plus a blank
-// between each two equal neighbours).
+// CPU): the fewest frames an alignment of each target takes (io::ctc_frames_needed).
 struct SequenceTargets {
   torch::Tensor targets, target_lengths, lengths, needed;
 };

@@ -86,10 +86,7 @@ torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor&
 
 torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,
                             const torch::Tensor& target_lengths, int64_t blank) {
-  const torch::Tensor log_probs = torch::log_softmax(logits.to(torch::kFloat), -1).transpose(0, 1);  // [T, N, C]
-  return torch::nn::functional::ctc_loss(
-      log_probs, targets, out_lengths.to(torch::kLong), target_lengths.to(torch::kLong),
-      torch::nn::functional::CTCLossFuncOptions().blank(blank).reduction(torch::kMean).zero_infinity(true));
+  return ctc_loss_each(logits, out_lengths, targets, target_lengths, blank).mean();  // PyTorch's 'mean', as ATen forms it
 }
 
 torch::Tensor ctc_loss_each(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,

@@ -106,6 +106,12 @@ int64_t target_length(const DatasetSpec& spec, const int64_t* r) {
   return n;
 }
 
+int64_t ctc_frames_needed(const int64_t* t, int64_t k) {
+  int64_t needed = k;
+  for (int64_t j = 1; j < k; ++j) needed += t[j] == t[j - 1] ? 1 : 0;
+  return needed;
+}
+
 void validate_samples(const DatasetSpec& spec, const void* samples, const int64_t* records, int64_t n, int64_t first,
                       const std::string& where) {
   const int64_t w = spec.record_width();

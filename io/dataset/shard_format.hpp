@@ -139,6 +139,9 @@ inline void record_classes(const DatasetSpec& spec, const int64_t* records, int6
 // The target tokens of record R (sequence targets): a pointer to max_target_length values, -1 padded.
 inline const int64_t* record_targets(const DatasetSpec& spec, const int64_t* r) { return r + spec.targets_column(); }
 int64_t target_length(const DatasetSpec& spec, const int64_t* r);
+// The fewest frames a CTC alignment of the K tokens at T takes: the tokens, plus a blank
+// between each two equal neighbours. Fewer frames: no alignment (the loss counts it 0).
+int64_t ctc_frames_needed(const int64_t* t, int64_t k);
 
 // A name that stays inside its directory: no '/', not "." or "..", not empty.
 bool is_plain_file_name(const std::string& name);

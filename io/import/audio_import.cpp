@@ -242,8 +242,7 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
     std::string first;
     for (size_t i = 0; i < targets[s].size(); ++i) {
       const std::vector<int64_t>& ids = targets[s][i];
-      int64_t needed = static_cast<int64_t>(ids.size());
-      for (size_t j = 1; j < ids.size(); ++j) needed += ids[j] == ids[j - 1] ? 1 : 0;
+      const int64_t needed = ctc_frames_needed(ids.data(), static_cast<int64_t>(ids.size()));
       if (needed <= frames[s][i]) continue;
       if (short_ones++ == 0)
         first = manifests[s][i].path + " (" + std::to_string(frames[s][i]) + " frames for " + std::to_string(needed) + ")";
