@@ -23,9 +23,6 @@ struct Times {
     exposed_comm += o.exposed_comm, optimizer += o.optimizer;
     return *this;
   }
-  double samples_per_s(int64_t steps, int64_t global_batch) const {
-    return static_cast<double>(steps * global_batch) / std::max(seconds, 1e-9);
-  }
   // "data wait 0.1 ms/step (0.2%), forward ..., exposed comm ... , optimizer ..."
   std::string summary(int64_t steps) const;
 };

@@ -85,7 +85,7 @@ struct Config {
   double stop_value = 0.0;
   bool tensorboard = true;       // event files under RUN_DIR/tb
   ProgressMode progress = ProgressMode::kAuto;  // core/base/log.hpp
-  uint64_t seed = 42;
+  int64_t seed = 42;      // 0 .. 2^63-1: a negative seed is refused (there is no "random seed")
   int64_t max_steps = 0;  // stop after this global step (0: run all epochs)
   int threads = 1;        // intra-op threads per rank
   int64_t log_every = 50;

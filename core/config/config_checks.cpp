@@ -35,6 +35,8 @@ std::string check_config(Config* c) {
   if (c->val_split.empty()) return "--data.val-split is empty: name a split, or none";
   if (c->test_split.empty()) return "--data.test-split is empty: name a split, or none";
   if (c->batch_size < 1) return "--train.batch-size must be at least 1";
+  if (c->seed < 0)
+    return "--train.seed must be 0 or more (a seed fixes the run: there is no random seed; pick any number)";
   // Products of these (the global batch, step counts, schedule lengths) stay far from 2^63.
   if (c->batch_size > (int64_t{1} << 40)) return "--train.batch-size must be at most 2^40";
   if (c->grad_accum > 1024) return "--dist.grad-accum must be at most 1024";

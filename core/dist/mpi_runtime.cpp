@@ -66,6 +66,7 @@ void MpiRuntime::start_watchdog(double timeout_s) {
   watchdog_->set_tick([this] {
     if (stop_signal::take_dump_request()) dump_flight(/*diagnose=*/true, 3.0, /*error=*/false);
   });
+  stop_signal::install_dump_request();  // from here on a SIGUSR2 is answered, not fatal
 }
 
 void MpiRuntime::set_flight_dir(const std::string& dir) const {

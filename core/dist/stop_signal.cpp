@@ -49,6 +49,10 @@ void install() {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
+  install_dump_request();
+}
+
+void install_dump_request() {
   struct sigaction dump {};
   dump.sa_handler = on_dump_signal;
   sigemptyset(&dump.sa_mask);

@@ -24,8 +24,11 @@ inline constexpr double kEchoSeconds = 1.0;
 void install();
 int pending();  // the first signal number received, 0 if none
 void mark_durable();  // the stop checkpoint is on disk: a further signal exits 3
-// SIGUSR2 (installed with the others): asks for a flight-record dump, the run goes on.
-// True once per signal received.
+// SIGUSR2: asks for a flight-record dump, the job goes on. Installed by itself when the
+// watchdog starts (mpi_runtime.cpp), so a job stuck in start-up (data load, pre-flight,
+// resume) answers it too instead of dying of the signal's default action; install() sets it
+// again with the others. True once per signal received.
+void install_dump_request();
 bool take_dump_request();
 
 }  // namespace lockstep::stop_signal

@@ -17,6 +17,7 @@ double WindowStats::loss() const {
 }
 
 double WindowStats::acc() const { return samples > 0 ? correct / samples : std::nan(""); }
+double WindowStats::samples_per_s() const { return samples > 0 && times.seconds > 0 ? samples / times.seconds : 0; }
 
 WindowStats& WindowStats::operator+=(const WindowStats& o) {
   steps += o.steps;

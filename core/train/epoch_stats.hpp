@@ -35,6 +35,9 @@ struct WindowStats {
 
   double loss() const;  // NaN when no step had a finite loss
   double acc() const;   // NaN when empty
+  // SAMPLES over SECONDS: what the steps trained, at whatever global batch each ran (a
+  // resumed epoch's steps may have run at another world size or batch); 0 when empty.
+  double samples_per_s() const;
   WindowStats& operator+=(const WindowStats& o);
   std::string to_json() const;
   static WindowStats from_json(const std::string& json, const std::string& what);  // throws naming WHAT

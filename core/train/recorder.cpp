@@ -221,6 +221,9 @@ std::unique_ptr<Recorder> open_recorder(const Config& cfg, const MpiRuntime& mpi
     if (how == 'B') throw UsageError(problem);
     throw Error(problem);
   }
+  // Flight records (a hang, SIGUSR2) go into the run directory only now that this job holds
+  // it: a refused duplicate job must not remove the records of the job that holds it.
+  mpi.set_flight_dir(cfg.run_dir + "/flight");
   if (mpi.rank() != 0) return std::make_unique<NullRecorder>();
   return std::make_unique<Rank0Recorder>(cfg, mpi, std::move(dir));
 }

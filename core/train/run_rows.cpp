@@ -41,7 +41,7 @@ io::MetricsRow row_at(io::RowKind kind, int64_t epoch, int64_t step) {
 void add_training(io::MetricsRow* row, const WindowStats& w, double samples_per_s, bool sequence) {
   row->train_loss = w.loss();
   if (!sequence) row->train_acc = w.acc();
-  row->samples_per_s = samples_per_s;
+  if (samples_per_s > 0) row->samples_per_s = samples_per_s;  // none: no step (a job that only evaluated)
   row->set_times(w.times);
 }
 

@@ -60,7 +60,6 @@ std::string param_layouts_text(Net& model) {
 Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (cfg.progress != ProgressMode::kAuto) log::force_progress_bar(cfg.progress == ProgressMode::kBar);
   torch::set_num_threads(cfg.threads);
-  mpi.set_flight_dir(cfg.run_dir + "/flight");  // flight records on a hang or SIGUSR2
   // 1. data
   manifest = io::read_manifest(cfg.data_dir);
   check_training_plan(cfg, manifest);

@@ -160,7 +160,7 @@ class Trainer {
     MetricsRow row = base_row(RowKind::kTrain, epoch);
     row.unix_time = unix_seconds();  // after the window's device work is done (close_window waits for it)
     const std::string spread = ranks_.observe(w.times, w.steps, &row);  // collective
-    add_training(&row, w, w.times.samples_per_s(w.steps, s_.global_batch), sequence_);
+    add_training(&row, w, w.samples_per_s(), sequence_);
     add_run_state(row);
     log::step0(train_line(row, cfg_.epochs, step_in_epoch, s_.steps_per_epoch, w.steps) +
                (timer_.on_device() ? " (device time)" : "") + spread);
@@ -271,7 +271,7 @@ class Trainer {
     end_epoch_stats_ = e;
     if (!stopped) {
       MetricsRow row = base_row(RowKind::kEpoch, epoch);
-      add_training(&row, e, e.times.samples_per_s(e.steps, s_.global_batch), sequence_);
+      add_training(&row, e, e.samples_per_s(), sequence_);
       add_scores(&row, ScoreSet::kVal, ev);
       add_run_state(row);
       log::info0(epoch_line(row, cfg_.epochs, e.steps));
@@ -308,7 +308,7 @@ class Trainer {
       add_scores(&row, ScoreSet::kTest, test);
       rec_.row(row);
     }
-    const double total_sps = run_.times.samples_per_s(run_.steps, s_.global_batch);
+    const double total_sps = run_.samples_per_s();
     const std::string tested =
         test.count == 0 ? ""
         : test.sequence ? fmt::format(", test_cer {:.4f} test_wer {:.4f} ({})", test.cer, test.wer, chosen)
@@ -335,7 +335,7 @@ class Trainer {
     row.params = s_.model->parameter_count();
     row.grad_wire_bytes = static_cast<int64_t>(s_.reducer->wire_bytes_per_step());  // per rank and step
     row.grad_buckets = static_cast<int64_t>(s_.reducer->buckets().size());
-    row.first_step_unix_ms = static_cast<int64_t>(first_step_unix_ * 1000);
+    if (first_step_unix_ > 0) row.first_step_unix_ms = static_cast<int64_t>(first_step_unix_ * 1000);
     rec_.row(row);
   }
 
@@ -347,7 +347,7 @@ class Trainer {
   const int64_t clipped_before_ = st_.clipped_steps();  // a resumed run's, from its checkpoint
   StepTimer timer_;
   StepRunner runner_{s_, timer_};  // the device step
-  io::EpochLoaders loaders_{*s_.train, cfg_.seed, cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum,
+  io::EpochLoaders loaders_{*s_.train, static_cast<uint64_t>(cfg_.seed), cfg_.batch_size, s_.steps_per_epoch * cfg_.grad_accum,
                             cfg_.prefetch, runner_.batch_memory()};  // a GPU: the feed copies out of them
   const bool sequence_ = runner_.sequence();  // CTC on sequence targets
   LogWindow window_;

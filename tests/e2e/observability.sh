@@ -54,9 +54,14 @@ for _ in $(seq 1 100); do  # the diagnosis, and training going on after it
   grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt && grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt && break
   sleep 0.2
 done
+# The same job submitted again while this one runs is refused, and leaves its records alone
+# (before: the refused job's start-up removed each rank's record of the live job).
+dup=0
+timeout 120 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2dup.txt 2>&1 || dup=$?
+[ "$dup" = 2 ] && grep -q "in use by another job" usr2dup.txt || { cat usr2dup.txt; fail "a second job in a live run's directory was not refused"; }
 kill -TERM "$LAUNCHER" 2>/dev/null || true   # enough: stop it cleanly (checkpoint, exit)
 wait "$LAUNCHER" || true
-[ -f usr2/flight/rank-0.json ] && [ -f usr2/flight/rank-1.json ] || { cat usr2.txt; fail "SIGUSR2 did not make every rank dump"; }
+[ -f usr2/flight/rank-0.json ] && [ -f usr2/flight/rank-1.json ] || { cat usr2.txt usr2dup.txt; fail "SIGUSR2 did not make every rank dump, or the refused job removed the records"; }
 grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt || { cat usr2.txt; fail "no diagnosis after SIGUSR2"; }
 grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt || { cat usr2.txt; fail "the run did not go on after SIGUSR2"; }
 pass "SIGUSR2: every rank's record, one diagnosis, the run goes on"
@@ -78,6 +83,28 @@ for _ in $(seq 1 150); do  # the ranks end with their launcher (a few seconds fo
 done
 pgrep -f "^$LOCKSTEP train --data fm --epochs 40" >/dev/null && fail "a SIGTERM to mpiexec left ranks running 30 s on"
 pass "SIGUSR2 to one rank: its record, no stall claimed"
+
+# SIGUSR2 while the job is stuck in start-up (a rank blocked reading a shard, as on a dead
+# mount): answered from each rank's own record, and the job lives on (before: the signal's
+# default action killed it, so asking a stuck job where it is ended it). The run directory is
+# not locked yet, so nothing is written into it.
+cp -r fm fmstuck && rm fmstuck/val-00001-of-00002.h5 && mkfifo fmstuck/val-00001-of-00002.h5
+timeout 120 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fmstuck --epochs 1 --batch-size 16 --run-dir stuck \
+  --dist.comm-timeout 100 >stuck.txt 2>&1 &
+LAUNCHER=$!
+for _ in $(seq 1 50); do [ "$(pgrep -c -f "^$LOCKSTEP train --data fmstuck")" = 2 ] && break; sleep 0.2; done
+sleep 2  # past MPI start-up and into the data load
+pkill -USR2 -f "^$LOCKSTEP train --data fmstuck" || fail "no ranks to signal"
+for _ in $(seq 1 50); do grep -q "flight recorder: " stuck.txt && break; sleep 0.2; done
+sleep 1
+alive=$(pgrep -c -f "^$LOCKSTEP train --data fmstuck")
+kill -TERM "$LAUNCHER" 2>/dev/null || true
+exec 3<>fmstuck/val-00001-of-00002.h5; exec 3>&-  # unblock the reader so the rank can go
+wait "$LAUNCHER" || true
+grep -q "flight recorder: " stuck.txt || { cat stuck.txt; fail "SIGUSR2 in start-up gave no diagnosis"; }
+[ "$alive" = 2 ] || { cat stuck.txt; fail "SIGUSR2 in start-up ended $((2 - alive)) rank(s)"; }
+[ -e stuck/flight ] && fail "a job that never locked its run directory wrote flight records into it"
+pass "SIGUSR2 in start-up: answered, the job lives on; refused jobs leave the live job's records alone"
 
 # 4. --trace.steps: a Chrome trace per rank of those steps (phases, every collective,
 # checkpoints) and LibTorch's operator profile of them (--trace.ops, on by default), merged by

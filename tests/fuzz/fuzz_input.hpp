@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -21,6 +22,12 @@ inline const std::string& work_dir() {
   static const std::string dir = [] {
     const std::string d = "/tmp/lockstep-fuzz-" + std::to_string(::getpid());
     io::make_dirs(d);
+    std::atexit([] {  // libFuzzer exits through exit(): a crash keeps the directory for a look
+      try {
+        io::remove_tree(work_dir());
+      } catch (const lockstep::Error&) {
+      }
+    });
     return d;
   }();
   return dir;
@@ -29,8 +36,10 @@ inline const std::string& work_dir() {
 inline std::string write_input(const std::string& name, const uint8_t* data, size_t size) {
   const std::string path = work_dir() + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (size > 0) std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  if (f == nullptr || (size > 0 && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) {
+    std::perror(path.c_str());  // the harness, not the input: stop loudly
+    std::abort();
+  }
   return path;
 }
 

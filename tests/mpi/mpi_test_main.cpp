@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/dist/mpi_runtime.hpp"
 #include "io/util/file_util.hpp"
@@ -15,6 +16,7 @@
 namespace lockstep::testing {
 namespace {
 MpiRuntime* g_mpi = nullptr;
+std::vector<std::string> g_shared_dirs;  // rank 0's, removed after the last test when all passed
 }
 const MpiRuntime& mpi() { return *g_mpi; }
 
@@ -26,6 +28,7 @@ std::string fresh_shared_dir(const std::string& tag) {
       io::remove_tree(dir);  // an earlier run's of the same pid (not std::filesystem's: file_util.hpp)
       io::make_dirs(dir);
       made = dir;
+      g_shared_dirs.push_back(dir);
     } catch (const std::exception&) {  // every rank hears of it below: no rank waits alone
     }
   }
@@ -53,5 +56,14 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, runtime.comm());
   if (runtime.rank() == 0 && any_failed && !failed)
     std::fprintf(stderr, "a test failed on another rank (its output is above, prefixed by rank)\n");
+  if (runtime.rank() == 0 && !any_failed) {  // every rank is past its last test: nothing reads them
+    for (const auto& dir : lockstep::testing::g_shared_dirs) {
+      try {
+        lockstep::io::remove_tree(dir);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "could not remove %s: %s\n", dir.c_str(), e.what());
+      }
+    }
+  }
   return any_failed;
 }

@@ -5,11 +5,45 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <exception>
 
 #include "io/util/file_util.hpp"
 #include "io/dataset/shard_writer.hpp"
 
 namespace lockstep::testing {
+namespace {
+// fresh_dir's directories of the running test: removed when it passes, kept (and named) when
+// it fails, so a run of the suite leaves nothing behind but what a failure needs looked at.
+std::mutex g_test_dirs_mu;
+std::vector<std::string> g_test_dirs;
+
+class TestDirSweeper final : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    std::vector<std::string> dirs;
+    {
+      std::lock_guard<std::mutex> lock(g_test_dirs_mu);
+      dirs.swap(g_test_dirs);
+    }
+    for (const auto& d : dirs) {
+      if (info.result()->Failed()) {
+        std::fprintf(stderr, "kept for a look: %s\n", d.c_str());
+        continue;
+      }
+      try {
+        io::remove_tree(d);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "could not remove %s: %s\n", d.c_str(), e.what());
+      }
+    }
+  }
+};
+
+[[maybe_unused]] const bool g_sweeper_added = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new TestDirSweeper);
+  return true;
+}();
+}  // namespace
 
 std::string fresh_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
@@ -19,6 +53,10 @@ std::string fresh_dir(const std::string& tag) {
                           std::to_string(counter++);
   io::remove_tree(dir);  // what an earlier run with the same pid left
   io::make_dirs(dir);
+  if (info) {
+    std::lock_guard<std::mutex> lock(g_test_dirs_mu);
+    g_test_dirs.push_back(dir);
+  }
   return dir;
 }
 

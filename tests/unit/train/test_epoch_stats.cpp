@@ -87,6 +87,24 @@ TEST(EpochStats, SumsRoundTripThroughACheckpoint) {
   EXPECT_ERROR_CONTAINS(WindowStats::from_json("{\"steps\": 1}", "x.ckpt"), "x.ckpt: malformed epoch statistics");
 }
 
+// Throughput is what was trained over the time it took. Before: steps x the current global
+// batch, so an epoch resumed at another world size or batch reported the earlier job's steps
+// at the new batch (helper-40: 288 samples for 352 trained).
+TEST(EpochStats, SamplesPerSecondCountsTheSamplesEachStepTrained) {
+  WindowStats first;  // 10 steps of a 2-rank job at 16 per rank
+  first.steps = 10;
+  first.samples = 320;
+  first.times.seconds = 1.0;
+  WindowStats second;  // 2 steps after a resume on 1 rank
+  second.steps = 2;
+  second.samples = 32;
+  second.times.seconds = 0.1;
+  WindowStats epoch = first;
+  epoch += second;
+  EXPECT_DOUBLE_EQ(epoch.samples_per_s(), 352 / 1.1);
+  EXPECT_EQ(WindowStats{}.samples_per_s(), 0.0) << "no step: no throughput, not a division by zero";
+}
+
 TEST(StepTimer, HostPhasesAddUpAndGapsBetweenStepsAreNoPhase) {
   StepTimer t(torch::kCPU);
   EXPECT_FALSE(t.on_device());

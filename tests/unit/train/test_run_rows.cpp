@@ -44,6 +44,12 @@ TEST(RunRows, TrainingScoresAndTimesGoIntoTheRow) {
   io::MetricsRow ctc = row_at(io::RowKind::kTrain, 0, 10);
   add_training(&ctc, window(), 320.0, /*sequence=*/true);
   EXPECT_FALSE(ctc.train_acc.has_value());  // a CTC model's training accuracy means nothing
+
+  // A job that trained no step (it resumed only for the final evaluation) has no throughput:
+  // none in the row, not 0 (report trusted the end row's 0 over the train rows' median).
+  io::MetricsRow end = row_at(io::RowKind::kEnd, 1, 57);
+  add_training(&end, WindowStats{}, WindowStats{}.samples_per_s(), false);
+  EXPECT_FALSE(end.samples_per_s.has_value());
 }
 
 TEST(RunRows, LogLinesAreRenderedFromTheRow) {
