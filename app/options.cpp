@@ -309,6 +309,17 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
   po::variables_map vm;
   try {
     const auto expanded = last_wins(expand_aliases(args));
+    // A switch takes its value after '=' only: the word after it is the next argument, and an
+    // empty one ('' from an unset shell variable) vanished, so `--train.nesterov ""` was true.
+    for (size_t i = 1; i < expanded.size(); ++i) {
+      const std::string& prev = expanded[i - 1];
+      if (!expanded[i].empty() || prev.size() < 3 || prev.compare(0, 2, "--") != 0 || prev.find('=') != std::string::npos)
+        continue;
+      const po::option_description* o = desc.find_nothrow(prev.substr(2), /*approx=*/false);
+      if (o && o->semantic()->min_tokens() == 0)
+        return {ParseStatus::kError, prev + " is followed by an empty argument (''): a switch takes its value after "
+                                            "'=' (" + prev + "=true or " + prev + "=false), or none (true)"};
+    }
     // No guessing (a hostile finding: a sweep's runs all went into one directory by --run.di).
     const po::parsed_options parsed =
         po::command_line_parser(expanded).options(desc).style(no_guessing_style()).run();

@@ -261,7 +261,7 @@ TEST(Options, EmptyPathsAndCountsBeyondAnyRunAreRefused) {
        {std::vector<std::string>{"--run.dir", ""}, {"--run.resume", ""}, {"--data.val-split", ""},
         {"--data.test-split", ""}, {"--train.step-epochs", "1e18"}, {"--train.warmup-epochs", "1e300"},
         {"--train.batch-size", "4611686018427387905"}, {"--dist.grad-accum", "2000000"},
-        {"--train.epochs", "2000000000"}}) {
+        {"--train.epochs", "2000000000"}, {"--train.seed", "-1"}, {"--train.nesterov", ""}, {"--model.sync-bn", ""}}) {
     Config cfg;
     std::vector<std::string> args{"--data", "/d"};
     args.insert(args.end(), bad.begin(), bad.end());
