@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -14,6 +16,7 @@
 #include "app/po_error.hpp"
 #include "core/base/env.hpp"
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 #include "io/import/import_spec.hpp"
 
 namespace po = boost::program_options;
@@ -163,6 +166,21 @@ int cmd_shard(const Args& args) {
   }
   for (const auto& [name, split] : r.manifest.splits)
     fmt::print("{:<6} {:>10} samples in {} shard(s)\n", name, split.count(), split.shards.size());
+  // What --val-fraction made: whole groups (trials, subjects, speakers) move together, so a
+  // few large ones can leave validation far from the fraction asked for.
+  int64_t in_val = -1, in_train = -1;
+  for (const auto& [name, split] : r.manifest.splits) {
+    if (name == "val") in_val = split.count();
+    if (name == "train") in_train = split.count();
+  }
+  if (opt.plan.val_fraction > 0 && in_val >= 0 && in_train >= 0) {
+    const double share = static_cast<double>(in_val) / static_cast<double>(std::max<int64_t>(1, in_val + in_train));
+    fmt::print("val holds {:.1f}% of train + val (--val-fraction {:g})\n", 100.0 * share, opt.plan.val_fraction);
+    if (std::abs(share - opt.plan.val_fraction) > 0.5 * opt.plan.val_fraction)
+      log::warn(fmt::format("validation holds {:.1f}% of the samples, not the {:g}% asked for: whole groups move "
+                            "together and these are few or uneven (more groups, another --seed or --val-fraction "
+                            "moves it)", 100.0 * share, 100.0 * opt.plan.val_fraction));
+  }
   fmt::print("wrote {}/{} in {:.2f} s\n", opt.output_dir, io::kManifestName, secs);
   return kExitOk;
 }

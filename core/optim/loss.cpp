@@ -66,7 +66,19 @@ std::string class_weight_table(const std::vector<double>& weights, const std::ve
   return out;
 }
 
-Loss::Loss(std::vector<double> weights, double label_smoothing, torch::Device device) : smoothing_(label_smoothing) {
+double mean_class_weight(const std::vector<double>& weights, const std::vector<int64_t>& histogram) {
+  double weighted = 0, samples = 0;
+  for (size_t c = 0; c < weights.size() && c < histogram.size(); ++c) {
+    weighted += weights[c] * static_cast<double>(histogram[c]);
+    samples += static_cast<double>(histogram[c]);
+  }
+  if (!(weighted > 0))
+    throw UsageError("--train.class-weights: every class that has training samples weighs 0: no sample would count");
+  return weighted / samples;
+}
+
+Loss::Loss(std::vector<double> weights, double mean_weight, double label_smoothing, torch::Device device)
+    : mean_weight_(mean_weight), smoothing_(label_smoothing) {
   if (!weights.empty())
     weight_ = torch::tensor(weights, torch::kDouble).to(torch::kFloat).to(device);
 }
@@ -74,14 +86,14 @@ Loss::Loss(std::vector<double> weights, double label_smoothing, torch::Device de
 torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor& labels) const {
   auto opt = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing_);
   if (!weight_.defined()) return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
-  // The weighted mean, sum w_y * loss / sum w_y, as PyTorch's 'mean', except for a batch whose
-  // samples all weigh 0: 0, not 0/0 (NaN ended the run as "training loss is nan" at batch 4).
-  // (Smoothing's term weighs every class, so the sum need not be 0 then: it is dropped.)
+  // sum w_y * loss over a constant (loss.hpp), never the batch's own weight sum: no 0/0 for a
+  // batch whose samples all weigh 0 either. (Smoothing's term weighs every class, so that
+  // sum need not be 0: it is dropped, as PyTorch's weighted 'mean' drops it.)
   opt.weight(weight_).reduction(torch::kSum);
   const torch::Tensor sum = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
-  const torch::Tensor total = weight_.index_select(0, labels).sum();
-  const torch::Tensor counted = total > 0;  // on the device: no host sync
-  return torch::where(counted, sum / torch::where(counted, total, torch::ones_like(total)), torch::zeros_like(sum));
+  const torch::Tensor counted = weight_.index_select(0, labels).sum() > 0;  // on the device: no host sync
+  const double scale = 1.0 / (static_cast<double>(std::max<int64_t>(1, logits.size(0))) * mean_weight_);
+  return torch::where(counted, sum * scale, torch::zeros_like(sum));
 }
 
 torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,

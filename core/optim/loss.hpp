@@ -20,15 +20,28 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
 std::string class_weight_table(const std::vector<double>& weights, const std::vector<int64_t>& histogram,
                                const std::vector<std::string>& names);
 
+// The weighted loss of a batch is sum_i w_{y_i} loss_i / (batch * mean_weight), where
+// MEAN_WEIGHT is the weights' mean over the training split (sum_c w_c n_c / sum_c n_c; 1 for
+// "auto"): a sum of per-sample terms over a constant, so the mean over micro-batches
+// (--dist.grad-accum) and ranks is the same sum over the global batch, however it is split.
+// PyTorch's weighted 'mean' divides by the batch's own weight sum instead, which made the
+// update depend on the split (helper-42: 10% apart between one batch of 12 and two of 6
+// accumulated, 28% between 1 rank and 2): its mean over splits is not the global batch's.
+// An all-zero-weight batch is 0 (it trains nothing, and counts in the mean as such).
 class Loss {
  public:
-  Loss(std::vector<double> weights, double label_smoothing, torch::Device device);
+  Loss(std::vector<double> weights, double mean_weight, double label_smoothing, torch::Device device);
   torch::Tensor operator()(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
  private:
   torch::Tensor weight_;  // undefined: unweighted
+  double mean_weight_ = 1;
   double smoothing_;
 };
+
+// The mean of WEIGHTS over the samples of HISTOGRAM (what Loss divides by); throws
+// UsageError naming --train.class-weights when every class that has samples weighs 0.
+double mean_class_weight(const std::vector<double>& weights, const std::vector<int64_t>& histogram);
 
 // Connectionist temporal classification (Graves et al. 2006) over per-frame logits
 // [N, T, tokens + 1] with the blank last: torch::ctc_loss, each sample's loss divided by

@@ -110,6 +110,7 @@ TraceHeader newest_job(const std::vector<TraceFile>& files) {
 
 TraceSummary merge_traces(const std::string& run_dir) {
   const std::string dir = run_dir + "/trace";
+  LOCKSTEP_REQUIRE(io::is_directory(run_dir), run_dir + ": no such run directory");
   LOCKSTEP_REQUIRE(io::is_directory(dir), dir + ": no traces (train with --trace.steps A-B first)");
   io::Json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", io::Json::array()}};
   const std::vector<std::string> phases{"data", "forward", "backward", "exposed comm", "optimizer"};
@@ -146,7 +147,17 @@ TraceSummary merge_traces(const std::string& run_dir) {
     }
     // An operator profile of this job's (an older trace says nothing: any there is taken).
     const std::string ops = dir + "/ops-rank-" + std::to_string(f.header.rank) + ".json";
-    if (f.header.ops && io::path_exists(ops)) s.op_spans += merge_ops(ops, f.header.rank, merged["traceEvents"]);
+    // One rank's unreadable profile costs its operator spans, not the timeline (as a rank's
+    // unreadable trace file costs that rank).
+    if (f.header.ops && io::path_exists(ops)) {
+      try {
+        io::Json spans = io::Json::array();  // all of the file's, or none
+        s.op_spans += merge_ops(ops, f.header.rank, spans);
+        for (auto& e : spans) merged["traceEvents"].push_back(std::move(e));
+      } catch (const Error& e) {
+        s.skipped.push_back("ops-rank-" + std::to_string(f.header.rank) + ".json (" + e.what() + ")");
+      }
+    }
   }
   LOCKSTEP_REQUIRE(!ranks.empty(), dir + ": no events in the rank-R.json traces of " + job_text(job));
   if (job.world > 0 && static_cast<int>(ranks.size()) < job.world)

@@ -177,7 +177,8 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   if (!weights.empty())
     log::info0("class weights (" + cfg.class_weights + "):\n" +
                class_weight_table(weights, histogram, manifest.spec.class_names));
-  loss = std::make_unique<Loss>(weights, cfg.label_smoothing, place.device);
+  loss = std::make_unique<Loss>(weights, weights.empty() ? 1.0 : mean_class_weight(weights, histogram),
+                                cfg.label_smoothing, place.device);
   scaler = LossScaler(cfg.amp == Amp::kFp16, place.device, cfg.loss_scale, cfg.loss_scale_growth);
   const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
   schedule = LrSchedule{cfg.schedule, lr, warmup, /*total_steps: plan_from*/ 1, cfg.min_lr_fraction,

@@ -93,6 +93,7 @@ void StepTrace::begin_step(Clock::time_point t) {
     first_traced_ = step_;
     if (ops_) ops_->start();
   }
+  steps_.emplace_back(us(t) / 1e6, us(t) / 1e6);
   if (ops_ && step_ - first_traced_ >= kMaxOpSteps) stop_ops(step_ - 1);  // the rest: phases only
 #ifdef LOCKSTEP_HAVE_CUDA
   nvtxRangePushA(fmt::format("step {}", step_).c_str());
@@ -104,7 +105,7 @@ void StepTrace::mark(Phase phase, Clock::time_point t) {
   if (!active()) return;
   events_.push_back(event(phase_name(phase), "step", rank_, 0, us(last_), us(t) - us(last_), {{"step", step_}}));
   last_ = t;
-  window_end_ = us(t) / 1e6;
+  if (!steps_.empty()) steps_.back().second = us(t) / 1e6;
 #ifdef LOCKSTEP_HAVE_CUDA
   nvtxRangePop();
   if (phase == Phase::kOptimizer) {
@@ -152,16 +153,22 @@ void StepTrace::finish() {
   written_ = true;
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
-  const TraceHeader header{rank_, world_, range_.first, last, done_ + 1, profiled_, unix_seconds()};
+  // The steps this process ran: after a resume inside the range, from first_traced_ on.
+  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, unix_seconds()};
   std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" + trace_header_json(header) + ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});
   for (const auto& [tid, name] : std::vector<std::pair<int, const char*>>{{0, "step phases"}, {1, "collectives"}, {2, "checkpoints"}})
     out += ",\n" + io::dump_json({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid}, {"args", {{"name", name}}}});
   for (const auto& e : events_) out += ",\n" + e;
+  // The collectives of the traced steps, not those between them (an epoch's end: its
+  // evaluation's all-reduces, the checkpoint's broadcast), which the table counted per step.
+  const auto in_a_step = [&](double t) {
+    return std::any_of(steps_.begin(), steps_.end(), [t](const auto& s) { return t >= s.first && t <= s.second; });
+  };
   if (flight_)
     for (const auto& c : flight_->entries())
-      if (c.start >= window_begin_ && c.start <= window_end_ && c.end > 0)
+      if (c.end > 0 && in_a_step(c.start))
         out += ",\n" + event(c.what, "collective", rank_, 1, c.start * 1e6, (c.end - c.start) * 1e6, {{"seq", c.seq}});
   out += "\n]}\n";
   try {
@@ -169,7 +176,7 @@ void StepTrace::finish() {
     io::write_file_atomic(dir_ + "/rank-" + std::to_string(rank_) + ".json", out);
     log::info0(fmt::format("trace of steps {}-{} written to {}/rank-*.json (lockstep report --trace RUN_DIR merges "
                            "them; chrome://tracing or ui.perfetto.dev opens them)",
-                           range_.first, std::min(range_.last, step_), dir_));
+                           first_traced_, last, dir_));
   } catch (const Error& e) {
     log::warn(std::string("trace not written: ") + e.what());
   }

@@ -5,10 +5,10 @@
 // 2. --limit N keeps the first N of that order.
 // 3. Validation (stratified): from each class, the first round(fraction * class count)
 //    samples of that order go to the validation split; the rest stay. With GROUPS
-//    (subject, speaker, trial ids) whole groups move instead, in a seeded order, until
-//    validation holds at least round(fraction * samples) (at least one group; at least
-//    one stays): no group is in two splits. Not stratified by class: groups carry
-//    several classes; the import prints each split's class histogram.
+//    (subject, speaker, trial ids) whole groups move instead: in a seeded order, each group
+//    that brings validation closer to round(fraction * samples) (at least one group; at
+//    least one stays): no group is in two splits. Not stratified by class: groups carry
+//    several classes (`lockstep inspect DATASET` shows each split's class histogram).
 // 4. Each split's list is cut into contiguous near-equal ranges, one per shard
 //    (min(shards, samples) shards). A shard is written in the order of its list: when
 //    shuffling, a seeded random order, so that any contiguous range of a shard (what a

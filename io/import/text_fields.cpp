@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/base/error.hpp"
+
 namespace lockstep::io {
 
 std::string trim(const std::string& s) {
@@ -29,6 +31,45 @@ std::vector<std::string> split_fields(const std::string& line, char delim) {
     out.push_back(trim(line.substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
     if (pos == std::string::npos) return out;
     start = pos + 1;
+  }
+}
+
+std::vector<std::string> split_quoted_fields(const std::string& line, char delim, const std::string& where) {
+  if (delim == ' ') return split_fields(line, ' ');  // runs of blanks: no quoting
+  std::vector<std::string> out;
+  const size_t n = line.size();
+  const auto blank = [&](size_t i) { return i < n && line[i] != delim && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'); };
+  size_t i = 0;
+  for (;;) {
+    size_t b = i;
+    while (blank(b)) ++b;
+    if (b < n && line[b] == '"') {
+      std::string field;
+      for (i = b + 1;; ++i) {
+        if (i >= n)
+          throw Error(where + ": a quoted field is not closed (a quote missing, or a line break inside quotes, "
+                              "which lockstep does not read)");
+        if (line[i] != '"') {
+          field += line[i];
+        } else if (i + 1 < n && line[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          break;
+        }
+      }
+      ++i;
+      while (blank(i)) ++i;
+      if (i < n && line[i] != delim)
+        throw Error(where + ": text after the closing quote of field " + std::to_string(out.size() + 1) +
+                    " (a quote inside a quoted field is written twice: \"\")");
+      out.push_back(std::move(field));
+    } else {
+      while (i < n && line[i] != delim) ++i;
+      out.push_back(trim(line.substr(b, i - b)));
+    }
+    if (i >= n) return out;
+    ++i;  // the delimiter
   }
 }
 

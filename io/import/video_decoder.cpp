@@ -19,6 +19,8 @@ extern "C" {
 #include <memory>
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 
@@ -121,13 +123,13 @@ VideoProbe probe_video(const std::string& path) {
                 " degrees) is not applied: frames are imported as coded, not as players show them");
   }
   auto pkt = new_packet(path);
-  std::vector<int64_t> stamps;
   // Every container's per-frame positions are checked, AVI's too: its position is the
   // frame's index in the stream (dts; its pts is missing or shuffled around B-frames),
   // and a dropped frame is a jump in it (9 -> 15) that decode order would hide, shifting
-  // every later frame's label.
-  const bool avi = c.is_avi();
-  bool timed = true;
+  // every later frame's label. One clock per stream: where some packets carry no pts (an
+  // MPEG program stream stamps only some), every frame's dts, never a mix of the two
+  // (a pts of one frame equals the dts of the next: "the frame rate changes ... 0 ms").
+  std::vector<int64_t> pts, dts;
   for (;;) {
     const int rc = av_read_frame(c.get(), pkt.get());
     if (rc == AVERROR_EOF) break;
@@ -135,14 +137,17 @@ VideoProbe probe_video(const std::string& path) {
     // Packets an edit list cuts away (mp4) are demuxed but never shown: not frames.
     if (pkt->stream_index == c.index() && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
       ++probe.frames;
-      const int64_t t = avi || pkt->pts == AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
-      if (t == AV_NOPTS_VALUE) timed = false;
-      stamps.push_back(t);
+      pts.push_back(pkt->pts);
+      dts.push_back(pkt->dts);
     }
     av_packet_unref(pkt.get());
   }
   LOCKSTEP_REQUIRE(probe.frames > 0, path + ": the video stream holds no frames");
-  if (!timed || stamps.size() < 3) return probe;
+  const auto untimed = [](const std::vector<int64_t>& v) {
+    return std::find(v.begin(), v.end(), AV_NOPTS_VALUE) != v.end();
+  };
+  std::vector<int64_t>& stamps = c.is_avi() || untimed(pts) ? dts : pts;
+  if (untimed(stamps) || stamps.size() < 3) return probe;
   // Presentation order, then the intervals: one frame rate means one interval (within
   // rounding of the time base). The median is the video's own rate.
   std::sort(stamps.begin(), stamps.end());
@@ -154,6 +159,31 @@ VideoProbe probe_video(const std::string& path) {
   const double tb = av_q2d(c.stream()->time_base);
   LOCKSTEP_REQUIRE(typical > 0, path + ": frames share timestamps (broken timing)");
   probe.fps = 1.0 / (static_cast<double>(typical) * tb);
+  // A time base too coarse for the frame interval (Matroska's milliseconds at 750 fps: 1.33
+  // ms as gaps of 1, 1, 2 ms) rounds every stamp by up to half a tick, so single gaps say
+  // nothing: each frame is held to the straight line from the first stamp to the last
+  // instead. An exact time base (AVI's one tick per frame, 2 ms at 500 fps: a whole number
+  // of ticks per frame at the stream's declared rate) keeps the per-gap checks below, which
+  // name a dropped frame.
+  const double mean = static_cast<double>(stamps.back() - stamps.front()) / static_cast<double>(gaps.size());
+  const AVRational declared = c.stream()->avg_frame_rate;
+  const double ticks = declared.num > 0 && declared.den > 0 ? 1.0 / (av_q2d(declared) * tb) : mean;
+  if (typical < 4 && std::fabs(ticks - std::round(ticks)) > 0.05) {
+    probe.fps = 1.0 / (mean * tb);
+    size_t worst = 0;  // the frame farthest off the line: where the timeline broke
+    double worst_off = 0;
+    for (size_t i = 1; i + 1 < stamps.size(); ++i) {
+      const double off = static_cast<double>(stamps[i] - stamps.front()) - mean * static_cast<double>(i);
+      if (std::fabs(off) > std::fabs(worst_off)) worst = i, worst_off = off;
+    }
+    if (std::fabs(worst_off) > 1.5)  // a stamp rounds by half a tick, the line's ends by as much
+      throw Error(fmt::format("{}: frame {} is {:.2f} ms off a constant rate ({:.2f} fps from the first frame to the "
+                              "last): frames missing or the rate changes (its time base, {:g} ms, is too coarse to "
+                              "tell which): lockstep reads constant-frame-rate video (re-encode with ffmpeg "
+                              "-fps_mode cfr -r RATE into .mp4 or .ts)",
+                              path, worst, worst_off * tb * 1000.0, probe.fps, tb * 1000.0));
+    return probe;
+  }
   // One frame interval, within the time base's rounding (29.97 fps in milliseconds is
   // 33 or 34) or 2%: anything more is another frame rate, or missing frames. A time base
   // of one frame (AVI's index) has no rounding: every step is exactly one.
@@ -195,6 +225,9 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
   LOCKSTEP_REQUIRE(dec != nullptr, path + ": out of memory (avcodec_alloc_context3)");
   AV_CHECK(avcodec_parameters_to_context(dec.get(), par), path + ": bad codec parameters");
   dec->thread_count = 1;
+  // An error the decoder finds in the data ends the decode instead of being concealed (by
+  // default a damaged MJPEG frame came out half made up, and was imported without a word).
+  dec->err_recognition |= AV_EF_EXPLODE | AV_EF_CRCCHECK;
   AV_CHECK(avcodec_open2(dec.get(), codec, nullptr), path + ": cannot open the " + codec->name + " decoder");
 
   auto pkt = new_packet(path);
@@ -217,9 +250,10 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
                                format.rgb ? AV_PIX_FMT_GBRP : AV_PIX_FMT_GRAY8, SWS_AREA, nullptr, nullptr, nullptr));
       LOCKSTEP_REQUIRE(sws != nullptr, path + ": cannot convert " +
                                            av_get_pix_fmt_name(static_cast<AVPixelFormat>(src_fmt)) + " frames");
-      if (format.rgb) {
-        // YUV to RGB with the frame's own matrix (BT.709 for most HD cameras) and range;
-        // libswscale assumes BT.601 limited range otherwise.
+      {
+        // YUV to RGB with the frame's own matrix (BT.709 for most HD cameras), and to gray
+        // too with the frame's own range: libswscale assumes BT.601 limited range otherwise,
+        // and stretched a full-range video's levels (30 became 16) in gray alone.
         const int space = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : frame->colorspace;
         const int full = frame->color_range == AVCOL_RANGE_JPEG ? 1 : 0;
         int* in_coef = nullptr;
@@ -260,6 +294,11 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
       const int rc = avcodec_receive_frame(dec.get(), frame.get());
       if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return true;
       AV_CHECK(rc, path + ": cannot decode frame " + std::to_string(index));
+      // A frame the decoder concealed (parts of it guessed) is not the frame that was filmed.
+      if ((frame->flags & AV_FRAME_FLAG_CORRUPT) || frame->decode_error_flags)
+        throw Error(path + ": frame " + std::to_string(index) + " is damaged (the " + codec->name +
+                    " decoder reports errors in it; its picture would be partly made up): re-encode or "
+                    "replace the file, or leave it out");
       const bool more = take();
       av_frame_unref(frame.get());
       if (!more) return false;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/base/error.hpp"
@@ -61,7 +63,7 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
                    path + ": empty file (expected a header " + (labeled ? "video,frame,label)" : "video[,frame])"));
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
-  const std::vector<std::string> header = split_fields(line, ',');
+  const std::vector<std::string> header = split_quoted_fields(line, ',', path + ":1");
   for (size_t i = 0; i < header.size(); ++i)
     LOCKSTEP_REQUIRE(std::find(header.begin() + static_cast<std::ptrdiff_t>(i) + 1, header.end(), header[i]) ==
                          header.end(),
@@ -88,7 +90,7 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(no);
-    const std::vector<std::string> f = split_fields(line, ',');
+    const std::vector<std::string> f = split_quoted_fields(line, ',', where);
     LOCKSTEP_REQUIRE(f.size() == width, where + ": " + std::to_string(f.size()) + " fields, the header has " +
                                             std::to_string(width));
     LabelRow r;
@@ -216,9 +218,20 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
     const std::string where = csv + ":" + std::to_string(r.line);
     auto vit = video_id.find(r.video);
     if (vit == video_id.end()) {
-      LOCKSTEP_REQUIRE(path_exists(r.video), where + ": video " + r.video + " not found");
+      if (!path_exists(r.video)) {
+        struct stat st {};
+        const bool link = ::lstat(r.video.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+        throw Error(where + ": video " + r.video +
+                    (link ? " is a symbolic link to nothing (its target is gone, or links loop)" : " not found"));
+      }
       auto pit = probes->find(r.video);
-      if (pit == probes->end()) pit = probes->emplace(r.video, probe_video(r.video)).first;
+      if (pit == probes->end()) {
+        try {  // the line that named the video, then what is wrong with it
+          pit = probes->emplace(r.video, probe_video(r.video)).first;
+        } catch (const Error& e) {
+          throw Error(where + ": " + e.what());
+        }
+      }
       Video v;
       v.path = r.video;
       v.probe = pit->second;
@@ -352,6 +365,20 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
     format.height = first.probe.height;
     format.width = first.probe.width;
   }
+  // A clip is a number of frames: at two frame rates it spans two durations (17 frames are
+  // 1.7 s at 10 fps, 0.68 s at 25), and a model learns the rate. Said, not refused (a
+  // cohort may be filmed so on purpose); a video of unknown rate (no timestamps) is left out.
+  const Video* other = nullptr;
+  for (const Planned& p : plans)
+    for (const Video& v : p.videos)
+      if (!other && v.probe.fps > 0 && first.probe.fps > 0 && std::fabs(v.probe.fps / first.probe.fps - 1.0) > 0.02)
+        other = &v;
+  if (other)
+    log::warn(fmt::format("{} is {:.2f} fps, {} is {:.2f} fps: a clip of {} frames spans {:.2f} s in one and {:.2f} s "
+                          "in the other (re-encode to one rate with ffmpeg -fps_mode cfr -r RATE if they should match)",
+                          other->path, other->probe.fps, first.path, first.probe.fps, opt.clip_frames,
+                          static_cast<double>(opt.clip_frames) / other->probe.fps,
+                          static_cast<double>(opt.clip_frames) / first.probe.fps));
   // A video or trial in both training and test makes the test measure seen footage.
   for (size_t s = 1; s < csvs.size(); ++s) {
     std::set<std::string> train_videos, train_groups;

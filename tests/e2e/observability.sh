@@ -161,6 +161,12 @@ expect_output "merged 2 rank\(s\)"
 rm traced/trace/rank-1.json
 expect_rc 0 "$LOCKSTEP" report --trace traced
 expect_output "only 1 of the job's 2 ranks left a trace"
+echo '{"traceEvents": [' >traced/trace/ops-rank-0.json  # a profile cut short: its spans go, the timeline stays
+expect_rc 0 "$LOCKSTEP" report --trace traced
+expect_output "skipped in traced/trace: .*ops-rank-0.json \("
+expect_output "merged 1 rank\(s\) into"
+expect_rc 1 "$LOCKSTEP" report --trace nosuchrun
+expect_output "nosuchrun: no such run directory"
 expect_rc 2 "$LOCKSTEP" train --data fm --epochs 1 --run-dir bad --trace.steps 9-3
 expect_output "--trace.steps 9-3: steps count from 1 and A must not exceed B"
 pass "--trace.steps: valid Chrome traces of every rank's phases, bucket all-reduces, checkpoints and operators (--trace.ops), merged by report, one job's files only"

@@ -235,6 +235,25 @@ MKV=$(ls vb.src/videos | grep '\.mkv$' | head -1)
 head -c $(( $(stat -c %s "vb.src/videos/$MKV") / 2 )) "vb.src/videos/$MKV" >bad.src/videos/cut.mkv
 refused "videos/cut.mkv,t-x,$((FRAMES - 1)),rest" "cut.mkv.*(past the video's end|decodes to [0-9]+ frames, but frame [0-9]+ is needed)"
 echo "not a video" >bad.src/videos/text.mp4
-refused "videos/text.mp4,t-x,1,rest" "text.mp4: cannot open as video"
+refused "videos/text.mp4,t-x,1,rest" "bad.csv:2: .*text.mp4: cannot open as video"  # the line, then the file
+ln -sf loop2.mp4 bad.src/videos/loop1.mp4 && ln -sf loop1.mp4 bad.src/videos/loop2.mp4
+refused "videos/loop1.mp4,t-x,1,rest" "bad.csv:2: video .*loop1.mp4 is a symbolic link to nothing"
 expect_rc 0 "$LOCKSTEP" inspect keep --verify
 pass "bad videos and labels are refused with one line; the committed dataset is untouched"
+
+# 7. Label files as spreadsheets and pandas write them, mixed frame rates, uneven trials
+# (helper-41): a quoted label is the unquoted class, not a class of its own; two frame rates
+# in one import are said; --val-fraction over whole trials lands near the fraction and says
+# where it landed.
+{ echo '"video","trial","frame","label"'; sed 1d bad.src/ok.csv | tr -d '\r' | awk -F, '{printf "\"%s\",%s,%s,\"%s\"\n", $1, $2, $3, $4}'; } >bad.src/quoted.csv
+expect_rc 0 "$LOCKSTEP" shard --input video:bad.src/quoted.csv --output quoted --val-fraction 0 --clip-frames 5
+cmp -s <("$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['spec']['class_names'])" quoted/manifest.json) \
+       <("$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['spec']['class_names'])" keep/manifest.json) ||
+  fail "a quoted label file made other classes than the same file unquoted"
+ffmpeg -v error -f lavfi -i testsrc=rate=10:size=64x48 -frames:v 30 -c:v ffv1 bad.src/videos/slow.mkv
+{ head -1 bad.src/ok.csv; sed -n 2p bad.src/ok.csv; echo "videos/slow.mkv,t-slow,10,rest"; } >bad.src/rates.csv
+expect_rc 0 "$LOCKSTEP" shard --input video:bad.src/rates.csv --output rates --val-fraction 0 --clip-frames 5 --frame-size 32x32
+expect_output "warning: .*slow.mkv is 10.00 fps, .* is [0-9.]+ fps: a clip of 5 frames spans 0.50 s in one"
+expect_rc 0 "$LOCKSTEP" shard --input video:vb.src/train.csv --output trials --val-fraction 0.25 "${VOPT[@]}"
+expect_output "val holds [0-9.]+% of train \+ val \(--val-fraction 0.25\)"
+pass "quoted label files, mixed frame rates said, the validation share printed"

@@ -48,7 +48,7 @@ struct StepParts {
   StepOptions o;
   explicit StepParts(const StepOptions& opt_)
       : scaler(opt_.amp == Amp::kFp16, opt_.device),
-        loss({}, opt_.label_smoothing, opt_.device),
+        loss({}, 1.0, opt_.label_smoothing, opt_.device),
         objective(image_spec("step-parts", opt_.side, opt_.classes), loss),
         o(opt_) {
     torch::manual_seed(o.seed);

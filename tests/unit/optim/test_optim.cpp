@@ -38,26 +38,50 @@ TEST(Loss, WeightsAndSmoothingFollowTheirDefinitions) {
   const auto logits = torch::tensor({2.0f, 0.0f, -1.0f, 0.5f, 1.5f, 0.0f}).view({2, 3});
   const auto y = torch::tensor(std::vector<int64_t>{0, 1});
   const auto logp = torch::log_softmax(logits, 1);
-  const double plain = Loss({}, 0.0, torch::kCPU)(logits, y).item<double>();
+  const double plain = Loss({}, 1.0, 0.0, torch::kCPU)(logits, y).item<double>();
   EXPECT_NEAR(plain, -(logp[0][0] + logp[1][1]).item<double>() / 2, 1e-6);
-  // Weighted: sum w_y * nll / sum w_y.
-  const double weighted = Loss({1.0, 3.0, 1.0}, 0.0, torch::kCPU)(logits, y).item<double>();
-  EXPECT_NEAR(weighted, -(logp[0][0] + 3 * logp[1][1]).item<double>() / 4, 1e-6);
-  // With smoothing too: PyTorch's weighted mean.
+  // Weighted: sum w_y * nll / (batch * the weights' mean over the training split).
+  const double mean_w = mean_class_weight({1.0, 3.0, 1.0}, {50, 25, 25});  // (50 + 75 + 25) / 100
+  EXPECT_DOUBLE_EQ(mean_w, 1.5);
+  const double weighted = Loss({1.0, 3.0, 1.0}, mean_w, 0.0, torch::kCPU)(logits, y).item<double>();
+  EXPECT_NEAR(weighted, -(logp[0][0] + 3 * logp[1][1]).item<double>() / (2 * 1.5), 1e-6);
+  // With smoothing too: PyTorch's weighted sum, over the same constant.
   const auto ref = torch::nn::functional::cross_entropy(
-      logits, y, torch::nn::functional::CrossEntropyFuncOptions().weight(torch::tensor({1.0f, 3.0f, 1.0f})).label_smoothing(0.1));
-  EXPECT_NEAR(Loss({1.0, 3.0, 1.0}, 0.1, torch::kCPU)(logits, y).item<double>(), ref.item<double>(), 1e-6);
+      logits, y,
+      torch::nn::functional::CrossEntropyFuncOptions().weight(torch::tensor({1.0f, 3.0f, 1.0f})).label_smoothing(0.1).reduction(
+          torch::kSum));
+  EXPECT_NEAR(Loss({1.0, 3.0, 1.0}, mean_w, 0.1, torch::kCPU)(logits, y).item<double>(), ref.item<double>() / 3.0, 1e-6);
   // A batch of classes that weigh 0: a loss of 0 and no gradient, not NaN.
   const auto l = logits.clone().requires_grad_();
-  const torch::Tensor zero = Loss({0.0, 0.0, 1.0}, 0.1, torch::kCPU)(l, y);
+  const torch::Tensor zero = Loss({0.0, 0.0, 1.0}, 0.5, 0.1, torch::kCPU)(l, y);
   zero.backward();
   EXPECT_EQ(zero.item<double>(), 0.0);
   EXPECT_TRUE(torch::isfinite(l.grad()).all().item<bool>());
   // Smoothing eps: (1 - eps) nll + eps * mean over classes of -log p.
   const double eps = 0.1;
-  const double smooth = Loss({}, eps, torch::kCPU)(logits, y).item<double>();
+  const double smooth = Loss({}, 1.0, eps, torch::kCPU)(logits, y).item<double>();
   const double expected = (1 - eps) * plain + eps * (-logp.mean(1)).mean().item<double>();
   EXPECT_NEAR(smooth, expected, 1e-6);
+  EXPECT_ERROR_CONTAINS(mean_class_weight({0.0, 1.0}, {10, 0}), "every class that has training samples weighs 0");
+}
+
+// helper-42: the weighted loss of one batch of 12 and the mean of two of 6 (grad-accum 2, or
+// 2 ranks) differed by 10% (each divided by its own weight sum). Now the same, for any split.
+TEST(Loss, AWeightedBatchSplitAnyWayAveragesToTheWholeBatch) {
+  torch::manual_seed(3);
+  const auto logits = torch::randn({12, 3});
+  const auto y = torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 1, 2, 2, 2, 1, 1, 2, 0});
+  const std::vector<double> w{1.0, 0.5, 3.0};
+  const Loss loss(w, mean_class_weight(w, {4, 3, 5}), 0.0, torch::kCPU);
+  const double whole = loss(logits, y).item<double>();
+  for (const int64_t parts : {2, 3, 4, 6}) {
+    double mean = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const int64_t n = 12 / parts;
+      mean += loss(logits.narrow(0, p * n, n), y.narrow(0, p * n, n)).item<double>() / static_cast<double>(parts);
+    }
+    EXPECT_NEAR(mean, whole, 1e-6) << parts << " parts";
+  }
 }
 
 TEST(Optimizer, KindsLrAndScalingRules) {

@@ -54,6 +54,8 @@ TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
       timer.mark(Phase::kBackward);
       timer.mark(Phase::kComm);
       timer.mark(Phase::kOptimizer);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      flight.end(flight.begin("between steps " + std::to_string(step)));  // e.g. an epoch end's evaluation
       // Collectives are stamped by the system clock, steps by the steady clock plus an
       // offset read once: microseconds apart. Steps a few ms apart are told apart (a
       // collective a few µs before a step's begin was counted in it: a flaky failure).
@@ -80,6 +82,23 @@ TEST(StepTrace, HoldsTheRangesPhasesAndCollectives) {
   EXPECT_EQ(t["lockstep"]["last_step"], 4);
   EXPECT_EQ(t["lockstep"]["job_first_step"], 2);
   EXPECT_EQ(t["lockstep"]["ops"], false);
+}
+
+// A job resumed inside the range traces what it runs, and says so (helper-40: "trace of
+// steps 5-8 written" and first_step 5 for a job that ran steps 7 and 8).
+TEST(StepTrace, AJobResumedInsideTheRangeNamesTheStepsItRan) {
+  const std::string dir = lockstep::testing::fresh_dir("trace");
+  {
+    StepTimer timer(torch::kCPU);
+    timer.set_trace(std::make_unique<StepTrace>(parse_trace_range("5-8"), 0, 1, "hostA", dir, nullptr, 6));
+    for (int step = 7; step <= 9; ++step) {
+      timer.begin_step();
+      for (const Phase p : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kComm, Phase::kOptimizer}) timer.mark(p);
+    }
+  }
+  const io::Json t = io::parse_json(io::read_text_file(dir + "/rank-0.json"), "trace");
+  EXPECT_EQ(t["lockstep"]["first_step"], 7);
+  EXPECT_EQ(t["lockstep"]["last_step"], 8);
 }
 
 // --trace.ops: the summary's figures from made-up events — the device's busy time is the

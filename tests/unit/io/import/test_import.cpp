@@ -341,6 +341,19 @@ TEST(CsvImport, GroupColumnKeepsWindowsAndValidationWithinSubjects) {
   for (const int64_t g : val_groups) EXPECT_EQ(train_groups.count(g), 0u) << "subject " << g << " in both splits";
   EXPECT_EQ(plan_import(src.labels(), 2, "train", plan, src.groups(), "har.csv")[1].shards, a[1].shards);
 
+  // Uneven groups (helper-41's trials of 11, 15, 11, 6, 30 and 16 clips at 0.3): validation
+  // was every group until it held enough, 63% with one seed. Now near the fraction for all.
+  std::vector<int64_t> uneven, no_labels;
+  int64_t id = 0;
+  for (const int n : {11, 15, 11, 6, 30, 16}) uneven.insert(uneven.end(), static_cast<size_t>(n), id++);
+  no_labels.assign(uneven.size(), 0);
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    plan.seed = seed;
+    const double share = static_cast<double>(plan_import(no_labels, 1, "train", plan, uneven, "t.csv")[1].count()) /
+                         static_cast<double>(uneven.size());
+    EXPECT_NEAR(share, 0.3, 0.05) << "seed " << seed;
+  }
+  plan.seed = 7;
   const std::vector<int64_t> one_group(12, 0);
   EXPECT_ERROR_CONTAINS(plan_import(src.labels(), 2, "train", plan, one_group, "har.csv"),
                         "har.csv: --val-fraction with groups needs at least 2 groups, found 1");

@@ -320,4 +320,34 @@ TEST_F(VideoImport, BrokenVideosAreRefusedNamingTheFileAndFrame) {
   EXPECT_THROW(parse_frame_size("4by6", &opt), UsageError);
 }
 
+// helper-41: three false refusals and two silent wrong results, each a class of files.
+TEST_F(VideoImport, EveryClockRangeAndDamageIsReadAsFilmedOrRefused) {
+  FrameFormat gray;
+  std::vector<uint8_t> out;
+  // An MPEG program stream stamps a pts on some packets only: one clock (dts) for all, not a
+  // mix ("the frame rate changes at frame 1 (a frame interval of 0 ms)" for every .mpg).
+  sh("ffmpeg -v error -f lavfi -i testsrc=rate=25:size=32x32 -frames:v 30 -c:v mpeg2video -bf 2 " + dir_ + "/ps.mpg");
+  EXPECT_EQ(probe_video(dir_ + "/ps.mpg").frames, 30);
+  EXPECT_NEAR(probe_video(dir_ + "/ps.mpg").fps, 25.0, 0.01);
+  // Matroska's millisecond stamps at 750 fps (gaps of 1, 1, 2 ms) were "dropped frames";
+  // ten frames really dropped at that rate are still refused.
+  sh("ffmpeg -v error -f lavfi -i testsrc=rate=750:size=16x16 -frames:v 60 -c:v ffv1 " + dir_ + "/fast.mkv");
+  EXPECT_EQ(probe_video(dir_ + "/fast.mkv").frames, 60);
+  EXPECT_NEAR(probe_video(dir_ + "/fast.mkv").fps, 750.0, 750.0 * 0.02);
+  sh("ffmpeg -v error -f lavfi -i testsrc=rate=750:size=16x16 -frames:v 60 -vf \"select='not(between(n,20,29))'\" "
+     "-fps_mode passthrough -c:v ffv1 " + dir_ + "/fastdrop.mkv");
+  EXPECT_ERROR_CONTAINS(probe_video(dir_ + "/fastdrop.mkv"), "fastdrop.mkv: frame 20 is");
+  // A full-range YUV video read as gray keeps its levels (30 was stretched to 16, in gray only).
+  sh("ffmpeg -v error -f lavfi -i color=c=0x1e1e1e:s=16x16:r=25 -frames:v 3 -vf scale=out_range=full "
+     "-pix_fmt yuv420p -color_range pc -c:v ffv1 " + dir_ + "/full.mkv");
+  ASSERT_EQ(decode_frames(dir_ + "/full.mkv", 0, 2, gray, &out), 3);
+  for (const uint8_t v : out) ASSERT_EQ(v, 30);
+  // A damaged MJPEG frame was concealed (half made up) and imported without a word.
+  sh("ffmpeg -v error -f lavfi -i testsrc=rate=25:size=32x32 -frames:v 20 -c:v mjpeg " + dir_ + "/hit.avi");
+  sh("printf AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA | dd of=" + dir_ +
+     "/hit.avi bs=1 seek=$(( $(stat -c %s " + dir_ + "/hit.avi) / 2 )) conv=notrunc");
+  out.clear();
+  EXPECT_ERROR_CONTAINS(decode_frames(dir_ + "/hit.avi", 0, 19, gray, &out), "hit.avi: corrupt data at frame");
+}
+
 }  // namespace
