@@ -178,7 +178,7 @@ po::options_description train_options(Config* c) {
       ("dist.compress", enum_value(&c->compress), "none | bf16 | fp16: all-reduce gradients in 16 bits (half the bytes; divided by the world size first, summed in float32 per combine)")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
-      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow | oom (an out-of-memory error, as the GPU allocator raises it)")
+      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow | oom (an out-of-memory error, as the GPU allocator raises it) | stall-start (in start-up)")
       ("debug.slow-ms", po::value(&c->fault_slow_ms)->default_value(c->fault_slow_ms), "slow: the fault rank sleeps this long every step from the fault step on")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens")
@@ -317,8 +317,11 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
         continue;
       const po::option_description* o = desc.find_nothrow(prev.substr(2), /*approx=*/false);
       if (o && o->semantic()->min_tokens() == 0)
-        return {ParseStatus::kError, prev + " is followed by an empty argument (''): a switch takes its value after "
-                                            "'=' (" + prev + "=true or " + prev + "=false), or none (true)"};
+        return {ParseStatus::kError,
+                o->semantic()->max_tokens() == 0
+                    ? prev + " is followed by an empty argument (''): it takes no value; drop the ''"
+                    : prev + " is followed by an empty argument (''): a switch takes its value after '=' (" + prev +
+                          "=true or " + prev + "=false), or none (true)"};
     }
     // No guessing (a hostile finding: a sweep's runs all went into one directory by --run.di).
     const po::parsed_options parsed =

@@ -80,6 +80,13 @@ std::string check_config(Config* c) {
   if (c->dropout < 0 || c->dropout >= 1) return "--model.dropout must be in [0, 1)";
   if (c->model_depth != 10 && c->model_depth != 18 && c->model_depth != 34)
     return "--model.depth must be 10 or 18 (r3d), or 18 or 34 (resnet)";
+  // An option the chosen model does not read was ignored, silently (a TorchScript module
+  // defines its own widths and dropout; only resnet and r3d have a depth).
+  const bool scripted = c->model.rfind("torchscript:", 0) == 0;
+  if (scripted && (c->model_width != Config{}.model_width || c->dropout != Config{}.dropout))
+    return "--model.width and --model.dropout do not apply to a TorchScript model (its module defines its own)";
+  if (c->model_depth != Config{}.model_depth && c->model != "resnet" && c->model != "r3d")
+    return "--model.depth applies to resnet and r3d only, not to --model " + c->model;
   if (c->memory_budget_mb < 0) return "--data.memory-budget-mb must be >= 0";
   if (c->block_samples < 0) return "--data.block-samples must be >= 0";
   if (c->shuffle_blocks < 1) return "--data.shuffle-blocks must be at least 1";
@@ -97,6 +104,11 @@ std::string check_config(Config* c) {
   if (c->train_split == "none" || c->train_split.empty()) return "--data.train-split must name a split";
   if (c->early_stop_patience < 1) return "--train.early-stop-patience must be at least 1";
   if (c->early_stop_min_delta < 0) return "--train.early-stop-min-delta must be >= 0";
+  // Patience or a delta with no metric to watch stopped nothing, silently.
+  if (c->early_stop_metric == BestMetric::kNone && (c->early_stop_patience != Config{}.early_stop_patience ||
+                                                    c->early_stop_min_delta != Config{}.early_stop_min_delta))
+    return "--train.early-stop-patience and --train.early-stop-min-delta act only with --train.early-stop-metric "
+           "(val_f1, val_acc or val_loss), which is none";
   if (c->top_k < 0) return "--predict.top-k must be >= 0";
   if (c->export_format != "safetensors") return "--export.format must be safetensors, not '" + c->export_format + "'";
   c->resume_mode = c->resume == "auto" ? ResumeMode::kAuto : c->resume == "none" ? ResumeMode::kNone : ResumeMode::kPath;

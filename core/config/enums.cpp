@@ -32,7 +32,8 @@ LOCKSTEP_ENUM_NAMES(BestMetric, {BestMetric::kValF1, "val_f1"}, {BestMetric::kVa
 LOCKSTEP_ENUM_NAMES(ProgressMode, {ProgressMode::kAuto, "auto"}, {ProgressMode::kBar, "bar"},
                     {ProgressMode::kLines, "lines"})
 LOCKSTEP_ENUM_NAMES(Fault, {Fault::kNone, "none"}, {Fault::kThrow, "throw"}, {Fault::kStall, "stall"},
-                    {Fault::kKill, "kill"}, {Fault::kSlow, "slow"}, {Fault::kOom, "oom"})
+                    {Fault::kKill, "kill"}, {Fault::kSlow, "slow"}, {Fault::kOom, "oom"},
+                    {Fault::kStallStart, "stall-start"})
 
 #undef LOCKSTEP_ENUM_NAMES
 

@@ -70,9 +70,11 @@ void MpiRuntime::start_watchdog(double timeout_s) {
 }
 
 void MpiRuntime::set_flight_dir(const std::string& dir) const {
+  // A stale record, removed outside the lock: a stuck file system here must not hold up the
+  // watchdog's abort, which takes the lock.
+  if (!dir.empty()) io::remove_file(dir + "/rank-" + std::to_string(rank_) + ".json");
   std::lock_guard<std::mutex> lock(hooks_mu_);
   flight_dir_ = dir;
-  if (!dir.empty()) io::remove_file(dir + "/rank-" + std::to_string(rank_) + ".json");  // a stale record
 }
 
 void MpiRuntime::dump_flight(bool diagnose, double grace, bool error) const {

@@ -18,9 +18,9 @@ std::atomic<int64_t> g_first_ns{0};  // when the first signal came; 0 until its 
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "a signal handler may only touch lock-free atomics");
 volatile std::sig_atomic_t g_durable = 0;
-volatile std::sig_atomic_t g_dump = 0;
+std::atomic<int> g_dump{0};  // set by the handler (any thread), taken by the watchdog's thread
 
-void on_dump_signal(int) { g_dump = 1; }
+void on_dump_signal(int) { g_dump.store(1); }
 
 void on_signal(int sig) {
   timespec now{};
@@ -61,9 +61,7 @@ void install_dump_request() {
 }
 
 bool take_dump_request() {
-  if (!g_dump) return false;
-  g_dump = 0;
-  return true;
+  return g_dump.exchange(0) != 0;  // one read-and-clear: a signal between the two is not lost
 }
 
 int pending() { return g_signal.load(); }

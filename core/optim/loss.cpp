@@ -87,13 +87,11 @@ torch::Tensor Loss::operator()(const torch::Tensor& logits, const torch::Tensor&
   auto opt = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing_);
   if (!weight_.defined()) return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
   // sum w_y * loss over a constant (loss.hpp), never the batch's own weight sum: no 0/0 for a
-  // batch whose samples all weigh 0 either. (Smoothing's term weighs every class, so that
-  // sum need not be 0: it is dropped, as PyTorch's weighted 'mean' drops it.)
+  // batch whose samples all weigh 0 either, and every batch's terms count alike, smoothing's
+  // included, however the global batch is split.
   opt.weight(weight_).reduction(torch::kSum);
   const torch::Tensor sum = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels, opt);
-  const torch::Tensor counted = weight_.index_select(0, labels).sum() > 0;  // on the device: no host sync
-  const double scale = 1.0 / (static_cast<double>(std::max<int64_t>(1, logits.size(0))) * mean_weight_);
-  return torch::where(counted, sum * scale, torch::zeros_like(sum));
+  return sum * (1.0 / (static_cast<double>(std::max<int64_t>(1, logits.size(0))) * mean_weight_));
 }
 
 torch::Tensor ctc_loss_mean(const torch::Tensor& logits, const torch::Tensor& out_lengths, const torch::Tensor& targets,

@@ -21,13 +21,14 @@ std::string class_weight_table(const std::vector<double>& weights, const std::ve
                                const std::vector<std::string>& names);
 
 // The weighted loss of a batch is sum_i w_{y_i} loss_i / (batch * mean_weight), where
-// MEAN_WEIGHT is the weights' mean over the training split (sum_c w_c n_c / sum_c n_c; 1 for
-// "auto"): a sum of per-sample terms over a constant, so the mean over micro-batches
+// MEAN_WEIGHT is the weights' mean over the training split (sum_c w_c n_c / sum_c n_c; for
+// "auto", the share of classes that have samples): a sum of per-sample terms over a constant, so the mean over micro-batches
 // (--dist.grad-accum) and ranks is the same sum over the global batch, however it is split.
 // PyTorch's weighted 'mean' divides by the batch's own weight sum instead, which made the
 // update depend on the split (helper-42: 10% apart between one batch of 12 and two of 6
 // accumulated, 28% between 1 rank and 2): its mean over splits is not the global batch's.
-// An all-zero-weight batch is 0 (it trains nothing, and counts in the mean as such).
+// An all-zero-weight batch is 0 without smoothing (it trains nothing, and counts in the mean
+// as such); with smoothing its smoothing terms count, as every other batch's do.
 class Loss {
  public:
   Loss(std::vector<double> weights, double mean_weight, double label_smoothing, torch::Device device);

@@ -154,7 +154,7 @@ TraceSummary merge_traces(const std::string& run_dir) {
         io::Json spans = io::Json::array();  // all of the file's, or none
         s.op_spans += merge_ops(ops, f.header.rank, spans);
         for (auto& e : spans) merged["traceEvents"].push_back(std::move(e));
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // lockstep's errors, and the JSON library's type errors
         s.skipped.push_back("ops-rank-" + std::to_string(f.header.rank) + ".json (" + e.what() + ")");
       }
     }

@@ -141,8 +141,10 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                            "the epochs after it are whole", m.pos.epoch + 1, what));
   else if (!changed.empty())
     log::info0("resuming with another data order (" + what + "): it restarts from (seed, epoch, rank)");
-  log::info0("resumed from " + path + " at step " + std::to_string(state->pos().step) + " (epoch " +
-             std::to_string(state->pos().epoch + 1) + ")");
+  const int64_t epoch = state->pos().epoch;  // 0-based: the epoch the next step belongs to
+  log::info0("resumed from " + path + " at step " + std::to_string(state->pos().step) +
+             (epoch < cfg_.epochs ? " (epoch " + std::to_string(epoch + 1) + ")"
+                                  : " (all " + std::to_string(cfg_.epochs) + " epochs trained)"));
 }
 
 // Rank 0, before any rank reads the directory: a resume from an earlier STEP (--resume PATH)

@@ -15,7 +15,7 @@
 namespace lockstep {
 
 void inject_fault(const Config& cfg, int rank, int64_t step) {
-  if (cfg.fault == Fault::kNone || rank != cfg.fault_rank) return;
+  if (cfg.fault == Fault::kNone || cfg.fault == Fault::kStallStart || rank != cfg.fault_rank) return;
   if (cfg.fault == Fault::kSlow) {
     if (step >= cfg.fault_step) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.fault_slow_ms));
     return;
@@ -28,6 +28,12 @@ void inject_fault(const Config& cfg, int rank, int64_t step) {
                      "capacity of 79.19 GiB of which 1.06 GiB is free. (simulated: --debug.fault oom)");
   if (cfg.fault == Fault::kKill) std::raise(SIGKILL);
   std::this_thread::sleep_for(std::chrono::hours(1));  // stall: the other ranks' watchdogs end the job
+}
+
+void inject_startup_fault(const Config& cfg, int rank) {
+  if (cfg.fault != Fault::kStallStart || rank != cfg.fault_rank) return;
+  log::warn("injecting fault 'stall-start' in start-up (--debug.fault)");
+  std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace lockstep

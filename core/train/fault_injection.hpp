@@ -4,6 +4,8 @@
 //   kill    SIGKILL at the fault step (a dead rank)
 //   stall   sleep for an hour at the fault step (the others' watchdogs end the job)
 //   slow    sleep --debug.slow-ms every step from the fault step on (a straggler)
+//   stall-start  sleep for an hour in start-up, before the pre-flight check (a rank stuck
+//           loading its data: the others wait in the pre-flight collective)
 #pragma once
 
 #include <cstdint>
@@ -14,5 +16,7 @@ namespace lockstep {
 
 // Called by the trainer before each step; STEP is the global steps done so far.
 void inject_fault(const Config& cfg, int rank, int64_t step);
+// Called by the session once its data and model are ready, before the pre-flight check.
+void inject_startup_fault(const Config& cfg, int rank);
 
 }  // namespace lockstep

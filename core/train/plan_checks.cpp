@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "core/base/error.hpp"
+#include "core/base/log.hpp"
 #include "core/config/enums.hpp"
 #include "core/eval/mirror.hpp"
 #include "core/optim/loss.hpp"
@@ -61,6 +64,15 @@ void check_training_plan(const Config& cfg, const io::Manifest& m) {
   check_named_split(cfg, m, cfg.use_val, cfg.val_split, "--data.val-split", Config{}.val_split, "validation");
   check_named_split(cfg, m, cfg.use_test, cfg.test_split, "--data.test-split", Config{}.test_split,
                     "the final test evaluation");
+  // Said, not refused (a check that the model can fit its data is a real use): scores on the
+  // samples it trains on say nothing of new ones.
+  for (const auto& [on, split, option, what] :
+       {std::make_tuple(cfg.use_val, cfg.val_split, "--data.val-split", "validation"),
+        std::make_tuple(cfg.use_test, cfg.test_split, "--data.test-split", "the test")})
+    if (on && split == cfg.train_split)
+      log::warn0(fmt::format("--data.train-split and {} are both '{}': {} scores the samples it trains on, which says "
+                             "nothing of how the model does on new ones",
+                             option, split, what));
   parse_trace_range(cfg.trace_steps);
   if (m.spec.labeled) {
     const std::vector<int64_t> histogram = m.split(cfg.train_split, cfg.data_dir).histogram(m.spec.num_classes);

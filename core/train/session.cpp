@@ -26,6 +26,7 @@
 #include "core/data/share_check.hpp"
 #include "core/model/weights.hpp"
 #include "core/train/checkpoint_state.hpp"
+#include "core/train/fault_injection.hpp"
 #include "core/train/model_init.hpp"
 #include "core/train/plan_checks.hpp"
 #include "core/train/weight_source.hpp"
@@ -97,6 +98,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   torch::manual_seed(cfg.seed);
   model = make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations},
                      manifest.spec);
+  inject_startup_fault(cfg, mpi.rank());  // --debug.fault stall-start (tests)
   preflight_check(mpi, {{"resolved config", cfg.resolved_ini},
                         {"model parameters", param_shapes_text(*model)},
                         {"dataset manifest", io::manifest_to_json(manifest)},
@@ -175,7 +177,9 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
   if (!weights.empty())
-    log::info0("class weights (" + cfg.class_weights + "):\n" +
+    log::info0("class weights (" + cfg.class_weights + "), a batch's loss = sum of weight x loss / (batch x " +
+               fmt::format("{:.4g}", mean_class_weight(weights, histogram)) +
+               ", their mean over the training split):\n" +
                class_weight_table(weights, histogram, manifest.spec.class_names));
   loss = std::make_unique<Loss>(weights, weights.empty() ? 1.0 : mean_class_weight(weights, histogram),
                                 cfg.label_smoothing, place.device);

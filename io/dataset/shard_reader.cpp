@@ -19,9 +19,9 @@ namespace {
 H5Handle open_shard(const std::string& path) {
   h5_quiet();
   LOCKSTEP_REQUIRE(path_exists(path), path + ": shard file is missing");
+  require_regular_file(path);  // first: H5Fis_hdf5 on a FIFO waits for a writer, forever
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
   LOCKSTEP_REQUIRE(is_h5 > 0, path + ": not an HDF5 file (truncated or wrong file?)");
-  require_regular_file(path);
   H5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   LOCKSTEP_REQUIRE(f.valid(), path + ": cannot open as HDF5 (truncated or corrupt file?): " + h5_last_error());
   return f;

@@ -20,6 +20,31 @@
 namespace lockstep::io {
 namespace {
 
+// A RIFF/WAVE file's audio bytes: what its data chunk declares, and what the file holds after
+// the chunk's header; {0, 0} when it is no RIFF/WAVE file, has no data chunk, or declares a
+// streamed size (0 or 0xFFFFFFFF). libsndfile reads a WAV cut short as a shorter one, silently.
+std::pair<uint64_t, uint64_t> wav_data_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[12];
+  if (!in.read(head, 12) || std::memcmp(head, "RIFF", 4) != 0 || std::memcmp(head + 8, "WAVE", 4) != 0) return {0, 0};
+  in.seekg(0, std::ios::end);
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  uint64_t at = 12;
+  while (at + 8 <= size) {
+    char chunk[8];
+    in.seekg(static_cast<std::streamoff>(at));
+    if (!in.read(chunk, 8)) return {0, 0};
+    const uint64_t declared = static_cast<uint8_t>(chunk[4]) | static_cast<uint64_t>(static_cast<uint8_t>(chunk[5])) << 8 |
+                              static_cast<uint64_t>(static_cast<uint8_t>(chunk[6])) << 16 |
+                              static_cast<uint64_t>(static_cast<uint8_t>(chunk[7])) << 24;
+    if (std::memcmp(chunk, "data", 4) == 0)
+      return declared == 0 || declared == 0xFFFFFFFFu ? std::pair<uint64_t, uint64_t>{0, 0}
+                                                      : std::pair<uint64_t, uint64_t>{declared, size - at - 8};
+    at += 8 + declared + (declared & 1);  // chunks are padded to even sizes
+  }
+  return {0, 0};
+}
+
 // An open sound file (RAII over SNDFILE*).
 class SoundFile {
  public:
@@ -28,6 +53,15 @@ class SoundFile {
     require_regular_file(path);
     file_ = sf_open(path.c_str(), SFM_READ, &info_);
     if (!file_) throw Error(path + ": cannot read as audio: " + sf_strerror(nullptr));
+    if ((info_.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_WAV) {
+      const auto [declared, held] = wav_data_bytes(path);
+      if (declared > held) {
+        sf_close(file_);
+        file_ = nullptr;
+        throw Error(path + ": truncated: its header declares " + std::to_string(declared) +
+                    " bytes of audio, the file holds " + std::to_string(held) + " (a copy cut short?)");
+      }
+    }
   }
   ~SoundFile() {
     if (file_) sf_close(file_);

@@ -53,7 +53,9 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
     while (pending.empty()) {
       if (!std::getline(in, line)) return false;
       if (++lineno == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
-      const bool several = opt.delimiter != ';' && line.find(';') != std::string::npos;
+      // (Not in a line with quotes: a quoted field may hold a ';'.)
+      const bool several = opt.delimiter != ';' && line.find(';') != std::string::npos &&
+                           line.find('"') == std::string::npos;
       for (std::string& r : several ? split_fields(line, ';') : std::vector<std::string>{line})
         if (r.find_first_not_of(" \t\r") != std::string::npos) pending.emplace_back(lineno, std::move(r));
     }

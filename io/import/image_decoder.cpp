@@ -205,7 +205,10 @@ Image decode_png(const unsigned char* data, size_t n, const std::string& what) {
   if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(h.png);
   if (type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(h.png);
   if (depth == 16) png_set_strip_16(h.png);
-  if (type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(h.png);
+  // Alpha is dropped, a palette's transparency (tRNS) too: expanding the palette made it an
+  // alpha channel, and every palette PNG with a transparent entry was refused.
+  if ((type & PNG_COLOR_MASK_ALPHA) || (type == PNG_COLOR_TYPE_PALETTE && png_get_valid(h.png, h.info, PNG_INFO_tRNS)))
+    png_set_strip_alpha(h.png);
   png_set_interlace_handling(h.png);
   png_read_update_info(h.png, h.info);
   im.height = static_cast<int>(height);

@@ -58,7 +58,9 @@ void walk(const std::string& dir, Folders* folders, std::vector<std::string>* im
   folders->enter(dir);
   for (const std::string& name : list_dir(dir)) {
     const std::string path = dir + "/" + name;
-    if (is_directory(path)) {
+    if (is_directory(path) && name[0] == '.') {  // .ipynb_checkpoints, .cache: no one's images
+      if ((*other)++ == 0) *first_other = path;
+    } else if (is_directory(path)) {
       walk(path, folders, images, other, first_other);
     } else if (has_image_extension(name)) {
       images->push_back(path);
@@ -78,7 +80,7 @@ std::vector<ImageItem> list_split(const std::string& split_dir, Folders* folders
   std::string first_other;
   for (const std::string& name : list_dir(split_dir)) {
     const std::string folder = split_dir + "/" + name;
-    if (!is_directory(folder)) {
+    if (!is_directory(folder) || name[0] == '.') {  // a file, or a hidden folder (.cache, .git): no class
       if (other++ == 0) first_other = folder;
       continue;
     }
@@ -196,10 +198,14 @@ std::vector<InputSplit> open_images(const std::string& dir, const ImageOptions& 
   LOCKSTEP_REQUIRE(is_directory(dir), "images input " + dir + " is not a directory");
   LOCKSTEP_REQUIRE(opt.color == "auto" || opt.color == "gray" || opt.color == "rgb",
                    "--color must be auto, gray or rgb, not '" + opt.color + "'");
-  const std::vector<std::string> top = list_dir(dir);
-  const bool by_split = is_directory(dir + "/train") && std::all_of(top.begin(), top.end(), [&](const std::string& n) {
-                          return !is_directory(dir + "/" + n) || n == "train" || n == "val" || n == "test";
-                        });
+  // A train/ folder makes DIR a split layout, whatever else it holds: another folder beside it
+  // (validation/, a class) made every split folder a class, test images mixed into training,
+  // silently. Hidden folders are no one's.
+  const bool by_split = is_directory(dir + "/train");
+  for (const std::string& n : list_dir(dir))
+    if (by_split && is_directory(dir + "/" + n) && n[0] != '.' && n != "train" && n != "val" && n != "test")
+      throw Error(dir + " holds train/ and also " + n + "/: a split layout is train/, val/ and test/ (rename " + n +
+                  "/ to val/ or test/, or move it out); a class layout has no train/ folder");
   std::vector<std::string> classes = class_names;
   const bool define = class_names.empty();
   std::vector<std::pair<std::string, std::vector<ImageItem>>> splits;
@@ -235,7 +241,10 @@ std::vector<InputSplit> open_images(const std::string& dir, const ImageOptions& 
     for (const ImageItem& it : items) {
       struct stat st {};
       ::stat(it.path.c_str(), &st);
-      h = (h ^ fnv1a64(fmt::format("{}:{}:{}:{}", it.path, it.label, st.st_size, st.st_mtime))) * 1099511628211ull;
+      // Nanoseconds: an image rewritten at its size within the second kept the old shards.
+      h = (h ^ fnv1a64(fmt::format("{}:{}:{}:{}.{:09}", it.path, it.label, st.st_size, st.st_mtim.tv_sec,
+                                   st.st_mtim.tv_nsec))) *
+          1099511628211ull;
     }
   *listing = fmt::format("images={}:{:016x}", splits[0].second.size(), h);
   *names = classes;

@@ -87,7 +87,8 @@ std::vector<SplitAssignment> plan_by_group(const std::vector<int64_t>& order,
   int64_t best_in_val = -1;
   for (int attempt = 0; attempt < 16 && best_in_val != want; ++attempt) {
     const std::vector<int64_t> perm =
-        epoch_permutation(static_cast<int64_t>(ids.size()), options.seed, /*epoch=*/-2 - attempt,
+        epoch_permutation(static_cast<int64_t>(ids.size()),
+                          options.seed ^ (static_cast<uint64_t>(attempt) * 0x9E3779B97F4A7C15ull), /*epoch=*/-2,
                           static_cast<int>(fnv1a64(split) & 0x7fffffff));
     std::set<int64_t> pick;
     int64_t in_val = 0;

@@ -81,6 +81,10 @@ class Container {
                      path + ": no video stream (only an attached picture, e.g. cover art)");
   }
   bool is_avi() const { return std::string(fmt_->iformat->name) == "avi"; }
+  // An MPEG program stream (.mpg, .vob): a pts on some packets only, and dts that repeat and
+  // jump at 30 and 29.97 fps (FFmpeg's own files; its decoder restamps the frames evenly), so
+  // its demuxed timeline says nothing of dropped frames.
+  bool is_program_stream() const { return std::string(fmt_->iformat->name) == "mpeg"; }
   AVFormatContext* get() const { return fmt_.get(); }
   AVStream* stream() const { return fmt_->streams[stream_]; }
   int index() const { return stream_; }
@@ -147,6 +151,11 @@ VideoProbe probe_video(const std::string& path) {
     return std::find(v.begin(), v.end(), AV_NOPTS_VALUE) != v.end();
   };
   std::vector<int64_t>& stamps = c.is_avi() || untimed(pts) ? dts : pts;
+  if (c.is_program_stream()) {  // its rate as declared; the timeline is not checked
+    const AVRational r = c.stream()->avg_frame_rate;
+    if (r.num > 0 && r.den > 0) probe.fps = av_q2d(r);
+    return probe;
+  }
   if (untimed(stamps) || stamps.size() < 3) return probe;
   // Presentation order, then the intervals: one frame rate means one interval (within
   // rounding of the time base). The median is the video's own rate.
@@ -168,7 +177,7 @@ VideoProbe probe_video(const std::string& path) {
   const double mean = static_cast<double>(stamps.back() - stamps.front()) / static_cast<double>(gaps.size());
   const AVRational declared = c.stream()->avg_frame_rate;
   const double ticks = declared.num > 0 && declared.den > 0 ? 1.0 / (av_q2d(declared) * tb) : mean;
-  if (typical < 4 && std::fabs(ticks - std::round(ticks)) > 0.05) {
+  if (typical < 4 && std::fabs(ticks - std::round(ticks)) > 1e-3) {
     probe.fps = 1.0 / (mean * tb);
     size_t worst = 0;  // the frame farthest off the line: where the timeline broke
     double worst_off = 0;
@@ -225,9 +234,13 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
   LOCKSTEP_REQUIRE(dec != nullptr, path + ": out of memory (avcodec_alloc_context3)");
   AV_CHECK(avcodec_parameters_to_context(dec.get(), par), path + ": bad codec parameters");
   dec->thread_count = 1;
-  // An error the decoder finds in the data ends the decode instead of being concealed (by
-  // default a damaged MJPEG frame came out half made up, and was imported without a word).
-  dec->err_recognition |= AV_EF_EXPLODE | AV_EF_CRCCHECK;
+  // Damage is refused, not concealed (a damaged MJPEG frame came out half made up, and was
+  // imported without a word). An intra-only codec's frames stand alone: any error in the data
+  // ends the decode. Other codecs report it per frame, checked on the frames kept below: a
+  // file cut mid-GOP (ffmpeg -ss -c copy) starts with frames whose references are gone, and
+  // is fine as long as no clip takes them.
+  const AVCodecDescriptor* desc = avcodec_descriptor_get(par->codec_id);
+  if (desc && (desc->props & AV_CODEC_PROP_INTRA_ONLY)) dec->err_recognition |= AV_EF_EXPLODE | AV_EF_CRCCHECK;
   AV_CHECK(avcodec_open2(dec.get(), codec, nullptr), path + ": cannot open the " + codec->name + " decoder");
 
   auto pkt = new_packet(path);
@@ -294,11 +307,12 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
       const int rc = avcodec_receive_frame(dec.get(), frame.get());
       if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return true;
       AV_CHECK(rc, path + ": cannot decode frame " + std::to_string(index));
-      // A frame the decoder concealed (parts of it guessed) is not the frame that was filmed.
-      if ((frame->flags & AV_FRAME_FLAG_CORRUPT) || frame->decode_error_flags)
+      // A kept frame the decoder concealed (parts of it guessed) is not the frame that was filmed.
+      const bool kept = index >= first && index <= last && (!keep || (*keep)[static_cast<size_t>(index - first)]);
+      if (kept && ((frame->flags & AV_FRAME_FLAG_CORRUPT) || frame->decode_error_flags))
         throw Error(path + ": frame " + std::to_string(index) + " is damaged (the " + codec->name +
-                    " decoder reports errors in it; its picture would be partly made up): re-encode or "
-                    "replace the file, or leave it out");
+                    " decoder reports errors in it; its picture would be partly made up): label other frames, "
+                    "or re-encode or replace the file");
       const bool more = take();
       av_frame_unref(frame.get());
       if (!more) return false;

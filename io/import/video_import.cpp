@@ -368,17 +368,19 @@ std::vector<InputSplit> open_video(const std::vector<std::pair<std::string, std:
   // A clip is a number of frames: at two frame rates it spans two durations (17 frames are
   // 1.7 s at 10 fps, 0.68 s at 25), and a model learns the rate. Said, not refused (a
   // cohort may be filmed so on purpose); a video of unknown rate (no timestamps) is left out.
-  const Video* other = nullptr;
+  const Video *timed = nullptr, *other = nullptr;  // the first video of known rate, one of another
   for (const Planned& p : plans)
-    for (const Video& v : p.videos)
-      if (!other && v.probe.fps > 0 && first.probe.fps > 0 && std::fabs(v.probe.fps / first.probe.fps - 1.0) > 0.02)
-        other = &v;
+    for (const Video& v : p.videos) {
+      if (v.probe.fps <= 0 || other) continue;
+      if (!timed) timed = &v;
+      if (std::fabs(v.probe.fps / timed->probe.fps - 1.0) > 0.02) other = &v;
+    }
   if (other)
     log::warn(fmt::format("{} is {:.2f} fps, {} is {:.2f} fps: a clip of {} frames spans {:.2f} s in one and {:.2f} s "
                           "in the other (re-encode to one rate with ffmpeg -fps_mode cfr -r RATE if they should match)",
-                          other->path, other->probe.fps, first.path, first.probe.fps, opt.clip_frames,
+                          other->path, other->probe.fps, timed->path, timed->probe.fps, opt.clip_frames,
                           static_cast<double>(opt.clip_frames) / other->probe.fps,
-                          static_cast<double>(opt.clip_frames) / first.probe.fps));
+                          static_cast<double>(opt.clip_frames) / timed->probe.fps));
   // A video or trial in both training and test makes the test measure seen footage.
   for (size_t s = 1; s < csvs.size(); ++s) {
     std::set<std::string> train_videos, train_groups;

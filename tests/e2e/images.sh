@@ -54,6 +54,7 @@ save("cmyk", Image.fromarray(base).convert("CMYK"), "JPEG", quality=95)
 save("rgba", Image.fromarray(np.dstack([base, rng.integers(0, 256, (24, 40), dtype=np.uint8)])), "PNG")
 save("gray16", Image.fromarray(base[:, :, 0].astype(np.uint16) * 257), "PNG")
 save("palette", Image.fromarray(base).convert("P"), "PNG")
+save("paltrns", Image.fromarray(base).quantize(64), "PNG", transparency=0)  # a palette with a transparent entry
 save("gray", Image.fromarray(base[:, :, 1]), "PNG")
 save("wide", Image.fromarray(np.repeat(base, 2, axis=1)), "PNG")
 
@@ -102,7 +103,7 @@ PY
 pass "Fashion-MNIST as PNG folders == the IDX pixels; as JPEG q90 the same model scores within 3 points"
 
 # 2. Every kind as PIL sees it, at its own size (alone) and at 16x16 (all, one class each).
-for kind in exif6 cmyk rgba gray16 palette gray; do
+for kind in exif6 cmyk rgba gray16 palette paltrns gray; do
   rm -rf one && mkdir -p one/a && cp kinds/$kind/* one/a/
   expect_rc 0 "$LOCKSTEP" shard --input images:one --output "k-$kind" --color rgb --val-fraction 0
 done
@@ -114,19 +115,32 @@ def samples(d):
     with h5py.File(f"{d}/" + m["splits"]["train"]["shards"][0]["file"]) as h:
         l = h["labels"][:]
         return h["samples"][:].transpose(0, 2, 3, 1), (l[:, 0] if l.ndim == 2 else l), m["class_names"]
-for kind in ("exif6", "cmyk", "rgba", "gray16", "palette", "gray"):
+for kind in ("exif6", "cmyk", "rgba", "gray16", "palette", "paltrns", "gray"):
     got, ref = samples(f"k-{kind}")[0][0].astype(int), np.load(f"ref-{kind}.npy").astype(int)
     assert got.shape == ref.shape, (kind, got.shape, ref.shape)
     worst = np.abs(got - ref).max()
     assert worst <= (1 if kind in ("exif6", "cmyk") else 0), (kind, worst)
 x, labels, names = samples("k16")
-assert sorted(names) == names and len(x) == 7, names
+assert sorted(names) == names and len(x) == 8, names
 for img, label in zip(x, labels):
     diff = np.abs(img.astype(int) - np.load(f"ref16-{names[label]}.npy").astype(int))
     assert diff.max() <= 2 and diff.mean() <= 0.5, (names[label], diff.max(), diff.mean())
 print("every kind equals PIL's decode; --image-size 16x16 within 2 levels of torchvision's Resize + CenterCrop")
 PY
-pass "EXIF, CMYK, RGBA, 16-bit, palette and gray as PIL sees them; --image-size as torchvision"
+pass "EXIF, CMYK, RGBA, 16-bit, palette (transparent too) and gray as PIL sees them; --image-size as torchvision"
+
+# Layouts (helper-43): a folder beside train/ (validation/) made the split folders classes and
+# mixed the test images into training, silently; a hidden folder (.cache) became a class.
+mkdir -p layout/train/a layout/train/b layout/validation/a layout/.cache/a
+for d in layout/train/a layout/train/b layout/validation/a layout/.cache/a; do cp kinds/gray/gray.png "$d/"; done
+cp kinds/gray/gray.png layout/train/a/g2.png && cp kinds/gray/gray.png layout/train/b/g2.png
+expect_rc 1 "$LOCKSTEP" shard --input images:layout --output layout-out --val-fraction 0
+expect_output "layout holds train/ and also validation/: a split layout is train/, val/ and test/"
+mv layout/validation layout/val
+expect_rc 0 "$LOCKSTEP" shard --input images:layout --output layout-out --val-fraction 0
+"$PYTHON" -c "import json,sys; m=json.load(open('layout-out/manifest.json')); assert m['class_names']==['a','b'], m['class_names']; assert sorted(s for s in m['splits'])==['train','val'], list(m['splits'])" ||
+  fail "the split layout beside a hidden folder did not import as train/val of classes a, b"
+pass "a folder beside train/ is refused naming it; hidden folders are no class"
 
 # 3. Bad files.
 expect_rc nonzero "$LOCKSTEP" shard --input images:bad --output bad-out --val-fraction 0

@@ -84,23 +84,22 @@ done
 pgrep -f "^$LOCKSTEP train --data fm --epochs 40" >/dev/null && fail "a SIGTERM to mpiexec left ranks running 30 s on"
 pass "SIGUSR2 to one rank: its record, no stall claimed"
 
-# SIGUSR2 while the job is stuck in start-up (a rank blocked reading a shard, as on a dead
-# mount): answered from each rank's own record, and the job lives on (before: the signal's
-# default action killed it, so asking a stuck job where it is ended it). The run directory is
-# not locked yet, so nothing is written into it.
-cp -r fm fmstuck && rm fmstuck/val-00001-of-00002.h5 && mkfifo fmstuck/val-00001-of-00002.h5
-timeout 120 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fmstuck --epochs 1 --batch-size 16 --run-dir stuck \
-  --dist.comm-timeout 100 >stuck.txt 2>&1 &
+# SIGUSR2 while the job is stuck in start-up (rank 1 stalls before the pre-flight check, as on
+# a slow data load; rank 0 waits in the pre-flight collective): answered from each rank's own
+# record, and the job lives on (before: the signal's default action killed it, so asking a
+# stuck job where it is ended it). The run directory is not locked yet: nothing is written in it.
+timeout 120 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fm --epochs 1 --batch-size 16 --run-dir stuck \
+  --dist.comm-timeout 100 --debug.fault stall-start --debug.fault-rank 1 >stuck.txt 2>&1 &
 LAUNCHER=$!
-for _ in $(seq 1 50); do [ "$(pgrep -c -f "^$LOCKSTEP train --data fmstuck")" = 2 ] && break; sleep 0.2; done
-sleep 2  # past MPI start-up and into the data load
-pkill -USR2 -f "^$LOCKSTEP train --data fmstuck" || fail "no ranks to signal"
-for _ in $(seq 1 50); do grep -q "flight recorder: " stuck.txt && break; sleep 0.2; done
+for _ in $(seq 1 150); do grep -q "injecting fault 'stall-start'" stuck.txt 2>/dev/null && break; sleep 0.2; done
+grep -q "injecting fault 'stall-start'" stuck.txt || { cat stuck.txt; fail "rank 1 never reached its start-up stall"; }
+pkill -USR2 -f "^$LOCKSTEP train --data fm --epochs 1 --batch-size 16 --run-dir stuck" || fail "no ranks to signal"
+for _ in $(seq 1 50); do [ "$(grep -c "flight recorder: " stuck.txt)" -ge 2 ] && break; sleep 0.2; done
 sleep 1
-alive=$(pgrep -c -f "^$LOCKSTEP train --data fmstuck")
+alive=$(pgrep -c -f "^$LOCKSTEP train --data fm --epochs 1 --batch-size 16 --run-dir stuck")
 kill -TERM "$LAUNCHER" 2>/dev/null || true
-exec 3<>fmstuck/val-00001-of-00002.h5; exec 3>&-  # unblock the reader so the rank can go
 wait "$LAUNCHER" || true
+pkill -KILL -f "^$LOCKSTEP train --data fm --epochs 1 --batch-size 16 --run-dir stuck" 2>/dev/null || true
 grep -q "flight recorder: " stuck.txt || { cat stuck.txt; fail "SIGUSR2 in start-up gave no diagnosis"; }
 [ "$alive" = 2 ] || { cat stuck.txt; fail "SIGUSR2 in start-up ended $((2 - alive)) rank(s)"; }
 [ -e stuck/flight ] && fail "a job that never locked its run directory wrote flight records into it"

@@ -50,6 +50,8 @@ grep -Eq "test at step 28 on 'test' \(1024 samples, the best val_f1 checkpoint, 
 [ -n "$(json_rows plain/metrics.jsonl end test_acc)" ] || fail "end row lacks test_acc"
 expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir ontest --max-steps 4 --data.val-split test
 expect_output "warning: validating on the test split 'test'"
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir onval --max-steps 4 --data.train-split val
+expect_output "warning: --data.train-split and --data.val-split are both 'val': validation scores the samples it trains on"
 "$LOCKSTEP" shard --input "idx:$FMNIST" --output noval --limit 512 --shards 2 --val-fraction 0 >/dev/null
 expect_rc 0 run_mpi 2 train --data noval --batch-size 32 --run-dir noval-run --max-steps 4
 expect_output "no 'val' split in noval: validation is skipped"

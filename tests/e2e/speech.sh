@@ -240,6 +240,8 @@ write("good.wav", 16000, 1, 16000)
 write("tiny.wav", 16000, 1, 800)
 write("rate_short.wav", 22050, 2, 500)
 open("noise.wav", "wb").write(b"RIFF not really a wave file")
+data = open("good.wav", "rb").read()
+open("cut.wav", "wb").write(data[: len(data) // 3])  # a copy cut short: libsndfile reads it as a short file
 PY
 bad() {  # bad MANIFEST_TEXT REGEX [TEST_MANIFEST_TEXT]
   printf "$1" >bad.tsv
@@ -254,6 +256,7 @@ bad 'rate_short.wav\tone\n' "rate_short.wav \(.*bad.tsv:1\): 500 samples at 2205
 bad 'empty.wav\tone\n' "empty.wav .*: 0 samples, shorter than one 400-sample frame"
 bad 'short.wav\tone\n' "short.wav .*: 399 samples, shorter than one 400-sample frame"
 bad 'noise.wav\tone\n' "noise.wav: cannot read as audio"
+bad 'cut.wav\tone\n' "cut.wav: truncated: its header declares 32000 bytes of audio, the file holds [0-9]+"
 bad 'missing.wav\tone\n' "missing.wav: cannot read as audio"
 bad 'good.wav\t \n' "bad.tsv:1: empty transcript"
 bad 'good.wav one two\n' "bad.tsv:1: expected PATH<TAB>TRANSCRIPT\[<TAB>SPEAKER\], got 1 field"

@@ -247,9 +247,11 @@ pass "bad videos and labels are refused with one line; the committed dataset is 
 # where it landed.
 { echo '"video","trial","frame","label"'; sed 1d bad.src/ok.csv | tr -d '\r' | awk -F, '{printf "\"%s\",%s,%s,\"%s\"\n", $1, $2, $3, $4}'; } >bad.src/quoted.csv
 expect_rc 0 "$LOCKSTEP" shard --input video:bad.src/quoted.csv --output quoted --val-fraction 0 --clip-frames 5
-cmp -s <("$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['spec']['class_names'])" quoted/manifest.json) \
-       <("$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['spec']['class_names'])" keep/manifest.json) ||
-  fail "a quoted label file made other classes than the same file unquoted"
+"$PYTHON" - quoted/manifest.json keep/manifest.json <<'PY' || fail "a quoted label file made other classes than the same file unquoted"
+import json, sys
+quoted, plain = (json.load(open(p))["class_names"] for p in sys.argv[1:3])
+assert quoted == plain and all('"' not in c for c in quoted), (quoted, plain)
+PY
 ffmpeg -v error -f lavfi -i testsrc=rate=10:size=64x48 -frames:v 30 -c:v ffv1 bad.src/videos/slow.mkv
 { head -1 bad.src/ok.csv; sed -n 2p bad.src/ok.csv; echo "videos/slow.mkv,t-slow,10,rest"; } >bad.src/rates.csv
 expect_rc 0 "$LOCKSTEP" shard --input video:bad.src/rates.csv --output rates --val-fraction 0 --clip-frames 5 --frame-size 32x32

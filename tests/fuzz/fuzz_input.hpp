@@ -18,10 +18,12 @@
 namespace lockstep::fuzz {
 
 // A directory of this process for the target's files.
+// Never destroyed (a function-local static string would be, before the atexit handler that
+// reads it: a use after free under ASan at every normal exit).
 inline const std::string& work_dir() {
-  static const std::string dir = [] {
-    const std::string d = "/tmp/lockstep-fuzz-" + std::to_string(::getpid());
-    io::make_dirs(d);
+  static const std::string* const dir = [] {
+    auto* d = new std::string("/tmp/lockstep-fuzz-" + std::to_string(::getpid()));
+    io::make_dirs(*d);
     std::atexit([] {  // libFuzzer exits through exit(): a crash keeps the directory for a look
       try {
         io::remove_tree(work_dir());
@@ -30,7 +32,7 @@ inline const std::string& work_dir() {
     });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::string write_input(const std::string& name, const uint8_t* data, size_t size) {

@@ -261,7 +261,9 @@ TEST(Options, EmptyPathsAndCountsBeyondAnyRunAreRefused) {
        {std::vector<std::string>{"--run.dir", ""}, {"--run.resume", ""}, {"--data.val-split", ""},
         {"--data.test-split", ""}, {"--train.step-epochs", "1e18"}, {"--train.warmup-epochs", "1e300"},
         {"--train.batch-size", "4611686018427387905"}, {"--dist.grad-accum", "2000000"},
-        {"--train.epochs", "2000000000"}, {"--train.seed", "-1"}, {"--train.nesterov", ""}, {"--model.sync-bn", ""}}) {
+        {"--train.epochs", "2000000000"}, {"--train.seed", "-1"}, {"--train.nesterov", ""}, {"--model.sync-bn", ""},
+        {"--train.early-stop-patience", "1"}, {"--train.early-stop-min-delta", "0.01"},
+        {"--model.depth", "34"}}) {
     Config cfg;
     std::vector<std::string> args{"--data", "/d"};
     args.insert(args.end(), bad.begin(), bad.end());
@@ -275,4 +277,24 @@ TEST(Options, EmptyPathsAndCountsBeyondAnyRunAreRefused) {
   const auto r = parse_train({"--config", path, "--data", "/d"}, &cfg);
   EXPECT_EQ(r.status, ParseStatus::kError);
   EXPECT_NE(r.message.find("--run.dir is empty"), std::string::npos) << r.message;
+}
+
+// An option the chosen model does not read was ignored, silently: a TorchScript module's
+// widths and dropout are its own; only resnet and r3d have a depth; patience without a metric.
+TEST(Options, OptionsTheModelOrRuleDoesNotReadAreRefused) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--model", "torchscript:m.pt", "--model.width", "8"},
+        {"--model", "torchscript:m.pt", "--model.dropout", "0.5"},
+        {"--model", "mlp", "--model.depth", "34"},
+        {"--train.early-stop-patience", "5"}}) {
+    Config cfg;
+    std::vector<std::string> args{"--data", "/d"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = parse_train(args, &cfg);
+    EXPECT_EQ(r.status, ParseStatus::kError) << bad.back();
+    EXPECT_NE(r.message.find(bad[bad.size() - 2]), std::string::npos) << r.message;
+  }
+  Config resnet, scripted;
+  EXPECT_EQ(parse_train({"--data", "/d", "--model", "resnet", "--model.depth", "34"}, &resnet).status, ParseStatus::kRun);
+  EXPECT_EQ(parse_train({"--data", "/d", "--model", "torchscript:m.pt"}, &scripted).status, ParseStatus::kRun);
 }

@@ -51,12 +51,14 @@ TEST(Loss, WeightsAndSmoothingFollowTheirDefinitions) {
       torch::nn::functional::CrossEntropyFuncOptions().weight(torch::tensor({1.0f, 3.0f, 1.0f})).label_smoothing(0.1).reduction(
           torch::kSum));
   EXPECT_NEAR(Loss({1.0, 3.0, 1.0}, mean_w, 0.1, torch::kCPU)(logits, y).item<double>(), ref.item<double>() / 3.0, 1e-6);
-  // A batch of classes that weigh 0: a loss of 0 and no gradient, not NaN.
+  // A batch of classes that weigh 0: a loss of 0 and no gradient, not NaN; with smoothing,
+  // only its smoothing terms (finite).
   const auto l = logits.clone().requires_grad_();
-  const torch::Tensor zero = Loss({0.0, 0.0, 1.0}, 0.5, 0.1, torch::kCPU)(l, y);
+  const torch::Tensor zero = Loss({0.0, 0.0, 1.0}, 0.5, 0.0, torch::kCPU)(l, y);
   zero.backward();
   EXPECT_EQ(zero.item<double>(), 0.0);
   EXPECT_TRUE(torch::isfinite(l.grad()).all().item<bool>());
+  EXPECT_TRUE(std::isfinite(Loss({0.0, 0.0, 1.0}, 0.5, 0.1, torch::kCPU)(logits, y).item<double>()));
   // Smoothing eps: (1 - eps) nll + eps * mean over classes of -log p.
   const double eps = 0.1;
   const double smooth = Loss({}, 1.0, eps, torch::kCPU)(logits, y).item<double>();
@@ -71,16 +73,20 @@ TEST(Loss, AWeightedBatchSplitAnyWayAveragesToTheWholeBatch) {
   torch::manual_seed(3);
   const auto logits = torch::randn({12, 3});
   const auto y = torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 1, 2, 2, 2, 1, 1, 2, 0});
-  const std::vector<double> w{1.0, 0.5, 3.0};
-  const Loss loss(w, mean_class_weight(w, {4, 3, 5}), 0.0, torch::kCPU);
-  const double whole = loss(logits, y).item<double>();
-  for (const int64_t parts : {2, 3, 4, 6}) {
-    double mean = 0;
-    for (int64_t p = 0; p < parts; ++p) {
-      const int64_t n = 12 / parts;
-      mean += loss(logits.narrow(0, p * n, n), y.narrow(0, p * n, n)).item<double>() / static_cast<double>(parts);
+  // Weights with a class that weighs 0, with and without smoothing.
+  for (const auto& [w, smoothing] : {std::make_pair(std::vector<double>{1.0, 0.5, 3.0}, 0.0),
+                                     std::make_pair(std::vector<double>{1.0, 0.0, 3.0}, 0.0),
+                                     std::make_pair(std::vector<double>{1.0, 0.0, 3.0}, 0.1)}) {
+    const Loss loss(w, mean_class_weight(w, {4, 3, 5}), smoothing, torch::kCPU);
+    const double whole = loss(logits, y).item<double>();
+    for (const int64_t parts : {2, 3, 4, 6}) {
+      double mean = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        const int64_t n = 12 / parts;
+        mean += loss(logits.narrow(0, p * n, n), y.narrow(0, p * n, n)).item<double>() / static_cast<double>(parts);
+      }
+      EXPECT_NEAR(mean, whole, 1e-6) << parts << " parts, weight of class 1 " << w[1] << ", smoothing " << smoothing;
     }
-    EXPECT_NEAR(mean, whole, 1e-6) << parts << " parts";
   }
 }
 

@@ -35,4 +35,9 @@ TEST(TextFields, AQuotedCsvImportsAsTheUnquotedOne) {
   auto q = open_csv({{"train", dir + "/quoted.csv"}}, CsvOptions{}, &quoted);
   EXPECT_EQ(quoted, plain);
   EXPECT_EQ(q[0].source->labels(), p[0].source->labels());
+  // A quoted ';' is text, not the one-line-several-records separator.
+  std::ofstream(dir + "/semi.csv") << "a,b,activity\n1,2,\"walk;fast\"\n3,4,sit\n";
+  std::vector<std::string> semi;
+  open_csv({{"train", dir + "/semi.csv"}}, CsvOptions{}, &semi);
+  EXPECT_EQ(semi, (std::vector<std::string>{"sit", "walk;fast"}));
 }
