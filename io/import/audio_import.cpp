@@ -1,6 +1,7 @@
 // audio_import: see audio_import.hpp.
 #include "io/import/audio_import.hpp"
 
+#include <fmt/format.h>
 #include <samplerate.h>
 #include <sndfile.h>
 
@@ -195,8 +196,19 @@ std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (no == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
     if (trim(line).empty() || trim(line)[0] == '#') continue;
     const std::string where = path + ":" + std::to_string(no);
+    // A control character (a CR of old Mac line endings: two lines read as one, the next
+    // path in the transcript) became a vocabulary token; a tab separates the fields.
+    const auto control = std::find_if(line.begin(), line.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 && c != '\t';
+    });
+    if (control != line.end())
+      throw Error(where + fmt::format(": a control character (0x{:02X}) in the line", static_cast<unsigned char>(*control)) +
+                  (*control == '\r' ? ": a carriage return alone ends its lines (old Mac line endings? convert them "
+                                      "with tr '\\r' '\\n')"
+                                    : ""));
     const std::vector<std::string> f = split_fields(line, '\t');
     LOCKSTEP_REQUIRE(f.size() == 2 || f.size() == 3 || (!labeled && f.size() == 1),
                      where + (labeled ? ": expected PATH<TAB>TRANSCRIPT[<TAB>SPEAKER], got "
@@ -249,7 +261,14 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
   for (size_t s = 0; s < manifests.size(); ++s) {
     for (const Utterance& u : manifests[s]) {
       const std::string where = u.source + ":" + std::to_string(u.line);
-      const SoundFile sound(u.path);
+      const std::unique_ptr<SoundFile> opened = [&] {
+        try {  // the manifest line that names the file, then what is wrong with it
+          return std::make_unique<SoundFile>(u.path);
+        } catch (const Error& e) {
+          throw Error(where + ": " + e.what());
+        }
+      }();
+      const SoundFile& sound = *opened;
       const int64_t n = mel.frames(sound.checked_samples(mel, u.path + " (" + where + ")"));
       resampled += sound.resampled(mel.options().sample_rate) ? 1 : 0;
       downmixed += sound.downmixed() ? 1 : 0;

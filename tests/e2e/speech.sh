@@ -257,7 +257,10 @@ bad 'empty.wav\tone\n' "empty.wav .*: 0 samples, shorter than one 400-sample fra
 bad 'short.wav\tone\n' "short.wav .*: 399 samples, shorter than one 400-sample frame"
 bad 'noise.wav\tone\n' "noise.wav: cannot read as audio"
 bad 'cut.wav\tone\n' "cut.wav: truncated: its header declares 32000 bytes of audio, the file holds [0-9]+"
-bad 'missing.wav\tone\n' "missing.wav: cannot read as audio"
+bad 'missing.wav\tone\n' "bad.tsv:1: .*missing.wav: cannot read as audio"
+bad 'good.wav\tone\rgood.wav\ttwo\r' "bad.tsv:1: a control character \(0x0D\) in the line: a carriage return alone ends its lines"
+printf '\xef\xbb\xbfgood.wav\tone\ngood.wav\ttwo\n' >bom.tsv  # Excel's UTF-8 mark before the first path
+expect_rc 0 "$LOCKSTEP" shard --input audio:bom.tsv --output bomout --val-fraction 0
 bad 'good.wav\t \n' "bad.tsv:1: empty transcript"
 bad 'good.wav one two\n' "bad.tsv:1: expected PATH<TAB>TRANSCRIPT\[<TAB>SPEAKER\], got 1 field"
 bad 'good.wav\tone\tspk1\ngood.wav\ttwo\n' "bad.tsv:2: a speaker column on some lines only"
