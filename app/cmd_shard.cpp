@@ -168,12 +168,9 @@ int cmd_shard(const Args& args) {
     fmt::print("{:<6} {:>10} samples in {} shard(s)\n", name, split.count(), split.shards.size());
   // What --val-fraction made: whole groups (trials, subjects, speakers) move together, so a
   // few large ones can leave validation far from the fraction asked for.
-  int64_t in_val = -1, in_train = -1;
-  for (const auto& [name, split] : r.manifest.splits) {
-    if (name == "val") in_val = split.count();
-    if (name == "train") in_train = split.count();
-  }
-  if (opt.plan.val_fraction > 0 && in_val >= 0 && in_train >= 0) {
+  if (opt.plan.val_fraction > 0 && r.manifest.has_split("val") && r.manifest.has_split("train")) {
+    const int64_t in_val = r.manifest.split("val", opt.output_dir).count();
+    const int64_t in_train = r.manifest.split("train", opt.output_dir).count();
     const double share = static_cast<double>(in_val) / static_cast<double>(std::max<int64_t>(1, in_val + in_train));
     fmt::print("val holds {:.1f}% of train + val (--val-fraction {:g})\n", 100.0 * share, opt.plan.val_fraction);
     if (std::abs(share - opt.plan.val_fraction) > 0.5 * opt.plan.val_fraction)

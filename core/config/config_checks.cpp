@@ -82,10 +82,11 @@ std::string check_config(Config* c) {
     return "--model.depth must be 10 or 18 (r3d), or 18 or 34 (resnet)";
   // An option the chosen model does not read was ignored, silently (a TorchScript module
   // defines its own widths and dropout; only resnet and r3d have a depth).
+  const Config defaults;
   const bool scripted = c->model.rfind("torchscript:", 0) == 0;
-  if (scripted && (c->model_width != Config{}.model_width || c->dropout != Config{}.dropout))
+  if (scripted && (c->model_width != defaults.model_width || c->dropout != defaults.dropout))
     return "--model.width and --model.dropout do not apply to a TorchScript model (its module defines its own)";
-  if (c->model_depth != Config{}.model_depth && c->model != "resnet" && c->model != "r3d")
+  if (c->model_depth != defaults.model_depth && c->model != "resnet" && c->model != "r3d")
     return "--model.depth applies to resnet and r3d only, not to --model " + c->model;
   if (c->memory_budget_mb < 0) return "--data.memory-budget-mb must be >= 0";
   if (c->block_samples < 0) return "--data.block-samples must be >= 0";
@@ -105,8 +106,8 @@ std::string check_config(Config* c) {
   if (c->early_stop_patience < 1) return "--train.early-stop-patience must be at least 1";
   if (c->early_stop_min_delta < 0) return "--train.early-stop-min-delta must be >= 0";
   // Patience or a delta with no metric to watch stopped nothing, silently.
-  if (c->early_stop_metric == BestMetric::kNone && (c->early_stop_patience != Config{}.early_stop_patience ||
-                                                    c->early_stop_min_delta != Config{}.early_stop_min_delta))
+  if (c->early_stop_metric == BestMetric::kNone && (c->early_stop_patience != defaults.early_stop_patience ||
+                                                    c->early_stop_min_delta != defaults.early_stop_min_delta))
     return "--train.early-stop-patience and --train.early-stop-min-delta act only with --train.early-stop-metric "
            "(val_f1, val_acc or val_loss), which is none";
   if (c->top_k < 0) return "--predict.top-k must be >= 0";

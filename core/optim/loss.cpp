@@ -12,6 +12,17 @@
 
 namespace lockstep {
 
+double mean_class_weight(const std::vector<double>& weights, const std::vector<int64_t>& histogram) {
+  double weighted = 0, samples = 0;
+  for (size_t c = 0; c < weights.size() && c < histogram.size(); ++c) {
+    weighted += weights[c] * static_cast<double>(histogram[c]);
+    samples += static_cast<double>(histogram[c]);
+  }
+  if (!(weighted > 0))
+    throw UsageError("--train.class-weights: every class that has training samples weighs 0: no sample would count");
+  return weighted / samples;
+}
+
 std::vector<double> class_weights(const std::string& spec, const std::vector<int64_t>& histogram) {
   if (spec == "none" || spec.empty()) return {};
   const size_t k = histogram.size();
@@ -21,6 +32,7 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
     for (int64_t n : histogram) total += n;
     for (int64_t n : histogram)
       w.push_back(n > 0 ? static_cast<double>(total) / (static_cast<double>(k) * static_cast<double>(n)) : 0.0);
+    mean_class_weight(w, histogram);  // refuses weights under which no training sample counts
     return w;
   }
   if (spec.back() == ',')
@@ -46,6 +58,7 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
                      std::to_string(k) + " classes");
   if (std::all_of(w.begin(), w.end(), [](double v) { return v == 0; }))
     throw UsageError("--train.class-weights: every weight is 0: no sample would count");
+  mean_class_weight(w, histogram);  // refuses weights under which no training sample counts
   return w;
 }
 
@@ -64,17 +77,6 @@ std::string class_weight_table(const std::vector<double>& weights, const std::ve
     out += line;
   }
   return out;
-}
-
-double mean_class_weight(const std::vector<double>& weights, const std::vector<int64_t>& histogram) {
-  double weighted = 0, samples = 0;
-  for (size_t c = 0; c < weights.size() && c < histogram.size(); ++c) {
-    weighted += weights[c] * static_cast<double>(histogram[c]);
-    samples += static_cast<double>(histogram[c]);
-  }
-  if (!(weighted > 0))
-    throw UsageError("--train.class-weights: every class that has training samples weighs 0: no sample would count");
-  return weighted / samples;
 }
 
 Loss::Loss(std::vector<double> weights, double mean_weight, double label_smoothing, torch::Device device)

@@ -14,7 +14,8 @@
 namespace lockstep {
 
 // SPEC: "none" (empty result), "auto", or a comma-separated list of CLASSES non-negative
-// numbers. Throws UsageError naming --train.class-weights.
+// numbers. Throws UsageError naming --train.class-weights, also when no class that has
+// training samples weighs more than 0 (mean_class_weight).
 std::vector<double> class_weights(const std::string& spec, const std::vector<int64_t>& histogram);
 // Class, training samples, share and weight, one line each, for the startup log.
 std::string class_weight_table(const std::vector<double>& weights, const std::vector<int64_t>& histogram,
@@ -22,8 +23,9 @@ std::string class_weight_table(const std::vector<double>& weights, const std::ve
 
 // The weighted loss of a batch is sum_i w_{y_i} loss_i / (batch * mean_weight), where
 // MEAN_WEIGHT is the weights' mean over the training split (sum_c w_c n_c / sum_c n_c; for
-// "auto", the share of classes that have samples): a sum of per-sample terms over a constant, so the mean over micro-batches
-// (--dist.grad-accum) and ranks is the same sum over the global batch, however it is split.
+// "auto", the share of classes that have samples): a sum of per-sample terms over a
+// constant, so the mean over micro-batches (--dist.grad-accum) and ranks is the same sum over
+// the global batch, however it is split.
 // PyTorch's weighted 'mean' divides by the batch's own weight sum instead, which made the
 // update depend on the split (helper-42: 10% apart between one batch of 12 and two of 6
 // accumulated, 28% between 1 rank and 2): its mean over splits is not the global batch's.

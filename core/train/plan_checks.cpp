@@ -74,11 +74,7 @@ void check_training_plan(const Config& cfg, const io::Manifest& m) {
                              "nothing of how the model does on new ones",
                              option, split, what));
   parse_trace_range(cfg.trace_steps);
-  if (m.spec.labeled) {
-    const std::vector<int64_t> histogram = m.split(cfg.train_split, cfg.data_dir).histogram(m.spec.num_classes);
-    if (const std::vector<double> w = class_weights(cfg.class_weights, histogram); !w.empty())
-      mean_class_weight(w, histogram);
-  }
+  if (m.spec.labeled) class_weights(cfg.class_weights, m.split(cfg.train_split, cfg.data_dir).histogram(m.spec.num_classes));
 }
 
 }  // namespace lockstep

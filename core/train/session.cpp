@@ -176,13 +176,12 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   maker = std::make_unique<BatchMaker>(manifest.spec, place.device, place.device.is_cuda(), model->channels_last());
   const std::vector<int64_t> histogram = split.histogram(classes);
   const std::vector<double> weights = class_weights(cfg.class_weights, histogram);
+  const double mean_weight = weights.empty() ? 1.0 : mean_class_weight(weights, histogram);
   if (!weights.empty())
     log::info0("class weights (" + cfg.class_weights + "), a batch's loss = sum of weight x loss / (batch x " +
-               fmt::format("{:.4g}", mean_class_weight(weights, histogram)) +
-               ", their mean over the training split):\n" +
+               fmt::format("{:.4g}", mean_weight) + ", their mean over the training split):\n" +
                class_weight_table(weights, histogram, manifest.spec.class_names));
-  loss = std::make_unique<Loss>(weights, weights.empty() ? 1.0 : mean_class_weight(weights, histogram),
-                                cfg.label_smoothing, place.device);
+  loss = std::make_unique<Loss>(weights, mean_weight, cfg.label_smoothing, place.device);
   scaler = LossScaler(cfg.amp == Amp::kFp16, place.device, cfg.loss_scale, cfg.loss_scale_growth);
   const int64_t warmup = cfg.warmup_steps + std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch));
   schedule = LrSchedule{cfg.schedule, lr, warmup, /*total_steps: plan_from*/ 1, cfg.min_lr_fraction,

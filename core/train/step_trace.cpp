@@ -88,8 +88,7 @@ void StepTrace::begin_step(Clock::time_point t) {
   last_ = t;
   if (step_ > range_.last && on()) finish();
   if (!active()) return;
-  if (window_begin_ == 0) {
-    window_begin_ = us(t) / 1e6;
+  if (steps_.empty()) {
     first_traced_ = step_;
     if (ops_) ops_->start();
   }
@@ -149,7 +148,7 @@ TraceHeader parse_trace_header(const std::string& json, const std::string& what)
 }
 
 void StepTrace::finish() {
-  if (!on() || written_ || window_begin_ == 0) return;
+  if (!on() || written_ || steps_.empty()) return;
   written_ = true;
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);

@@ -82,7 +82,6 @@ class StepTrace {
   bool profiled_ = false;  // --trace.ops: this job writes ops-rank-R files
   Clock::time_point last_{};
   double offset_us_;  // unix - steady, microseconds
-  double window_begin_ = 0;  // unix seconds: the first traced step's start (0: none yet)
   std::vector<std::pair<double, double>> steps_;  // each traced step's start and end, unix seconds
   int64_t first_traced_ = 0;  // the first traced step this process ran
   std::vector<std::string> events_;

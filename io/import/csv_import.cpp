@@ -67,8 +67,7 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
   bool first = true;
   while (next(&record)) {
     lineno = record.first;
-    const std::string where = path + ":" + std::to_string(record.first);
-    const auto fields = split_quoted_fields(record.second, opt.delimiter, where);
+    const auto fields = split_quoted_fields(record.second, opt.delimiter, path, record.first);
     if (first) {
       first = false;
       width = static_cast<int64_t>(fields.size());
@@ -81,7 +80,7 @@ CsvTable parse_csv(const std::string& path, const CsvOptions& opt) {
       if (opt.header == "auto") {
         std::pair<int64_t, std::string> second;
         if (next(&second)) {
-          const auto below = split_quoted_fields(second.second, opt.delimiter, path + ":" + std::to_string(second.first));
+          const auto below = split_quoted_fields(second.second, opt.delimiter, path, second.first);
           float v;
           bool text = false;
           for (size_t i = 0; i < fields.size(); ++i) {

@@ -52,16 +52,21 @@ class Folders {
   std::map<std::pair<dev_t, ino_t>, std::string> seen_;
 };
 
+// A dot-name (.cache, .git, .ipynb_checkpoints): a folder no one put images in for lockstep.
+bool is_hidden(const std::string& name) { return !name.empty() && name[0] == '.'; }
+
 // Every image file under DIR (recursively, in byte order); OTHER counts the rest.
 void walk(const std::string& dir, Folders* folders, std::vector<std::string>* images, int64_t* other,
           std::string* first_other) {
   folders->enter(dir);
   for (const std::string& name : list_dir(dir)) {
     const std::string path = dir + "/" + name;
-    if (is_directory(path) && name[0] == '.') {  // .ipynb_checkpoints, .cache: no one's images
-      if ((*other)++ == 0) *first_other = path;
-    } else if (is_directory(path)) {
-      walk(path, folders, images, other, first_other);
+    if (is_directory(path)) {
+      if (!is_hidden(name)) {
+        walk(path, folders, images, other, first_other);
+      } else if ((*other)++ == 0) {  // .ipynb_checkpoints, .cache: no one's images
+        *first_other = path;
+      }
     } else if (has_image_extension(name)) {
       images->push_back(path);
     } else {
@@ -80,7 +85,7 @@ std::vector<ImageItem> list_split(const std::string& split_dir, Folders* folders
   std::string first_other;
   for (const std::string& name : list_dir(split_dir)) {
     const std::string folder = split_dir + "/" + name;
-    if (!is_directory(folder) || name[0] == '.') {  // a file, or a hidden folder (.cache, .git): no class
+    if (!is_directory(folder) || is_hidden(name)) {  // a file, or a hidden folder (.cache, .git): no class
       if (other++ == 0) first_other = folder;
       continue;
     }
@@ -203,7 +208,7 @@ std::vector<InputSplit> open_images(const std::string& dir, const ImageOptions& 
   // silently. Hidden folders are no one's.
   const bool by_split = is_directory(dir + "/train");
   for (const std::string& n : list_dir(dir))
-    if (by_split && is_directory(dir + "/" + n) && n[0] != '.' && n != "train" && n != "val" && n != "test")
+    if (by_split && is_directory(dir + "/" + n) && !is_hidden(n) && n != "train" && n != "val" && n != "test")
       throw Error(dir + " holds train/ and also " + n + "/: a split layout is train/, val/ and test/ (rename " + n +
                   "/ to val/ or test/, or move it out); a class layout has no train/ folder");
   std::vector<std::string> classes = class_names;

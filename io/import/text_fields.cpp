@@ -34,11 +34,15 @@ std::vector<std::string> split_fields(const std::string& line, char delim) {
   }
 }
 
-std::vector<std::string> split_quoted_fields(const std::string& line, char delim, const std::string& where) {
+std::vector<std::string> split_quoted_fields(const std::string& line, char delim, const std::string& file,
+                                             int64_t line_no) {
   if (delim == ' ') return split_fields(line, ' ');  // runs of blanks: no quoting
   std::vector<std::string> out;
   const size_t n = line.size();
-  const auto blank = [&](size_t i) { return i < n && line[i] != delim && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'); };
+  const auto blank = [&](size_t i) {
+    return i < n && line[i] != delim && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r');
+  };
+  const auto where = [&] { return file + ":" + std::to_string(line_no); };  // built for an error only
   size_t i = 0;
   for (;;) {
     size_t b = i;
@@ -47,7 +51,7 @@ std::vector<std::string> split_quoted_fields(const std::string& line, char delim
       std::string field;
       for (i = b + 1;; ++i) {
         if (i >= n)
-          throw Error(where + ": a quoted field is not closed (a quote missing, or a line break inside quotes, "
+          throw Error(where() + ": a quoted field is not closed (a quote missing, or a line break inside quotes, "
                               "which lockstep does not read)");
         if (line[i] != '"') {
           field += line[i];
@@ -61,7 +65,7 @@ std::vector<std::string> split_quoted_fields(const std::string& line, char delim
       ++i;
       while (blank(i)) ++i;
       if (i < n && line[i] != delim)
-        throw Error(where + ": text after the closing quote of field " + std::to_string(out.size() + 1) +
+        throw Error(where() + ": text after the closing quote of field " + std::to_string(out.size() + 1) +
                     " (a quote inside a quoted field is written twice: \"\")");
       out.push_back(std::move(field));
     } else {

@@ -2,6 +2,7 @@
 // ucihar) shares, so a value means the same in each.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,10 @@ std::vector<std::string> split_fields(const std::string& line, char delim);
 // The fields of one CSV record LINE as RFC 4180 writes them (pandas' to_csv, Excel, predict's
 // own output): a field in double quotes may hold DELIM, and "" in it is one quote; the quotes
 // are not part of the value ("rest" and rest are one class). Unquoted fields are trimmed, as
-// split_fields; DELIM ' ' is split_fields'. Throws naming WHERE for a quote that is never closed (a line break inside
-// quotes is not read) or text after a closing quote.
-std::vector<std::string> split_quoted_fields(const std::string& line, char delim, const std::string& where);
+// split_fields; DELIM ' ' is split_fields'. Throws naming FILE:LINE_NO for a quote that is
+// never closed (a line break inside quotes is not read) or text after a closing quote.
+std::vector<std::string> split_quoted_fields(const std::string& line, char delim, const std::string& file,
+                                             int64_t line_no);
 
 // The whole of S as a float (strtof syntax, "nan"/"inf" included); false when S is empty,
 // has trailing characters, or is out of float range.

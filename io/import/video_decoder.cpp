@@ -130,9 +130,9 @@ VideoProbe probe_video(const std::string& path) {
   // Every container's per-frame positions are checked, AVI's too: its position is the
   // frame's index in the stream (dts; its pts is missing or shuffled around B-frames),
   // and a dropped frame is a jump in it (9 -> 15) that decode order would hide, shifting
-  // every later frame's label. One clock per stream: where some packets carry no pts (an
-  // MPEG program stream stamps only some), every frame's dts, never a mix of the two
-  // (a pts of one frame equals the dts of the next: "the frame rate changes ... 0 ms").
+  // every later frame's label. One clock per stream: where some packets carry no pts, every
+  // frame's dts, never a mix of the two (a pts of one frame equals the dts of the next:
+  // "the frame rate changes ... 0 ms"). MPEG program streams are not checked (below).
   std::vector<int64_t> pts, dts;
   for (;;) {
     const int rc = av_read_frame(c.get(), pkt.get());

@@ -12,7 +12,6 @@
 #include <set>
 #include <thread>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/base/error.hpp"
@@ -63,7 +62,7 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
                    path + ": empty file (expected a header " + (labeled ? "video,frame,label)" : "video[,frame])"));
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
-  const std::vector<std::string> header = split_quoted_fields(line, ',', path + ":1");
+  const std::vector<std::string> header = split_quoted_fields(line, ',', path, 1);
   for (size_t i = 0; i < header.size(); ++i)
     LOCKSTEP_REQUIRE(std::find(header.begin() + static_cast<std::ptrdiff_t>(i) + 1, header.end(), header[i]) ==
                          header.end(),
@@ -90,7 +89,7 @@ std::vector<LabelRow> read_label_csv(const std::string& path, const std::string&
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(no);
-    const std::vector<std::string> f = split_quoted_fields(line, ',', where);
+    const std::vector<std::string> f = split_quoted_fields(line, ',', path, no);
     LOCKSTEP_REQUIRE(f.size() == width, where + ": " + std::to_string(f.size()) + " fields, the header has " +
                                             std::to_string(width));
     LabelRow r;
@@ -218,12 +217,10 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
     const std::string where = csv + ":" + std::to_string(r.line);
     auto vit = video_id.find(r.video);
     if (vit == video_id.end()) {
-      if (!path_exists(r.video)) {
-        struct stat st {};
-        const bool link = ::lstat(r.video.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+      if (!path_exists(r.video))
         throw Error(where + ": video " + r.video +
-                    (link ? " is a symbolic link to nothing (its target is gone, or links loop)" : " not found"));
-      }
+                    (is_symlink(r.video) ? " is a symbolic link to nothing (its target is gone, or links loop)"
+                                         : " not found"));
       auto pit = probes->find(r.video);
       if (pit == probes->end()) {
         try {  // the line that named the video, then what is wrong with it

@@ -15,15 +15,15 @@ using namespace lockstep::io;
 
 TEST(TextFields, QuotedFieldsAreTheirValueWithoutQuotes) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(split_quoted_fields("a.mp4,3,rest", ',', "x"), (V{"a.mp4", "3", "rest"}));
-  EXPECT_EQ(split_quoted_fields("\"a.mp4\",3,\"rest\"", ',', "x"), (V{"a.mp4", "3", "rest"}));
-  EXPECT_EQ(split_quoted_fields("\"sp ace é.mp4\", 3 ,\"cat, black\"", ',', "x"), (V{"sp ace é.mp4", "3", "cat, black"}));
-  EXPECT_EQ(split_quoted_fields("\"say \"\"hi\"\"\",,", ',', "x"), (V{"say \"hi\"", "", ""}));
-  EXPECT_EQ(split_quoted_fields("  \"a\"  ;b\r", ';', "x"), (V{"a", "b"}));
-  EXPECT_EQ(split_quoted_fields("it's 5\" tall,x", ',', "x"), (V{"it's 5\" tall", "x"})) << "a quote inside an unquoted field is text";
-  EXPECT_EQ(split_quoted_fields("", ',', "x"), (V{""}));
-  EXPECT_ERROR_CONTAINS(split_quoted_fields("a,\"b", ',', "f.csv:7"), "f.csv:7: a quoted field is not closed");
-  EXPECT_ERROR_CONTAINS(split_quoted_fields("a,\"b\"c,d", ',', "f.csv:7"), "f.csv:7: text after the closing quote of field 2");
+  EXPECT_EQ(split_quoted_fields("a.mp4,3,rest", ',', "x", 1), (V{"a.mp4", "3", "rest"}));
+  EXPECT_EQ(split_quoted_fields("\"a.mp4\",3,\"rest\"", ',', "x", 1), (V{"a.mp4", "3", "rest"}));
+  EXPECT_EQ(split_quoted_fields("\"sp ace é.mp4\", 3 ,\"cat, black\"", ',', "x", 1), (V{"sp ace é.mp4", "3", "cat, black"}));
+  EXPECT_EQ(split_quoted_fields("\"say \"\"hi\"\"\",,", ',', "x", 1), (V{"say \"hi\"", "", ""}));
+  EXPECT_EQ(split_quoted_fields("  \"a\"  ;b\r", ';', "x", 1), (V{"a", "b"}));
+  EXPECT_EQ(split_quoted_fields("it's 5\" tall,x", ',', "x", 1), (V{"it's 5\" tall", "x"})) << "a quote inside an unquoted field is text";
+  EXPECT_EQ(split_quoted_fields("", ',', "x", 1), (V{""}));
+  EXPECT_ERROR_CONTAINS(split_quoted_fields("a,\"b", ',', "f.csv", 7), "f.csv:7: a quoted field is not closed");
+  EXPECT_ERROR_CONTAINS(split_quoted_fields("a,\"b\"c,d", ',', "f.csv", 7), "f.csv:7: text after the closing quote of field 2");
 }
 
 TEST(TextFields, AQuotedCsvImportsAsTheUnquotedOne) {
