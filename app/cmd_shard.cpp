@@ -109,6 +109,9 @@ int cmd_shard(const Args& args) {
                     "in source order, no validation split")
       ("skip-bad", "images: skip files that do not decode (each named, counted in the manifest) instead of failing")
       ("sample-shape", po::value(&spec.sample_shape), "every sample seen as this shape, same elements (e.g. 1,28,28 for [N,28,28] images)")
+      ("layout", po::value(&spec.layout), "npy, npz, hdf5: channels-last (samples [H,W,C] or [T,H,W,C], stored as "
+                                           "[C,H,W] or [C,T,H,W]) | channels-first (as stored); without it a shape "
+                                           "that looks channels-last is refused")
       ("samples-dataset", po::value(&spec.samples_dataset)->default_value("samples"), "hdf5: dataset of the samples; npz: array key")
       ("labels-dataset", po::value(&spec.labels_dataset)->default_value("labels"), "hdf5: dataset of the labels; npz: array key (none: unlabelled)")
       ("force", "rewrite even when the output already matches the input, and write into a directory that "

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/base/error.hpp"
@@ -124,6 +125,11 @@ OpenedImport open_import(ImportSpec& spec) {
   if (kind == "video" && spec.video.frame_table && !spec.sample_shape.empty())
     throw UsageError("--sample-shape on video: clips stored as frames (--video-storage frames) keep their "
                      "[C,T,H,W] shape; pass --video-storage clips to reshape them");
+  const bool arrays = kind == "npy" || kind == "npz" || kind == "hdf5";
+  if (!spec.layout.empty() && spec.layout != "channels-first" && spec.layout != "channels-last")
+    throw UsageError("--layout must be channels-first or channels-last, not '" + spec.layout + "'");
+  if (!spec.layout.empty() && !arrays)
+    throw UsageError("--layout is for npy:, npz: and hdf5: arrays (" + kind + ": is stored channels-first)");
   if (spec.no_labels) {
     if (kind != "video" && kind != "audio" && kind != "librispeech" && kind != "csv")
       throw UsageError("--no-labels is for video:, audio:, librispeech: and csv: inputs (npy: leave out the labels "
@@ -155,10 +161,10 @@ OpenedImport open_import(ImportSpec& spec) {
       if (tkind != kind) throw UsageError("--test-input must be of the same kind as --input (" + kind + ")");
       split_files.emplace_back("test", tpath);
     }
-    const bool arrays = kind == "npy" || kind == "npz";
-    if (!arrays)  // npy/npz paths may carry keys or a second file: open_npy names the files
+    const bool numpy = kind == "npy" || kind == "npz";
+    if (!numpy)  // npy/npz paths may carry keys or a second file: open_npy names the files
       for (const auto& [split, file] : split_files) files.push_back(file);
-    if (arrays) {
+    if (numpy) {
       out.inputs = open_npy(split_files, kind == "npz", {spec.samples_dataset, spec.labels_dataset}, &files);
     } else if (kind == "csv") {
       out.inputs = open_csv(split_files, spec.csv, &names);
@@ -199,11 +205,33 @@ OpenedImport open_import(ImportSpec& spec) {
     const std::vector<int64_t> shape = parse_sample_shape(spec.sample_shape);
     for (InputSplit& in : out.inputs) in.source = reshape_samples(std::move(in.source), shape);
   }
+  // Arrays keep the order of their axes; an [H,W,C] image read as C=H channels of HxW trains
+  // on scrambled pixels without a word, so that shape is refused unless --layout says which.
+  if (spec.layout == "channels-last")
+    for (InputSplit& in : out.inputs) in.source = channels_first(std::move(in.source));
+  if (arrays && spec.layout.empty() && !out.inputs.empty()) {
+    const DatasetSpec& s = out.inputs[0].source->spec();
+    if (!s.ragged && looks_channels_last(s.sample_shape)) {
+      std::vector<int64_t> moved = s.sample_shape;
+      std::rotate(moved.rbegin(), moved.rbegin() + 1, moved.rend());
+      const auto text = [](const std::vector<int64_t>& shape) {
+        std::string t;
+        for (const int64_t d : shape) t += (t.empty() ? "" : ",") + std::to_string(d);
+        return t;
+      };
+      throw UsageError(fmt::format("{}: samples of shape [{}] look channels-last (the last axis holds the channels); "
+                                   "lockstep models take channels first: pass --layout channels-last to store them as "
+                                   "[{}], or --layout channels-first if [{}] is right",
+                                   out.inputs[0].source->name(), text(s.sample_shape), text(moved),
+                                   text(s.sample_shape)));
+    }
+  }
   if (opt.class_names.empty()) opt.class_names = names;
   opt.input_files = files;
   if (kind == "idx" || kind == "images") opt.input_files.push_back(path);
   std::string array_spec = kind == "npy" || kind == "npz" ? "|arrays=" + spec.input + ";" + spec.test_input : "";
   if (!spec.sample_shape.empty()) array_spec += "|reshape=" + spec.sample_shape;
+  if (spec.layout == "channels-last") array_spec += "|channels_last";
   if (kind == "images")
     array_spec += fmt::format("|{}|size={}x{}|color={}|skip_bad={}", listing, spec.images.height, spec.images.width,
                               spec.images.color, spec.images.skip_bad);

@@ -27,6 +27,9 @@ struct ImportSpec {
   std::string samples_dataset = "samples", labels_dataset = "labels";  // hdf5
   std::string har_signals = "inertial";                                // ucihar: inertial | features
   std::string sample_shape;  // "1,28,28": every sample reshaped (same elements); empty: as stored
+  // npy/npz/hdf5, after any --sample-shape: channels-last (samples [..,C] stored as [C,..]) |
+  // channels-first (as stored) | empty: as stored, refused when the shape looks channels-last
+  std::string layout;
   // --no-labels: data to run `predict` on (video, audio, librispeech; csv as --label-column
   // none): no label column, frame or transcript needed; stored in source order (no shuffle,
   // no validation split): prediction row i is the input's i-th sample (video: the i-th

@@ -40,6 +40,12 @@ class SampleSource {
 // `lockstep shard --sample-shape`). Throws UsageError naming --sample-shape when the element
 // count differs or the source is ragged.
 std::unique_ptr<SampleSource> reshape_samples(std::unique_ptr<SampleSource> source, const std::vector<int64_t>& shape);
+// Samples stored channels-last ([H,W,C], [T,H,W,C]) read channels-first ([C,H,W], [C,T,H,W]),
+// the layout every lockstep model takes. Throws UsageError for samples without a channel axis.
+std::unique_ptr<SampleSource> channels_first(std::unique_ptr<SampleSource> source);
+// A sample shape that reads as channels-last: 3 or 4 axes, the last at most 4 and the first
+// more than 4 (a NumPy/Keras [H,W,3] image or [T,H,W,3] clip taken as 32 channels of 32x3).
+bool looks_channels_last(const std::vector<int64_t>& shape);
 
 // A source already in memory (IDX, CSV).
 class MemorySource final : public SampleSource {

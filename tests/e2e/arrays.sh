@@ -5,7 +5,8 @@
 # ranks; the same arrays compressed (np.savez_compressed) import to the same shards; float64
 # Fortran-order big-endian samples with int32 labels as two .npy files; an unlabelled .npy
 # predicted on; a corrupt compressed member, a missing key and a pickled object array are
-# each refused in one line naming the file.
+# each refused in one line naming the file; [N,H,W,3] images refused until --layout says
+# they are channels-last, then stored channels first.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)  # before common.sh changes directory
 source "$ROOT/tests/e2e/common.sh" "$@"
 [ -d "$FMNIST" ] || fail "Fashion-MNIST not found at $FMNIST (apt-get install dataset-fashion-mnist)"
@@ -107,4 +108,28 @@ expect_output "objects.npy: an object array \(pickled Python objects\), which lo
 expect_rc 2 "$LOCKSTEP" shard --input npy:unl.npy --sample-shape 3,28,28 --output bad
 expect_output "--sample-shape \[3,28,28\] has 2352 elements; the samples of unl.npy are \[28,28\] \(784\)"
 pass "a corrupt member, a missing key, a pickle and a wrong --sample-shape: one line each"
+
+# 5. Channels-last arrays (NumPy/Keras images [N,H,W,3]): refused without --layout, naming
+# both shapes; --layout channels-last stores each sample as x.transpose(2,0,1).
+"$PYTHON" - <<'PY'
+import numpy as np
+x = np.load("fm.npz")["x_train"][:300]
+rgb = np.stack([x, 255 - x, x // 2], axis=-1)  # [300,28,28,3], three different channels
+np.save("hwc.npy", rgb)
+np.save("hwc_y.npy", np.load("fm.npz")["y_train"][:300])
+PY
+expect_rc 2 "$LOCKSTEP" shard --input npy:hwc.npy,hwc_y.npy --output hwc
+expect_output "hwc.npy: samples of shape \[28,28,3\] look channels-last .* --layout channels-last to store them as \[3,28,28\]"
+[ ! -e hwc/manifest.json ] || fail "a refused channels-last import left a manifest"
+expect_rc 0 "$LOCKSTEP" shard --input npy:hwc.npy,hwc_y.npy --output hwc --layout channels-last --val-fraction 0 \
+  --no-shuffle --shards 1
+"$PYTHON" - <<'PY' || fail "--layout channels-last did not store x.transpose(2,0,1)"
+import json, h5py, numpy as np
+x = np.load("hwc.npy")
+m = json.load(open("hwc/manifest.json"))
+assert m["sample_shape"] == [3, 28, 28], m
+with h5py.File("hwc/" + m["splits"]["train"]["shards"][0]["file"]) as h:
+    assert (h["samples"][:] == x.transpose(0, 3, 1, 2)).all()
+PY
+pass "channels-last arrays: refused naming both shapes; --layout channels-last stores them channels first"
 echo "arrays: all passed"

@@ -11,6 +11,7 @@
 
 #include "core/base/error.hpp"
 #include "io/import/npy_format.hpp"
+#include "io/import/import_spec.hpp"
 #include "io/import/npy_import.hpp"
 #include "io/import/sample_source.hpp"
 #include "test_helpers.hpp"
@@ -265,4 +266,52 @@ TEST(NpyImport, SampleShapeReshapesWithoutMovingAByte) {
   EXPECT_EQ(got, px);
   auto again = open_npy({{"train", xs}}, false, {}, &files);
   EXPECT_THROW(reshape_samples(std::move(again.at(0).source), {3, 4, 6}), UsageError);
+}
+
+TEST(NpyImport, ChannelsLastSamplesAreStoredChannelsFirst) {
+  const std::string dir = fresh_dir("npyhwc");
+  // 2 samples of [H=2, W=3, C=2]: value = 100*sample + 10*(h*3+w) + c.
+  std::vector<int16_t> hwc;
+  for (int n = 0; n < 2; ++n)
+    for (int p = 0; p < 6; ++p)
+      for (int c = 0; c < 2; ++c) hwc.push_back(static_cast<int16_t>(100 * n + 10 * p + c));
+  const std::string xs = write(dir, "x.npy", npy(dict("<i2", "(2, 2, 3, 2)"), bytes_of(hwc)));
+  std::vector<std::string> files;
+  auto moved = channels_first(std::move(open_npy({{"train", xs}}, false, {}, &files).at(0).source));
+  EXPECT_EQ(moved->spec().sample_shape, (std::vector<int64_t>{2, 2, 3}));
+  std::vector<int16_t> got(hwc.size());
+  moved->read(0, 2, got.data());
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 2; ++c)
+      for (int p = 0; p < 6; ++p) EXPECT_EQ(got[static_cast<size_t>(n * 12 + c * 6 + p)], 100 * n + 10 * p + c);
+  moved->read(1, 1, got.data());  // a range that starts past sample 0
+  EXPECT_EQ(got[1], 110);
+  const std::string flat = write(dir, "f.npy", npy(dict("|u1", "(2, 5)"), std::string(10, '\1')));
+  EXPECT_ERROR_CONTAINS(channels_first(std::move(open_npy({{"train", flat}}, false, {}, &files).at(0).source)),
+                        "have no channel axis to move");
+}
+
+TEST(NpyImport, AShapeThatLooksChannelsLastIsRefusedUntilTheLayoutIsSaid) {
+  EXPECT_TRUE(looks_channels_last({32, 32, 3}));
+  EXPECT_TRUE(looks_channels_last({16, 112, 112, 1}));
+  EXPECT_FALSE(looks_channels_last({3, 32, 32}));     // channels first
+  EXPECT_FALSE(looks_channels_last({1, 16, 112, 112}));
+  EXPECT_FALSE(looks_channels_last({28, 28}));        // no channel axis
+  EXPECT_FALSE(looks_channels_last({4, 4, 3}));       // 4x4 of 3: ambiguous, kept
+  const std::string dir = fresh_dir("npyhwcspec");
+  const std::string xs = write(dir, "x.npy", npy(dict("|u1", "(2, 8, 6, 3)"), std::string(2 * 8 * 6 * 3, '\7')));
+  ImportSpec spec;
+  spec.input = "npy:" + xs;
+  spec.options.plan.val_fraction = 0;
+  EXPECT_ERROR_CONTAINS(open_import(spec), xs + ": samples of shape [8,6,3] look channels-last");
+  EXPECT_ERROR_CONTAINS(open_import(spec), "pass --layout channels-last to store them as [3,8,6]");
+  spec.layout = "channels-first";
+  EXPECT_EQ(open_import(spec).inputs.at(0).source->spec().sample_shape, (std::vector<int64_t>{8, 6, 3}));
+  spec.layout = "channels-last";
+  EXPECT_EQ(open_import(spec).inputs.at(0).source->spec().sample_shape, (std::vector<int64_t>{3, 8, 6}));
+  spec.layout = "nhwc";
+  EXPECT_ERROR_CONTAINS(open_import(spec), "--layout must be channels-first or channels-last, not 'nhwc'");
+  spec.layout = "channels-last";
+  spec.input = "idx:" + dir;
+  EXPECT_ERROR_CONTAINS(open_import(spec), "--layout is for npy:, npz: and hdf5: arrays");
 }
