@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -245,6 +246,17 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
     if (!labeled)
       for (Utterance& u : manifests.back()) u.transcript.clear();  // not read: no targets, no vocabulary
   }
+  // A file listed twice weighs twice in training, or with two transcripts teaches both; in the
+  // training and a test manifest it is tested on what it trained on (video refuses the same).
+  std::map<std::string, const Utterance*> listed;
+  for (const std::vector<Utterance>& m : manifests)
+    for (const Utterance& u : m) {
+      const std::string file = std::filesystem::path(u.path).lexically_normal().string();
+      const auto [it, fresh] = listed.emplace(file, &u);
+      LOCKSTEP_REQUIRE(fresh, u.source + ":" + std::to_string(u.line) + ": " + file + " is listed twice (also " +
+                                  (it->second->source == u.source ? "on line " : "in " + it->second->source + ":") +
+                                  std::to_string(it->second->line) + ")");
+    }
   // The vocabulary: the training transcripts' characters, sorted.
   std::set<std::string> chars;
   for (const Utterance& u : manifests[0])

@@ -237,6 +237,7 @@ write("stereo.wav", 16000, 2, 16000)
 write("empty.wav", 16000, 1, 0)
 write("short.wav", 16000, 1, 399)
 write("good.wav", 16000, 1, 16000)
+write("good2.wav", 16000, 1, 16000)
 write("tiny.wav", 16000, 1, 800)
 write("rate_short.wav", 22050, 2, 500)
 open("noise.wav", "wb").write(b"RIFF not really a wave file")
@@ -259,7 +260,7 @@ bad 'noise.wav\tone\n' "noise.wav: cannot read as audio"
 bad 'cut.wav\tone\n' "cut.wav: truncated: its header declares 32000 bytes of audio, the file holds [0-9]+"
 bad 'missing.wav\tone\n' "bad.tsv:1: .*missing.wav: cannot read as audio"
 bad 'good.wav\tone\rgood.wav\ttwo\r' "bad.tsv:1: a control character \(0x0D\) in the line: a carriage return alone ends its lines"
-printf '\xef\xbb\xbfgood.wav\tone\ngood.wav\ttwo\n' >bom.tsv  # Excel's UTF-8 mark before the first path
+printf '\xef\xbb\xbfgood.wav\tone\ngood2.wav\ttwo\n' >bom.tsv  # Excel's UTF-8 mark before the first path
 expect_rc 0 "$LOCKSTEP" shard --input audio:bom.tsv --output bomout --val-fraction 0
 bad 'good.wav\t \n' "bad.tsv:1: empty transcript"
 bad 'good.wav one two\n' "bad.tsv:1: expected PATH<TAB>TRANSCRIPT\[<TAB>SPEAKER\], got 1 field"
@@ -267,10 +268,13 @@ bad 'good.wav\tone\tspk1\ngood.wav\ttwo\n' "bad.tsv:2: a speaker column on some 
 bad '# nothing\n' "bad.tsv: no utterances"
 # A transcript longer in CTC's frames than its audio trained nothing with a loss of exactly 0.
 bad 'tiny.wav\tone two\n' "bad.tsv: 1 of 1 utterance\(s\) are shorter in frames than their transcripts need \(first: .*tiny.wav \([0-9]+ frames for 7\)\): CTC cannot align them"
-bad 'good.wav\tone two\n' "badtest.tsv:1: character 's' is not in the vocabulary of the training manifest" 'good.wav\tsix\n'
+bad 'good.wav\tone two\n' "badtest.tsv:1: character 's' is not in the vocabulary of the training manifest" 'good2.wav\tsix\n'
+# A file listed twice trained twice (with two transcripts, on both); in both manifests it was tested on.
+bad 'good.wav\tone\ngood2.wav\ttwo\n./good.wav\tsix\n' "bad.tsv:3: good.wav is listed twice \\(also on line 1\\)"
+bad 'good.wav\tone\n' "badtest.tsv:1: good.wav is listed twice \\(also in .*bad.tsv:1\\)" 'good.wav\tone\n'
 pass "bad audio input: one line naming the file, non-zero exit, nothing written"
 printf 'good.wav\tone\tspk1\n' >tr.tsv
-printf 'good.wav\tone\tspk1\n' >te.tsv
+printf 'good2.wav\tone\tspk1\n' >te.tsv
 expect_rc 0 "$LOCKSTEP" shard --input audio:tr.tsv --test-input audio:te.tsv --output overlap --val-fraction 0
 expect_output "te.tsv: 1 speaker\(s\) also in the training manifest \(e.g. 'spk1'\): the test split does not measure unseen speakers"
 pass "a speaker in both train and test manifests is warned about"
