@@ -34,6 +34,7 @@ struct LabelRow {
 
 struct Video {
   std::string path;
+  std::string where;  // CSV:LINE that first named it, for decode errors
   VideoProbe probe;
   int64_t lo = 0, hi = 0;  // the frames its clips read
   int64_t begin = 0, end = 0;  // its samples [begin, end) in source order
@@ -176,7 +177,11 @@ class VideoSource final : public SampleSource {
     // The first failed video in source order is the error.
     parallel_for(static_cast<int64_t>(todo.size()), threads_, [&](int64_t k) {
       const Video& v = videos_[static_cast<size_t>(todo[static_cast<size_t>(k)])];
-      counts[static_cast<size_t>(k)] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[static_cast<size_t>(k)], &v.keep);
+      try {
+        counts[static_cast<size_t>(k)] = decode_frames(v.path, v.lo, v.hi, format_, &bufs[static_cast<size_t>(k)], &v.keep);
+      } catch (const Error& e) {
+        throw Error(v.where + ": " + e.what());
+      }
     });
     for (size_t k = 0; k < todo.size(); ++k) {
       decoded_[todo[k]] = std::move(bufs[k]);
@@ -231,6 +236,7 @@ Planned plan_clips(const std::string& csv, const std::vector<LabelRow>& rows, co
       }
       Video v;
       v.path = r.video;
+      v.where = where;
       v.probe = pit->second;
       vit = video_id.emplace(r.video, static_cast<int32_t>(p.videos.size())).first;
       p.videos.push_back(v);

@@ -233,7 +233,7 @@ refused "$VIDEO,t-x,abc,rest" "bad.csv:2: frame 'abc' is not a frame index"
 # A truncated video (cut mid-stream: mkv opens, then ends early) and a file that is no video.
 MKV=$(ls vb.src/videos | grep '\.mkv$' | head -1)
 head -c $(( $(stat -c %s "vb.src/videos/$MKV") / 2 )) "vb.src/videos/$MKV" >bad.src/videos/cut.mkv
-refused "videos/cut.mkv,t-x,$((FRAMES - 1)),rest" "cut.mkv.*(past the video's end|decodes to [0-9]+ frames, but frame [0-9]+ is needed)"
+refused "videos/cut.mkv,t-x,$((FRAMES - 1)),rest" "bad.csv:2: .*cut.mkv.*(past the video's end|decodes to [0-9]+ frames, but frame [0-9]+ is needed)"
 echo "not a video" >bad.src/videos/text.mp4
 refused "videos/text.mp4,t-x,1,rest" "bad.csv:2: .*text.mp4: cannot open as video"  # the line, then the file
 ln -sf loop2.mp4 bad.src/videos/loop1.mp4 && ln -sf loop1.mp4 bad.src/videos/loop2.mp4
