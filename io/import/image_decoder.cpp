@@ -48,8 +48,8 @@ int exif_orientation(jpeg_saved_marker_ptr m) {
     for (uint32_t i = 0; i < entries; ++i) {
       const size_t e = ifd + 2 + 12 * static_cast<size_t>(i);
       if (e + 12 > n) break;
-      if (u16(e) == 0x0112) {
-        const uint32_t v = u16(e + 8);
+      if (u16(e) == 0x0112) {  // a SHORT (type 3) as the standard says; some writers store a LONG (4)
+        const uint32_t v = u16(e + 2) == 4 ? u32(e + 8) : u16(e + 8);
         return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
       }
     }

@@ -50,6 +50,9 @@ def save(kind, img, fmt, **kw):
     np.save(f"ref16-{kind}.npy", np.asarray(T.CenterCrop(16)(T.Resize(16)(Image.fromarray(ref)))))
 exif = Image.Exif(); exif[0x0112] = 6
 save("exif6", Image.fromarray(base), "JPEG", quality=95, exif=exif.tobytes())
+import struct  # orientation 8 as a big-endian ("MM") LONG, as some cameras write it: one IFD0 entry
+be = b"Exif\0\0MM\0\x2a" + struct.pack(">IH", 8, 1) + struct.pack(">HHII", 0x0112, 4, 1, 8) + struct.pack(">I", 0)
+save("exif8be", Image.fromarray(base), "JPEG", quality=95, exif=be)
 save("cmyk", Image.fromarray(base).convert("CMYK"), "JPEG", quality=95)
 save("rgba", Image.fromarray(np.dstack([base, rng.integers(0, 256, (24, 40), dtype=np.uint8)])), "PNG")
 save("gray16", Image.fromarray(base[:, :, 0].astype(np.uint16) * 257), "PNG")
@@ -103,7 +106,7 @@ PY
 pass "Fashion-MNIST as PNG folders == the IDX pixels; as JPEG q90 the same model scores within 3 points"
 
 # 2. Every kind as PIL sees it, at its own size (alone) and at 16x16 (all, one class each).
-for kind in exif6 cmyk rgba gray16 palette paltrns gray; do
+for kind in exif6 exif8be cmyk rgba gray16 palette paltrns gray; do
   rm -rf one && mkdir -p one/a && cp kinds/$kind/* one/a/
   expect_rc 0 "$LOCKSTEP" shard --input images:one --output "k-$kind" --color rgb --val-fraction 0
 done
@@ -115,13 +118,13 @@ def samples(d):
     with h5py.File(f"{d}/" + m["splits"]["train"]["shards"][0]["file"]) as h:
         l = h["labels"][:]
         return h["samples"][:].transpose(0, 2, 3, 1), (l[:, 0] if l.ndim == 2 else l), m["class_names"]
-for kind in ("exif6", "cmyk", "rgba", "gray16", "palette", "paltrns", "gray"):
+for kind in ("exif6", "exif8be", "cmyk", "rgba", "gray16", "palette", "paltrns", "gray"):
     got, ref = samples(f"k-{kind}")[0][0].astype(int), np.load(f"ref-{kind}.npy").astype(int)
     assert got.shape == ref.shape, (kind, got.shape, ref.shape)
     worst = np.abs(got - ref).max()
-    assert worst <= (1 if kind in ("exif6", "cmyk") else 0), (kind, worst)
+    assert worst <= (1 if kind in ("exif6", "exif8be", "cmyk") else 0), (kind, worst)
 x, labels, names = samples("k16")
-assert sorted(names) == names and len(x) == 8, names
+assert sorted(names) == names and len(x) == 9, names
 for img, label in zip(x, labels):
     diff = np.abs(img.astype(int) - np.load(f"ref16-{names[label]}.npy").astype(int))
     assert diff.max() <= 2 and diff.mean() <= 0.5, (names[label], diff.max(), diff.mean())
