@@ -46,8 +46,18 @@ ResumeChoice choose_resume(const Config& cfg) {
   const std::string dir = checkpoint_dir(cfg);
   try {  // an unreadable run dir: a problem every rank shares, not rank 0 leaving a collective
     switch (cfg.resume_mode) {
-      case ResumeMode::kAuto:
-        c.path = io::find_latest_valid_checkpoint(dir, &c.skipped);
+      case ResumeMode::kAuto: {
+        // The newest that verifies and holds the step its name says.
+        c.path = io::find_latest_valid_checkpoint(
+            dir, &c.skipped, [&](int64_t named, const std::string& path, const io::CheckpointData& d) -> std::string {
+              const int64_t step = meta_from_json(d.meta_json, path).pos.step;
+              if (step == named) {
+                c.step = step;
+                return "";
+              }
+              c.misnamed.push_back(path);
+              return fmt::format("holds step {}, not the step its name says (a renamed copy?)", step);
+            });
         // Checkpoints, none usable (a storage fault, a copy cut short): a fresh start would drop
         // the run's rows and overwrite its checkpoints (a hostile finding), so the user decides.
         if (c.path.empty() && !c.skipped.empty())
@@ -55,6 +65,7 @@ ResumeChoice choose_resume(const Config& cfg) {
                                   "was overwritten: restore them, or start afresh with another --run-dir",
                                   c.skipped.size(), dir, c.skipped.front());
         break;
+      }
       case ResumeMode::kNone:
         if (!io::list_checkpoints(dir).empty())
           c.problem = "--resume none, but " + dir + " already holds checkpoints; use --resume auto "
@@ -84,14 +95,25 @@ std::string Checkpointer::agree_resume_path() {
     for (const auto& why : c.skipped) log::warn("skipping unusable checkpoint: " + why);
     path = c.path;
     problem = c.problem;
-    // --resume PATH only: --resume auto takes the newest checkpoint that verifies, so what is
-    // past it does not verify, and pruning keeps to what does (kept aside instead, the corrupt
-    // files of a long run under chaos filled its disk).
-    if (!path.empty() && problem.empty() && cfg_.resume_mode == ResumeMode::kPath) {
+    // The run's history continues from the resumed step: nothing past it may stay where
+    // pruning (by step number), a later --resume auto or the final test (best.ckpt) would
+    // take it. --resume PATH (this folder's or a copy from anywhere): every later checkpoint.
+    // --resume auto: what is past its choice does not verify (left in place: set aside, the
+    // corrupt files of a long run under chaos filled its disk) or is misnamed (set aside).
+    if (!path.empty() && problem.empty()) {
       try {  // only a resume that will happen moves anything: a refused one leaves the folder as it was
-        const CheckpointMeta m = meta_from_json(io::read_checkpoint_meta(path), path);
-        problem = resume_mismatch(m, cfg_, data_, parts_.model, path);
-        if (problem.empty()) set_aside_later(path, m.pos.step);
+        std::vector<std::string> later = c.misnamed;
+        int64_t step = c.step;
+        if (cfg_.resume_mode == ResumeMode::kPath) {
+          const CheckpointMeta m = meta_from_json(io::read_checkpoint_meta(path), path);
+          problem = resume_mismatch(m, cfg_, data_, parts_.model, path);
+          step = m.pos.step;
+          io::FileIdentity resumed, other;
+          const bool known = io::file_identity(path, &resumed);
+          for (const auto& [s, file] : io::list_checkpoints(checkpoint_dir(cfg_)))
+            if (s > step && !(known && io::file_identity(file, &other) && other == resumed)) later.push_back(file);
+        }
+        if (problem.empty()) set_aside_later(std::move(later), step);
       } catch (const Error& e) {
         problem = e.what();
       }
@@ -147,21 +169,11 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                                   : " (all " + std::to_string(cfg_.epochs) + " epochs trained)"));
 }
 
-// Rank 0, before any rank reads the directory: a resume from an earlier STEP (--resume PATH)
-// abandons the run's history after it. Its checkpoints there, and a best.ckpt chosen there,
-// are moved aside, not deleted (docs/checkpoints.md).
-void Checkpointer::set_aside_later(const std::string& path, int64_t step) {
+// Rank 0, before any rank reads the directory: a resume from STEP abandons whatever of the
+// run's history lies past it. LATER, and a best.ckpt chosen past STEP, are moved aside, not
+// deleted (docs/checkpoints.md).
+void Checkpointer::set_aside_later(std::vector<std::string> later, int64_t step) {
   const std::string dir = checkpoint_dir(cfg_);
-  // A checkpoint of another folder (--resume PATH elsewhere) is a new start for this run's
-  // history, not a branch of it: its step says nothing of this folder's files.
-  io::FileIdentity mine, its;
-  const size_t slash = path.find_last_of('/');
-  if (!io::file_identity(dir, &mine) ||
-      !io::file_identity(slash == std::string::npos ? "." : path.substr(0, slash + 1), &its) || mine != its)
-    return;
-  std::vector<std::string> later;
-  for (const auto& [s, file] : io::list_checkpoints(dir))
-    if (s > step) later.push_back(file);
   if (io::path_exists(best_path())) {
     try {
       if (meta_from_json(io::read_checkpoint_meta(best_path()), best_path()).pos.step > step) later.push_back(best_path());

@@ -68,6 +68,10 @@ struct CheckpointParts {
 struct ResumeChoice {
   std::string path, problem;
   std::vector<std::string> skipped;
+  // --resume auto: PATH's recorded step, and the checkpoints past it whose name says another
+  // step than they hold (a renamed copy: pruning by name would keep them over the real ones).
+  int64_t step = -1;
+  std::vector<std::string> misnamed;
 };
 ResumeChoice choose_resume(const Config& cfg);
 
@@ -106,8 +110,9 @@ class Checkpointer {
   // (while the first is still held by the writer) and the generator-state gather.
   std::function<std::string()> snapshot(int64_t step);
   void read_best_standing();  // where an earlier best.ckpt stands (a resumed run)
-  // Rank 0: the checkpoints past a resumed PATH's STEP in this run's folder, moved aside.
-  void set_aside_later(const std::string& path, int64_t step);
+  // Rank 0: what would outlive a resume from STEP in this run's folder, moved aside: LATER
+  // (checkpoint files) and a best.ckpt chosen past STEP.
+  void set_aside_later(std::vector<std::string> later, int64_t step);
 
   const Config& cfg_;
   const io::Manifest& data_;

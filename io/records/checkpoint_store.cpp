@@ -120,12 +120,15 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
   return out;
 }
 
-std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped) {
+std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped,
+                                         const CheckpointCheck& check) {
   const auto all = list_checkpoints(dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
-      read_checkpoint(it->second);
-      return it->second;
+      const CheckpointData d = read_checkpoint(it->second);
+      const std::string why = check ? check(it->first, it->second, d) : "";
+      if (why.empty()) return it->second;
+      if (skipped) skipped->push_back(it->second + ": " + why);
     } catch (const Error& e) {
       if (skipped) skipped->push_back(e.what());
     }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,9 +29,12 @@ void write_checkpoint_file(const std::string& path, const std::string& meta_json
 CheckpointData read_checkpoint(const std::string& path);       // throws naming PATH
 std::string read_checkpoint_meta(const std::string& path);      // header + meta only, verified
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir);  // by step
-// Newest checkpoint in DIR that verifies; "" if none. Each newer one that failed
-// verification is described in SKIPPED ("PATH: why").
-std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
+// Newest checkpoint in DIR that verifies and that CHECK (if given: the step its name says,
+// its path, its contents; "" or a reason) accepts; "" if none. Each newer one that failed is
+// described in SKIPPED ("PATH: why"). Every candidate is read once.
+using CheckpointCheck = std::function<std::string(int64_t named_step, const std::string& path, const CheckpointData& data)>;
+std::string find_latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped,
+                                         const CheckpointCheck& check = {});
 // Keeps the KEEP_LAST newest checkpoints that verify (keep_last <= 0 keeps all) and
 // deletes the older ones; a file that does not verify never counts towards KEEP_LAST, so a
 // valid checkpoint is never deleted while an unreadable one is kept in its place.

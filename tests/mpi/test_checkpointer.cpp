@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <torch/torch.h>
 
 #include "core/base/error.hpp"
@@ -292,4 +294,74 @@ TEST(Checkpointer, AResumeFromAnEarlierStepSetsTheLaterHistoryAside) {
   ck.resume(path, &state, global_batch, steps_per_epoch);
   EXPECT_EQ(state.pos().step, 3);
   EXPECT_EQ(ck.best_step(), -1);  // the abandoned history's best does not stand
+}
+
+// Hostile findings (helper-46): a --resume PATH copied out of the folder (kept safe, then
+// resumed) left the run's later checkpoints in place, so pruning deleted every new one as
+// it was written; --resume auto trusted a best.ckpt chosen past the checkpoint it resumed
+// (a job killed between the two writes), whose weights the final test then scored; a
+// checkpoint renamed to a later step was resumed as the newest and outlived the real ones.
+// Nothing past the resumed step stays in the folder now, wherever PATH lies.
+TEST(Checkpointer, NothingPastTheResumedStepStaysInTheFolder) {
+  const MpiRuntime& m = mpi();
+  const std::string dir = fresh_shared_dir("ckpt_later");
+  const std::string ckpts = dir + "/checkpoints";
+  Config cfg = mlp_run(dir);
+  io::Manifest data;
+  data.spec = tiny();
+  data.source = "csv:tiny.csv";
+  const int64_t global_batch = 8 * m.size();
+  Parts parts(data.spec, 3);
+  {
+    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
+    rec->start(0, 0);
+    Checkpointer ck(cfg, data, parts.view(), *rec);
+    TrainState st(cfg);
+    st.set_lr(0.05);
+    for (int step = 1; step <= 6; ++step) {
+      st.advance_step(step, global_batch);
+      if (step == 6) {
+        st.observe_eval(accuracy(0.8), 1.0);
+        ck.update_best(st);  // best.ckpt at step 6, written before step 6's checkpoint
+      }
+      if (step % 2 == 0 && step < 6) ck.save(st);  // 2, 4; the job dies before step 6's
+    }
+    rec->wait_checkpoints();
+  }
+  m.barrier();
+  const auto steps = [&] {
+    std::vector<int64_t> out;
+    for (const auto& [s, file] : io::list_checkpoints(ckpts)) out.push_back(s);
+    return out;
+  };
+  const auto resume = [&](Config c) {
+    std::unique_ptr<Recorder> rec = open_recorder(c, m);
+    Checkpointer ck(c, data, parts.view(), *rec);
+    const std::string path = ck.agree_resume_path();
+    TrainState state(c);
+    ck.resume(path, &state, global_batch, 10);
+    m.barrier();
+    return std::make_pair(state.pos().step, ck.best_step());
+  };
+  // --resume auto from step 4: best.ckpt (step 6) is the lost future, set aside.
+  EXPECT_EQ(resume(cfg), std::make_pair(int64_t{4}, int64_t{-1}));
+  EXPECT_FALSE(io::path_exists(ckpts + "/best.ckpt"));
+  EXPECT_TRUE(io::path_exists(ckpts + "/superseded-at-step-4/best.ckpt"));
+  // A copy of step 2 renamed step 9: auto skips it (naming it) and sets it aside.
+  if (m.rank() == 0) std::filesystem::copy_file(ckpts + "/step-000000002.ckpt", ckpts + "/step-000000009.ckpt");
+  m.barrier();
+  EXPECT_EQ(resume(cfg).first, 4);
+  EXPECT_EQ(steps(), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(io::path_exists(ckpts + "/superseded-at-step-4-2/step-000000009.ckpt"));
+  // --resume PATH of a copy kept outside the folder: step 4 is past it, set aside.
+  const std::string kept = dir + "/kept-step-2.ckpt";
+  if (m.rank() == 0) std::filesystem::copy_file(ckpts + "/step-000000002.ckpt", kept);
+  m.barrier();
+  Config from_copy = cfg;
+  from_copy.resume = kept;
+  from_copy.resume_mode = ResumeMode::kPath;
+  EXPECT_EQ(resume(from_copy).first, 2);
+  EXPECT_EQ(steps(), (std::vector<int64_t>{2}));
+  EXPECT_TRUE(io::path_exists(ckpts + "/superseded-at-step-2/step-000000004.ckpt"));
+  EXPECT_TRUE(io::path_exists(kept));
 }
