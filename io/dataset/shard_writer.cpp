@@ -184,13 +184,9 @@ ShardEntry ShardWriter::finish() {
   LOCKSTEP_REQUIRE(!spec_.frame_table || frames_ > 0, final_path_ + ": a frame table without frames");
   h5_write_attr_f64(file_.get(), "mean", spec_.mean);
   h5_write_attr_f64(file_.get(), "std", spec_.std);
-  samples_.reset();
-  labels_.reset();
-  lengths_.reset();
-  targets_.reset();
-  frame_rows_.reset();
-  H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
-  file_.reset();
+  // Every close checked, the file last (it flushes): a dataset's close writes its cached
+  // chunks, and a full disk there left holes that the manifest's CRC then vouched for.
+  for (H5Handle* h : {&samples_, &labels_, &lengths_, &targets_, &frame_rows_, &file_}) H5_CHECK(h->close());
   ShardEntry e;
   e.file = file_name_;
   e.count = total_;

@@ -157,13 +157,8 @@ void PredictionWriter::finish() {
   if (m.csv) {
     close_synced(m.out, m.tmp);
   } else {
-    m.index.reset();
-    m.pred.reset();
-    m.prob.reset();
-    m.top_class.reset();
-    m.label.reset();
-    H5_CHECK(H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL));
-    m.file.reset();
+    for (H5Handle* d : {&m.index, &m.pred, &m.prob, &m.top_class, &m.label}) H5_CHECK(d->close());
+    H5_CHECK(m.file.close());  // flushes: every close checked, or a full disk leaves holes
     fsync_path(m.tmp);
   }
   commit_temp(m.tmp, m.path);

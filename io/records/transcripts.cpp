@@ -165,8 +165,8 @@ void TranscriptWriter::finish(double cer, double wer) {
   } else {
     if (m.f.references) h5_write_attr_f64(m.file.get(), "cer", {cer});
     if (m.f.references) h5_write_attr_f64(m.file.get(), "wer", {wer});
-    H5_CHECK(H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL));
-    m.release();
+    for (H5Handle* h : {&m.index, &m.transcript, &m.reference, &m.frames, &m.log_prob, &m.text_type, &m.file})
+      H5_CHECK(h->close());  // the file last: every close checked, or a full disk leaves holes
     fsync_path(m.tmp);
   }
   commit_temp(m.tmp, m.path);

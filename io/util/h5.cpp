@@ -18,19 +18,21 @@ const bool kNoExitCleanup = [] {
 
 }  // namespace
 
-void H5Handle::reset() {
-  if (id_ < 0) return;
+herr_t H5Handle::close() {
+  if (id_ < 0) return 0;
+  herr_t status = 0;
   switch (H5Iget_type(id_)) {
-    case H5I_FILE: H5Fclose(id_); break;
-    case H5I_DATASET: H5Dclose(id_); break;
-    case H5I_DATASPACE: H5Sclose(id_); break;
-    case H5I_DATATYPE: H5Tclose(id_); break;
-    case H5I_ATTR: H5Aclose(id_); break;
-    case H5I_GROUP: H5Gclose(id_); break;
-    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    case H5I_FILE: status = H5Fclose(id_); break;
+    case H5I_DATASET: status = H5Dclose(id_); break;
+    case H5I_DATASPACE: status = H5Sclose(id_); break;
+    case H5I_DATATYPE: status = H5Tclose(id_); break;
+    case H5I_ATTR: status = H5Aclose(id_); break;
+    case H5I_GROUP: status = H5Gclose(id_); break;
+    case H5I_GENPROP_LST: status = H5Pclose(id_); break;
     default: break;
   }
   id_ = H5I_INVALID_HID;
+  return status;
 }
 
 std::mutex& h5_mutex() {

@@ -34,7 +34,11 @@ class H5Handle {
   }
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
-  void reset();
+  void reset() { (void)close(); }  // unchecked: destructors and error paths
+  // Closes now; HDF5's status (negative: failed). A writer closes through H5_CHECK before it
+  // commits a file: closing a dataset writes its cached chunks, and a full disk there left
+  // zero-filled holes in a file that a later flush reported written (a hostile finding).
+  herr_t close();
 
  private:
   hid_t id_ = H5I_INVALID_HID;

@@ -70,6 +70,32 @@ if [ "$(id -u)" = 0 ] && mkdir -p full && mount -t tmpfs -o size=3m tmpfs full 2
   done
   umount -l full
   pass "shard onto a full disk: one error naming the file and ENOSPC, exit 1, no crash, nothing left"
+  # A hostile finding (helper-46): predict --out X.h5 on a nearly full disk exited 0 with
+  # zero-filled rows (closing a dataset writes its cached chunks; its ENOSPC went unchecked,
+  # and the flush after it had nothing left to fail on). Every size: an error, or the file
+  # equal to the one written on a roomy disk.
+  expect_rc 0 run_mpi 2 train --data data --batch-size 32 --run-dir pr --max-steps 2
+  expect_rc 0 "$LOCKSTEP" predict --checkpoint pr/checkpoints/best.ckpt --data data --out ref.h5
+  failed=0
+  for kb in $(seq 16 8 88); do
+    mount -t tmpfs -o size=${kb}k tmpfs full
+    rc=0
+    "$LOCKSTEP" predict --checkpoint pr/checkpoints/best.ckpt --data data --out full/p.h5 >"$WORK/out.txt" 2>&1 || rc=$?
+    if [ $rc = 0 ]; then
+      "$PYTHON" - full/p.h5 ref.h5 <<'PY' || fail "predict on a ${kb}k disk exited 0 with a file unlike the reference"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as a, h5py.File(sys.argv[2]) as b:
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[k][:], b[k][:]) for k in b), sys.argv[1]
+PY
+    else
+      failed=$((failed + 1))
+      grep -q "No space left on device" "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "predict on a ${kb}k disk: no ENOSPC named"; }
+      [ ! -e full/p.h5 ] || fail "a failed predict left full/p.h5"
+    fi
+    umount -l full
+  done
+  [ $failed -gt 0 ] || fail "no disk size made predict fail: the scan missed the full-disk window"
+  pass "predict onto a nearly full disk: an error naming ENOSPC ($failed sizes), or the exact file"
 else
   echo "skipped: cannot mount a tmpfs here (the full-disk case needs root)"
 fi
