@@ -13,13 +13,24 @@ int run_under_mpi(int* argc, char*** argv, const std::vector<std::string>& args,
   MpiRuntime mpi(argc, argv);
   Config cfg;
   const ParseResult parsed = parse(args, &cfg);
-  if (parsed.status == ParseStatus::kExitOk) {
+  // Every rank parses its own argv and config file, and one can fail alone (the file missing
+  // on one node, an older binary there): it returned while the others went on into the first
+  // collective, which waited without a word until the watchdog blamed "a stalled rank" (a
+  // hostile finding). So the ranks agree first. A refusal every rank shares is printed by rank
+  // 0; one that rank 0 does not share, by each rank that has it.
+  const auto code_of = [](ParseStatus s) { return s == ParseStatus::kError ? 2.0 : s == ParseStatus::kExitOk ? 1.0 : 0.0; };
+  double worst[2] = {code_of(parsed.status), mpi.rank() == 0 ? code_of(parsed.status) : 0.0};  // any rank's, rank 0's
+  if (mpi.size() > 1) mpi.allreduce_max(worst, 2);
+  if (worst[0] == 2.0) {
+    if (parsed.status == ParseStatus::kError && (mpi.rank() == 0 || worst[1] != 2.0))
+      log::error(parsed.message + " (see --help)");
+    else if (mpi.rank() == 0 && parsed.status != ParseStatus::kError)
+      log::error("a rank other than 0 refused its options (each such rank prints why): every rank stops");
+    return kExitUsage;
+  }
+  if (worst[0] == 1.0) {
     if (mpi.rank() == 0) std::cout << parsed.message;
     return kExitOk;
-  }
-  if (parsed.status == ParseStatus::kError) {
-    if (mpi.rank() == 0) log::error(parsed.message + " (see --help)");
-    return kExitUsage;
   }
   mpi.start_watchdog(cfg.comm_timeout);
   int code = kExitOk;

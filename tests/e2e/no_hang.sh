@@ -27,6 +27,21 @@ timed --run-dir s --debug.fault stall --debug.fault-step 5
 expect_output "rank 0@.*error: MPI_Allreduce of gradient bucket [0-9]+/[0-9]+ .* has not completed after 3\.[0-9] s"
 pass "a rank stalls: the watchdog on the waiting rank ends the job"
 
+# A hostile finding (helper-47): options refused on one rank only (its node misses the config
+# file, or runs an older binary) left the other ranks in the first collective, silent for
+# the whole --dist.comm-timeout (5 min by default). The ranks agree on their options first.
+cat >one_rank_differs.sh <<'SH'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then exec "$@" --no-such-option; else exec "$@"; fi
+SH
+chmod +x one_rank_differs.sh
+t0=$SECONDS
+expect_rc 2 timeout 30 "$MPIEXEC" -n 2 ./one_rank_differs.sh "$LOCKSTEP" train --data data --run-dir o --max-steps 2
+[ $((SECONDS - t0)) -lt 25 ] || fail "took $((SECONDS - t0)) s"
+expect_output "rank 1@.*error: unrecognised option '--no-such-option'"
+expect_output "rank 0@.*error: a rank other than 0 refused its options"
+pass "options refused on one rank only: every rank exits 2 at once, that rank says why"
+
 set +e
 timeout 60 "$MPIEXEC" -n 1 "$LOCKSTEP" train "${COMMON[@]}" --run-dir p --lr 0.1 : \
   -n 1 "$LOCKSTEP" train "${COMMON[@]}" --run-dir p --lr 0.2 >out.txt 2>&1
