@@ -105,13 +105,17 @@ launch_ranks() {
   esac
   pid=$!
   trap 'echo "batch shell: SIGUSR1, passed to the ranks"; kill -USR1 "$pid" 2>/dev/null' USR1
-  # wait returns early (> 128) when the trap ran: wait again until the launcher has ended.
+  # SIGTERM (scancel, preemption, a node's shutdown): the batch shell died at once (exit 143)
+  # and left the launcher running on (a hostile finding); now the ranks get it, checkpoint and
+  # exit 3, and the shell waits for them. LOCKSTEP_TERMINATED: run_lockstep does not requeue.
+  trap 'echo "batch shell: SIGTERM, passed to the ranks"; LOCKSTEP_TERMINATED=1; kill -TERM "$pid" 2>/dev/null' TERM
+  # wait returns early (> 128) when a trap ran: wait again until the launcher has ended.
   while :; do
     rc=0
     wait "$pid" || rc=$?
     kill -0 "$pid" 2>/dev/null || break
   done
-  trap - USR1
+  trap - USR1 TERM
   return "$rc"
 }
 
@@ -122,9 +126,16 @@ run_lockstep() {
   local rc=0
   if [ "${LOCKSTEP_DOCTOR:-0}" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then
     mkdir -p "$RUN_DIR"
+    # The job's run directory and resume mode: doctor checked the config's own run dir, and
+    # a checkpoint of another run left there failed every job of a scaling sweep.
     launch_ranks "$LOCKSTEP_BIN" doctor --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
+      --run.dir "$RUN_DIR" --run.resume auto \
       --doctor.out "$RUN_DIR/doctor.json" --force "$@" || return $?  # the job's own file: a resubmission replaces it
   fi
+  # The marker below must be this launch's: one an earlier job left turned a start-up failure
+  # (a moved dataset, no GPU) into "resumable", and the job requeued itself again and again.
+  rm -f "$RUN_DIR/resumable"
+  LOCKSTEP_TERMINATED=0
   launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
     --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?
   # A failed job whose run directory holds a durable checkpoint is requeued (a node lost, a
@@ -137,7 +148,10 @@ run_lockstep() {
     echo "lockstep's launcher exited $rc, but rank 0 recorded a durable checkpoint ($(cat "$RUN_DIR/resumable")): resumable"
     rc=3
   fi
-  if [ "$rc" = 3 ]; then
+  if [ "$rc" = 3 ] && [ "$LOCKSTEP_TERMINATED" = 1 ]; then
+    echo "lockstep stopped at a checkpoint on SIGTERM (exit 3): not requeued (scancel ends the job; Slurm requeues" \
+         "a preempted job itself under PreemptMode=REQUEUE); resubmit to continue from ${RUN_DIR}"
+  elif [ "$rc" = 3 ]; then
     if [ "${SLURM_RESTART_COUNT:-0}" -lt "${LOCKSTEP_MAX_REQUEUES:-20}" ]; then
       echo "lockstep stopped at a checkpoint (exit 3): requeueing job ${SLURM_JOB_ID}"
       scontrol requeue "$SLURM_JOB_ID"
