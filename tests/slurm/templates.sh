@@ -4,7 +4,8 @@
 #   single     slurm/single_node.sbatch trains 2 ranks and writes its run dir
 #   multi      slurm/multi_node.sbatch on 2 nodes, with srun --mpi=pmix and with LAUNCHER=mpirun
 #   preempt    scancel -b --signal=USR1 mid-run (the templates' B:USR1@120), srun and mpirun:
-#              checkpoint, exit 3, requeue, resume, full step count
+#              checkpoint, exit 3, requeue, resume, full step count; a start-up failure in
+#              a run dir holding an earlier stop's marker fails once, never requeued
 #   sweep      slurm/scaling_sweep.sh 1 -> 2 ranks, then `lockstep report` table + SVG
 #   gpus       GPUs as generic resources over dummy device files (cluster.sh): with srun and
 #              with mpirun, each rank of single_node.sbatch gets its own GPU
@@ -114,6 +115,17 @@ preempt)
     [ "$(json_rows "$run/metrics.jsonl" end step)" = 300 ] || fail "$launcher: did not finish at step 300"
     pass "preemption with $launcher: $(grep -o 'checkpointing at step [0-9]*' "$out"), requeued, resumed, finished at step 300 (${SECONDS} s)"
   done
+  # A hostile finding (helper-47): the marker an earlier stop left turned a start-up failure
+  # (here a dataset moved away) into "resumable", and the job requeued itself 20 times.
+  echo "step 20" >"$WORK/pre-srun/resumable"
+  out=$WORK/stale.out
+  id=$(RUN_DIR=$WORK/pre-srun submit -o "$out" slurm/single_node.sbatch --data.path "$WORK/moved" --train.epochs 13)
+  for _ in $(seq 1 240); do [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break; sleep 0.25; done
+  scontrol show job -o "$id" | grep -q 'JobState=FAILED .*Restarts=0\|Restarts=0 .*JobState=FAILED' ||
+    { scontrol show job -o "$id"; cat "$out"; fail "a start-up failure with an old resumable marker did not just fail"; }
+  ! grep -q 'requeueing job' "$out" || { cat "$out"; fail "a start-up failure was requeued on an old marker"; }
+  grep -q "dataset directory $WORK/moved does not exist" "$out" || { cat "$out"; fail "no error naming the moved dataset"; }
+  pass "a start-up failure in a run dir with an earlier stop's marker fails once, no requeue"
   ;;
 installed)
   [ -f /etc/profile.d/lmod.sh ] || { echo "skipped: Debian's lmod is not installed"; exit 77; }
