@@ -10,7 +10,7 @@ inline constexpr const char* kPmiSize = "PMI_SIZE";
 inline constexpr const char* kPmixSize = "PMIX_SIZE";
 inline constexpr const char* kSlurmStepTasks = "SLURM_STEP_NUM_TASKS";
 inline constexpr const char* kSlurmJobId = "SLURM_JOB_ID";  // named in the run-dir lock
-inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";  // doctor's placement table
+inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";  // placement, doctor
 // LibTorch's profiler (Kineto) log level: --trace.ops on a CPU-only node sets it to 5 (quiet)
 // unless the user set it, or Kineto prints an "ERROR ... gpuGetDeviceCount failed" line.
 inline constexpr const char* kKinetoLogLevel = "KINETO_LOG_LEVEL";

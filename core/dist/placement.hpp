@@ -21,7 +21,8 @@ struct Placement {
 };
 
 // auto: NCCL on this rank's GPU when CUDA is available and NCCL compiled in, else MPI on
-// the CPU; mpi: always CPU; nccl: a GPU is required. Collective (NCCL bootstrap).
+// the CPU, the same on every rank (ranks that would differ: an error on every rank);
+// mpi: always CPU; nccl: a GPU is required. Collective (the agreement, NCCL bootstrap).
 // --dist.overlap auto (= true): buckets of 256 KiB and more are reduced during backward
 // (NCCL: on a side stream; MPI: on the communication thread), smaller ones and whatever
 // is still queued at the end of backward by the training thread itself (communicator.hpp).
@@ -35,5 +36,14 @@ Placement place_run(const Config& cfg, const MpiRuntime& mpi);
 // node whose GPUs torch sees, "" when there is nothing to say: a build with NCCL, no GPU,
 // or --dist.backend mpi (the CPU is meant).
 std::string cpu_build_warning(Backend backend, int visible_gpus, bool nccl_built, const std::string& host);
+// Collective: --dist.backend auto decides per rank, and a node whose GPUs are gone (a driver
+// fault, a container without them) put its ranks on MPI while the others built NCCL, whose
+// collectives never matched. Throws on every rank when the ranks' NCCL (this rank: true)
+// differ; a rank without a GPU names its host.
+void agree_backend(const MpiRuntime& mpi, bool nccl);
+// The warning place_run logs when --dist.backend auto finds no usable GPU although
+// CUDA_VISIBLE_DEVICES (VISIBLE; nullptr: unset) names some (a node's driver gone, a
+// container without them), "" otherwise (unset, empty, Slurm's NoDevFiles, -1).
+std::string unusable_gpu_warning(Backend backend, bool cuda_available, const char* visible, const std::string& host);
 
 }  // namespace lockstep

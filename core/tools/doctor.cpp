@@ -20,6 +20,7 @@
 #include "core/dist/nccl_bootstrap.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/dist/nccl_communicator.hpp"
+#include "core/dist/placement.hpp"
 #include "core/dist/rank_placement.hpp"
 #include "core/tools/network_report.hpp"
 #include "core/base/clock.hpp"
@@ -117,9 +118,23 @@ struct Doctor {
     mpi.allreduce_min(&fp[0], 1);
     mpi.allreduce_max(&fp[1], 1);
     if (fp[0] != fp[1]) problem("ranks hold different NCCL unique IDs after the broadcast");
-    double gpu = torch::cuda::is_available() ? 1.0 : 0.0;
-    mpi.allreduce_min(&gpu, 1);
-    if (gpu == 0) {
+    // What train's placement would do (placement.hpp): ranks split between GPU and CPU, nccl
+    // without a GPU and GPUs given but unusable were "all checks passed" (a hostile finding).
+    const bool mine = torch::cuda::is_available();
+    double gpu[2] = {mine ? 1.0 : 0.0, mine ? 1.0 : 0.0};
+    mpi.allreduce_min(&gpu[0], 1);
+    mpi.allreduce_max(&gpu[1], 1);
+    if (gpu[0] == 0) {
+      if (gpu[1] == 1.0 && cfg.backend != Backend::kMpi) {
+        if (!mine) problem("no usable CUDA GPU on " + mpi.host() + ", but other ranks have one: train refuses to "
+                           "mix backends (fix or exclude this node, or pass --dist.backend mpi)");
+      } else if (!mine && cfg.backend == Backend::kNccl) {
+        if (mpi.rank() == 0) problem("--dist.backend nccl needs a CUDA GPU on every rank, and none is visible");
+      } else if (const std::string w = unusable_gpu_warning(cfg.backend, mine, env::get(env::kCudaVisibleDevices),
+                                                            mpi.host());
+                 !w.empty()) {
+        log::warn0("doctor: " + w);
+      }
       log::info0("doctor: NCCL unique ID exchange ok; not every rank has a GPU, so no NCCL communicator was built");
       return;
     }

@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/nccl_bootstrap.hpp"
+#include "core/dist/placement.hpp"
 #include "mpi_test_env.hpp"
 
 using namespace lockstep;
@@ -91,6 +92,22 @@ TEST(GpuPlacement, RanksSharingAGpuAreRefusedOnEveryRank) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ranks 0 and 1 share GPU 0 (PCI 0000:1b:00.0) on host " + mpi().host()),
               std::string::npos) << e.what();
+  }
+}
+
+// A hostile finding (helper-47): --dist.backend auto chose per rank, so a node that lost its
+// GPUs trained on MPI beside ranks on NCCL. Mixed choices stop every rank, the GPU-less one
+// naming its host; alike choices pass.
+TEST(GpuPlacement, RanksThatWouldTakeDifferentBackendsStopOnEveryRank) {
+  EXPECT_NO_THROW(agree_backend(mpi(), false));
+  EXPECT_NO_THROW(agree_backend(mpi(), true));
+  if (mpi().size() < 2) return;
+  try {
+    agree_backend(mpi(), mpi().rank() == 0);
+    ADD_FAILURE() << "mixed backends not refused";
+  } catch (const Error& e) {
+    const std::string want = mpi().rank() == 0 ? "some ranks have no usable GPU" : "no usable CUDA GPU on " + mpi().host();
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
   }
 }
 

@@ -15,3 +15,19 @@ TEST(CpuBuildWarning, SaidOnlyForABuildWithoutNcclOnAGpuNodeUnderAuto) {
   EXPECT_EQ(cpu_build_warning(Backend::kAuto, 4, /*nccl_built=*/true, "gpu-n17"), "") << "this build uses them";
   EXPECT_EQ(cpu_build_warning(Backend::kMpi, 4, false, "gpu-n17"), "") << "the CPU is meant";
 }
+
+// A hostile finding (helper-47): GPUs given to the job (CUDA_VISIBLE_DEVICES set) but none
+// usable trained on the CPU with an info line only.
+TEST(Placement, GpusGivenButNoneUsableIsSaid) {
+  const std::string w = unusable_gpu_warning(Backend::kAuto, /*cuda_available=*/false, "0,1", "gpu-n3");
+  EXPECT_NE(w.find("CUDA_VISIBLE_DEVICES=0,1"), std::string::npos) << w;
+  EXPECT_NE(w.find("gpu-n3"), std::string::npos) << w;
+  EXPECT_NE(w.find("--dist.backend mpi"), std::string::npos) << w;
+  EXPECT_NE(unusable_gpu_warning(Backend::kAuto, false, "GPU-8f6e1c2a", "n"), "");
+  EXPECT_EQ(unusable_gpu_warning(Backend::kAuto, false, nullptr, "n"), "") << "no GPU given";
+  EXPECT_EQ(unusable_gpu_warning(Backend::kAuto, false, "", "n"), "");
+  EXPECT_EQ(unusable_gpu_warning(Backend::kAuto, false, "NoDevFiles", "n"), "") << "Slurm: no GPU allocated";
+  EXPECT_EQ(unusable_gpu_warning(Backend::kAuto, false, "-1", "n"), "") << "hidden on purpose";
+  EXPECT_EQ(unusable_gpu_warning(Backend::kAuto, true, "0", "n"), "") << "usable";
+  EXPECT_EQ(unusable_gpu_warning(Backend::kMpi, false, "0", "n"), "") << "the CPU is meant";
+}
