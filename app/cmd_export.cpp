@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/launch_checks.hpp"
 #include "app/options.hpp"
 #include "core/base/error.hpp"
 #include "core/tools/export_command.hpp"
@@ -17,6 +18,7 @@ int cmd_export(const Args& args) {
     return kExitOk;
   }
   if (parsed.status == ParseStatus::kError) throw UsageError(parsed.message + " (see lockstep export --help)");
+  require_single_process("export");
   export_weights(
       ExportRequest{cfg.checkpoint, cfg.export_out, cfg.data_dir, cfg.config_file, cfg.model, cfg.force_output,
                     cfg.any_units});

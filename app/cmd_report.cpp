@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/launch_checks.hpp"
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/tools/run_report.hpp"
@@ -79,6 +80,7 @@ int scaling(const std::string& dir, bool force) {
 }  // namespace
 
 int cmd_report(const Args& args) {
+  require_single_process("report");
   if (args.size() == 2 && args[0] == "--trace") {
     const TraceSummary t = merge_traces(args[1]);
     if (!t.skipped.empty()) {

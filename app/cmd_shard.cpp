@@ -13,8 +13,8 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/launch_checks.hpp"
 #include "app/po_error.hpp"
-#include "core/base/env.hpp"
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "io/import/import_spec.hpp"
@@ -22,19 +22,6 @@
 namespace po = boost::program_options;
 
 namespace lockstep::app {
-namespace {
-
-// A launcher that started several copies would have them all write the same files.
-void require_single_process() {
-  for (const char* var : {env::kOmpiWorldSize, env::kPmiSize, env::kPmixSize, env::kSlurmStepTasks}) {
-    const char* v = env::get(var);
-    if (v && std::atoi(v) > 1)
-      throw UsageError(std::string("lockstep shard is a serial tool, but ") + var + "=" + v +
-                       ": run it as one process (no mpirun/srun -n > 1)");
-  }
-}
-
-}  // namespace
 
 int cmd_shard(const Args& args) {
   io::ImportSpec spec;
@@ -129,7 +116,7 @@ int cmd_shard(const Args& args) {
   } catch (const po::error& e) {
     throw UsageError(po_message(e) + " (see lockstep shard --help)");
   }
-  require_single_process();
+  require_single_process("shard");
   if (opt.plan.shards < 1) throw UsageError("--shards must be at least 1");
   if (opt.plan.limit < 0) throw UsageError("--limit must be >= 0");
   if (!(opt.plan.val_fraction >= 0 && opt.plan.val_fraction < 1)) throw UsageError("--val-fraction must be in [0, 1)");

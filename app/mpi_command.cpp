@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "app/launch_checks.hpp"
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
@@ -11,6 +12,7 @@ namespace lockstep::app {
 
 int run_under_mpi(int* argc, char*** argv, const std::vector<std::string>& args, Parser parse, Runner run) {
   MpiRuntime mpi(argc, argv);
+  require_connected_ranks(mpi.size());
   Config cfg;
   const ParseResult parsed = parse(args, &cfg);
   // Every rank parses its own argv and config file, and one can fail alone (the file missing
