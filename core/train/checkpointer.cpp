@@ -16,6 +16,7 @@
 #include "core/optim/loss_scaler.hpp"
 #include "core/optim/step_counter.hpp"
 #include "core/train/recorder.hpp"
+#include "core/train/run_rows.hpp"
 #include "core/train/host_copies.hpp"
 #include "core/train/state_snapshot.hpp"
 #include "core/train/train_state.hpp"
@@ -163,6 +164,16 @@ void Checkpointer::resume(const std::string& path, TrainState* state, int64_t gl
                            "the epochs after it are whole", m.pos.epoch + 1, what));
   else if (!changed.empty())
     log::info0("resuming with another data order (" + what + "): it restarts from (seed, epoch, rank)");
+  // Options the checkpoint's weights were not trained with (a resubmission with an edited
+  // config: another split, dropout, weight decay) trained on without a word; config.ini is
+  // overwritten with the new ones, so train.log keeps this line as the record.
+  try {
+    if (const std::string c = config_changes(m.config_ini, cfg_.resolved_ini, /*resumed=*/true); !c.empty())
+      log::warn0(fmt::format("resuming from step {} with options other than its checkpoint's ({}): the steps from "
+                             "here train with them", m.pos.step, c));
+  } catch (const Error& e) {
+    log::warn0("cannot compare this job's options with those of " + path + ": " + e.what());
+  }
   const int64_t epoch = state->pos().epoch;  // 0-based: the epoch the next step belongs to
   log::info0("resumed from " + path + " at step " + std::to_string(state->pos().step) +
              (epoch < cfg_.epochs ? " (epoch " + std::to_string(epoch + 1) + ")"

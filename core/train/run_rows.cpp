@@ -108,14 +108,18 @@ std::string nothing_trained_note(int64_t skipped, int64_t steps) {
                      steps);
 }
 
-std::string config_changes(const std::string& then, const std::string& now) {
+std::string config_changes(const std::string& then, const std::string& now, bool resumed) {
   if (then.empty()) return "";
-  const auto counts = [](const std::string& key) {
+  const auto counts = [resumed](const std::string& key) {
     for (const char* section : {"run.", "trace.", "debug.", "doctor."})
       if (key.rfind(section, 0) == 0) return false;
     for (const char* k : {"train.threads", "train.log-every", "train.progress", "train.tensorboard", "data.prefetch",
                           "data.read-threads"})
       if (key == k) return false;
+    // How long and how often: a resume that trains further raises them by design.
+    if (resumed)
+      for (const char* k : {"train.epochs", "train.max-steps", "ckpt.every", "train.eval-every"})
+        if (key == k) return false;
     return true;
   };
   std::map<std::string, std::string> old, fresh;

@@ -45,7 +45,9 @@ std::string nothing_trained_note(int64_t skipped, int64_t steps);
 // The options of the resolved config NOW that differ from THEN's (the run directory's
 // config.ini, "" when absent), "train.lr 0.05 -> 0.5, train.seed 42 -> 7" (at most 6),
 // leaving out those that change no result (run.*, trace.*, debug.*, threads, logging) and
-// those THEN lacks (options newer than it). Throws naming a file that does not parse.
-std::string config_changes(const std::string& then, const std::string& now);
+// those THEN lacks (options newer than it); RESUMED (THEN: a checkpoint's), also those a
+// resume raises by design (epochs, max-steps, ckpt.every, eval-every). Throws naming a file
+// that does not parse.
+std::string config_changes(const std::string& then, const std::string& now, bool resumed = false);
 
 }  // namespace lockstep

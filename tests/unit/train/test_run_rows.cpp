@@ -111,3 +111,23 @@ TEST(RunRows, AnFp16RunThatSkippedEveryStepSaysNothingTrained) {
   EXPECT_NE(all.find("skipped every one of this run's 42 steps"), std::string::npos) << all;
   EXPECT_NE(all.find("nothing trained"), std::string::npos) << all;
 }
+
+// What a resumed job says about its options (helper-46: dropout, weight decay and the train
+// split changed on resume without a word): each change named, those a resume raises by
+// design (epochs, max-steps, ckpt.every, eval-every) and those that change no result left
+// out; a key the checkpoint's config lacks (a newer option) is no change.
+TEST(RunRows, OptionsChangedOnResumeAreNamed) {
+  const std::string then =
+      "[data]\ntrain-split = train\n[model]\ndropout = 0.25\n[train]\nepochs = 2\nmax-steps = 0\nthreads = 1\n"
+      "weight-decay = 0\n[run]\ndir = a\n";
+  const std::string now =
+      "[data]\ntrain-split = val\n[model]\ndropout = 0.5\n[train]\nepochs = 9\nmax-steps = 40\nthreads = 4\n"
+      "weight-decay = 0.1\nnew-option = 1\n[run]\ndir = b\n";
+  EXPECT_EQ(config_changes(then, now, /*resumed=*/true),
+            "data.train-split train -> val, model.dropout 0.25 -> 0.5, train.weight-decay 0 -> 0.1");
+  EXPECT_EQ(config_changes(then, now),
+            "data.train-split train -> val, model.dropout 0.25 -> 0.5, train.epochs 2 -> 9, train.max-steps 0 -> 40, "
+            "train.weight-decay 0 -> 0.1");
+  EXPECT_EQ(config_changes("", now, true), "") << "a checkpoint that recorded no config";
+  EXPECT_EQ(config_changes(then, then, true), "");
+}
