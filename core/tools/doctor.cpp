@@ -34,6 +34,7 @@
 #include "core/train/model_init.hpp"
 #include "core/train/recorder.hpp"
 #include "io/records/checkpoint_store.hpp"
+#include "io/records/run_dir.hpp"
 #include "core/train/plan_checks.hpp"
 #include "io/dataset/shard_format.hpp"
 #include "io/loader/sample_store.hpp"
@@ -259,6 +260,14 @@ struct Doctor {
   // resume, is refused here.
   void resume_check(const io::Manifest& m, Net& model) {
     ResumeChoice choice;
+    if (mpi.rank() == 0) {
+      try {  // what train's run directory would refuse: in use, not lockstep's, its lock file deleted
+        io::probe_run_dir(cfg.run_dir);
+      } catch (const Error& e) {
+        choice.problem = e.what();
+      }
+    }
+    if (!agree(choice.problem.empty() ? "" : "run directory: " + choice.problem)) return;
     if (mpi.rank() == 0) {
       choice = choose_resume(cfg);
       for (const auto& why : choice.skipped) log::warn("doctor: resume: skipping unusable checkpoint: " + why);

@@ -1,7 +1,10 @@
 // run_dir: see run_dir.hpp.
 #include "io/records/run_dir.hpp"
 
+#include <algorithm>
+
 #include "core/base/error.hpp"
+#include "io/records/checkpoint_store.hpp"
 
 namespace lockstep::io {
 
@@ -11,15 +14,40 @@ namespace {
 // kManifestName, which io/records does not see) tells it apart.
 constexpr const char* kDatasetManifest = "manifest.json";
 
+bool doctor_file(const std::string& name) { return name == "doctor.json"; }
+
 std::unique_ptr<DirLock> lock_run_dir(const std::string& dir) {
   if (path_exists(dir + "/" + kDatasetManifest))
     throw DirRefused("--run.dir " + dir + " is a dataset directory (it holds " + kDatasetManifest +
                      "): a run writes its own directory; choose another --run.dir");
-  return std::make_unique<DirLock>(dir, "run", "--run.dir",
-                                   [](const std::string& name) { return name == "doctor.json"; });
+  // A run's own files without the lock mark: the lock file deleted (the "stale lock" reflex;
+  // lockstep leaves none: a job holds it with flock while it runs). Said so, not "files that
+  // are not a lockstep run" (a hostile finding); still not adopted, since another tool's
+  // config.ini and train.log would be overwritten.
+  if (is_directory(dir) && !has_lock_mark(dir)) {
+    const std::vector<std::string> found = foreign_entries(dir, doctor_file);
+    const auto ours = [](const std::string& name) {
+      for (const char* f : kRunFiles)
+        if (name == f) return true;
+      for (const char* f : kRunFolders)
+        if (name == f) return true;
+      return false;
+    };
+    // Names alone could be another tool's (config.ini, train.log): lockstep's checkpoints too.
+    if (!found.empty() && std::all_of(found.begin(), found.end(), ours) && !list_checkpoints(dir + "/checkpoints").empty())
+      throw DirRefused("--run.dir " + dir + " holds a lockstep run's files (" + entries_text(found) + ") but no " +
+                       kLockName + " file, lockstep's mark on its directories: was it deleted? No job leaves a stale "
+                       "one (a running job holds it with flock). If no job runs in " + dir + ", recreate it (touch " +
+                       dir + "/" + kLockName + ") and start again");
+  }
+  return std::make_unique<DirLock>(dir, "run", "--run.dir", doctor_file);
 }
 
 }  // namespace
+
+void probe_run_dir(const std::string& dir) {
+  if (is_directory(dir)) lock_run_dir(dir);  // taken and released
+}
 
 bool is_run_dir(const std::string& dir) {
   return has_lock_mark(dir) && !path_exists(dir + "/" + kDatasetManifest);

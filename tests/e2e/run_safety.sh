@@ -77,6 +77,18 @@ expect_output "proj is not empty and holds files that are not a lockstep run \(c
 expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir data --max-steps 2
 expect_output "--run.dir data is a dataset directory"
 pass "a directory lockstep did not make (a project, a dataset) is refused as a run directory, left as it was"
+# A hostile finding (helper-46): a deleted lock file (the "stale lock" reflex) made a run
+# "files that are not a lockstep run", and doctor said its resume was fine. Both name the
+# missing lock now; recreated, the run resumes.
+cp -r smoke nolock && rm nolock/lock
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir nolock --epochs 1 --max-steps 20
+expect_output "--run.dir nolock holds a lockstep run's files \(.*\) but no lock file.*touch nolock/lock"
+expect_rc 1 run_mpi 2 doctor "${COMMON[@]}" --run-dir nolock --epochs 1 --max-steps 20
+expect_output "doctor: run directory: --run.dir nolock holds a lockstep run's files"
+touch nolock/lock
+expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir nolock --epochs 1 --max-steps 20
+expect_output "resumed from nolock/checkpoints/step-0+14.ckpt at step 14"
+pass "a run whose lock file was deleted: train and doctor say so; recreated, it resumes"
 
 "$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir gone --epochs 200 --log-every 1 --ckpt-every 7 >gone.txt 2>&1 &
 pid=$!
