@@ -178,7 +178,7 @@ po::options_description train_options(Config* c) {
       ("dist.compress", enum_value(&c->compress), "none | bf16 | fp16: all-reduce gradients in 16 bits (half the bytes; divided by the world size first, summed in float32 per combine)")
       ("dist.grad-accum", po::value(&c->grad_accum)->default_value(c->grad_accum), "micro-batches per optimizer step (alias --grad-accum)")
       ("dist.sync-buffers", po::value(&c->sync_buffers)->default_value(c->sync_buffers), "before evaluations and checkpoints, average BatchNorm statistics across ranks (false: every rank takes rank 0's)")
-      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow | oom (an out-of-memory error, as the GPU allocator raises it) | stall-start (in start-up)")
+      ("debug.fault", enum_value(&c->fault), "fault injection for tests: none | throw | stall | kill | slow | oom (an out-of-memory error, as the GPU allocator raises it) | stall-start (in start-up) | slow-start (--debug.slow-ms in start-up)")
       ("debug.slow-ms", po::value(&c->fault_slow_ms)->default_value(c->fault_slow_ms), "slow: the fault rank sleeps this long every step from the fault step on")
       ("debug.fault-rank", po::value(&c->fault_rank)->default_value(c->fault_rank), "rank that injects the fault")
       ("debug.fault-step", po::value(&c->fault_step)->default_value(c->fault_step), "global step at which the fault happens")

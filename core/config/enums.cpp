@@ -33,7 +33,7 @@ LOCKSTEP_ENUM_NAMES(ProgressMode, {ProgressMode::kAuto, "auto"}, {ProgressMode::
                     {ProgressMode::kLines, "lines"})
 LOCKSTEP_ENUM_NAMES(Fault, {Fault::kNone, "none"}, {Fault::kThrow, "throw"}, {Fault::kStall, "stall"},
                     {Fault::kKill, "kill"}, {Fault::kSlow, "slow"}, {Fault::kOom, "oom"},
-                    {Fault::kStallStart, "stall-start"})
+                    {Fault::kStallStart, "stall-start"}, {Fault::kSlowStart, "slow-start"})
 
 #undef LOCKSTEP_ENUM_NAMES
 

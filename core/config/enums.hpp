@@ -34,7 +34,7 @@ inline bool class_metric(BestMetric m) { return m == BestMetric::kValAcc || m ==
 enum class ProgressMode { kAuto, kBar, kLines };  // train.progress
 // run.resume, parsed by check_config (not an option choice: a path is allowed too).
 enum class ResumeMode { kAuto, kNone, kPath };
-enum class Fault { kNone, kThrow, kStall, kKill, kSlow, kOom, kStallStart };  // debug.fault
+enum class Fault { kNone, kThrow, kStall, kKill, kSlow, kOom, kStallStart, kSlowStart };  // debug.fault
 
 // Each enum's (value, name) table, in the order --help lists them.
 template <typename E>

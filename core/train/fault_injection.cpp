@@ -15,7 +15,9 @@
 namespace lockstep {
 
 void inject_fault(const Config& cfg, int rank, int64_t step) {
-  if (cfg.fault == Fault::kNone || cfg.fault == Fault::kStallStart || rank != cfg.fault_rank) return;
+  if (cfg.fault == Fault::kNone || cfg.fault == Fault::kStallStart || cfg.fault == Fault::kSlowStart ||
+      rank != cfg.fault_rank)
+    return;
   if (cfg.fault == Fault::kSlow) {
     if (step >= cfg.fault_step) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.fault_slow_ms));
     return;
@@ -31,8 +33,12 @@ void inject_fault(const Config& cfg, int rank, int64_t step) {
 }
 
 void inject_startup_fault(const Config& cfg, int rank) {
-  if (cfg.fault != Fault::kStallStart || rank != cfg.fault_rank) return;
-  log::warn("injecting fault 'stall-start' in start-up (--debug.fault)");
+  if ((cfg.fault != Fault::kStallStart && cfg.fault != Fault::kSlowStart) || rank != cfg.fault_rank) return;
+  log::warn(fmt::format("injecting fault '{}' in start-up (--debug.fault)", to_string(cfg.fault)));
+  if (cfg.fault == Fault::kSlowStart) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.fault_slow_ms));
+    return;
+  }
   std::this_thread::sleep_for(std::chrono::hours(1));
 }
 

@@ -6,6 +6,7 @@
 //   slow    sleep --debug.slow-ms every step from the fault step on (a straggler)
 //   stall-start  sleep for an hour in start-up, before the pre-flight check (a rank stuck
 //           loading its data: the others wait in the pre-flight collective)
+//   slow-start  sleep --debug.slow-ms there (a signal that lands in start-up)
 #pragma once
 
 #include <cstdint>

@@ -98,7 +98,7 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
   torch::manual_seed(cfg.seed);
   model = make_model(ModelOptions{cfg.model, cfg.dropout, cfg.model_width, cfg.model_depth, cfg.checkpoint_activations},
                      manifest.spec);
-  inject_startup_fault(cfg, mpi.rank());  // --debug.fault stall-start (tests)
+  inject_startup_fault(cfg, mpi.rank());  // --debug.fault stall-start, slow-start (tests)
   preflight_check(mpi, {{"resolved config", cfg.resolved_ini},
                         {"model parameters", param_shapes_text(*model)},
                         {"dataset manifest", io::manifest_to_json(manifest)},

@@ -55,11 +55,11 @@ class Trainer {
   }
 
   int run() {
-    stop_signal::install();
     run_start_ = Clock::now();
     // An epoch consumed before its end work does that work first, at --max-steps too (a complete epoch).
     const bool end_work_due = st_.epoch_consumed(s_.steps_per_epoch, s_.global_batch);
     if (st_.stopped() || st_.pos().epoch >= cfg_.epochs || (steps_done() && !end_work_due)) return finish_trained();
+    if (const int sig = vote_.now(stop_signal::pending())) return stop_on_signal(sig);
     rec_.record_job(s_.planned_steps);
     window_.restart(st_.pos().step + 1);
     if (!cfg_.init_from.empty() && st_.pos().step == 0) evaluate_now(0, "validation of the initial weights (--init-from)");
@@ -291,13 +291,10 @@ class Trainer {
     int64_t weights_step = st_.pos().step;
     if (s_.test) {
       const int64_t best = ck_.restore_best();
-      if (best >= 0) {
-        weights_step = best;
-        chosen = fmt::format("the best {} checkpoint, step {}", to_string(cfg_.best_metric), best);
-      } else {
-        chosen = std::string("the last weights, step ") + std::to_string(st_.pos().step) +
-                 (s_.val ? "" : "; no validation split to choose others");
-      }
+      if (best >= 0) weights_step = best;
+      chosen = best >= 0 ? fmt::format("the best {} checkpoint, step {}", to_string(cfg_.best_metric), best)
+                         : std::string("the last weights, step ") + std::to_string(st_.pos().step) +
+                               (s_.val ? "" : "; no validation split to choose others");
       test = evaluate(*s_.model, *s_.test, *s_.maker, cfg_.batch_size, cfg_.prefetch, s_.classes, s_.mpi, cfg_.eval_hflip);
       report_eval("test", cfg_.test_split, test, /*detail=*/true, ", " + chosen);
       MetricsRow row = base_row(RowKind::kTest, last_epoch_);

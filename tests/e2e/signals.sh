@@ -76,4 +76,17 @@ expect_rc 0 run_mpi 2 train "${FINAL[@]}"
 expect_output "training is complete at step 5, but the run's final evaluation never finished"
 [ "$(json_rows final/metrics.jsonl end step)" = 5 ] || fail "no end row after the resume"
 pass "a stop during the last step or final validation: exit 3, then the final evaluation on resume"
+
+# A hostile finding (helper-47): a SIGUSR1 in start-up (data load, pre-flight, resume: Slurm's
+# lead time lands there in a short job) killed the rank by the signal's default action, exit
+# 138 and no requeue. Held from the start now: the job stops before its first step, exit 3.
+START=(--data data --epochs 5 --batch-size 16 --max-steps 5 --run-dir early
+       --debug.fault slow-start --debug.slow-ms 3000 --debug.fault-rank 1)
+signal_run USR1 "grep -q \"injecting fault 'slow-start'\" out.txt" early "${START[@]}"
+[ "$rc" = 3 ] || { cat out.txt; fail "a signal in start-up exited $rc, expected 3"; }
+expect_output_file "signal 10 received: checkpointing at step 0 and exiting with code 3"
+expect_rc 0 run_mpi 2 train "${START[@]}"
+expect_output "resumed from early/checkpoints/step-000000000.ckpt at step 0"
+[ "$(json_rows early/metrics.jsonl end step)" = 5 ] || fail "the resumed job did not finish at step 5"
+pass "SIGUSR1 in start-up: held, the job stops before step 1 with exit 3 and resumes"
 echo "e2e signals: all passed"
