@@ -14,13 +14,16 @@ namespace lockstep {
 namespace {
 
 // "rank R's line 12: 'lr = 0.1', rank 0's: 'lr = 0.05'" for the first line where MINE
-// (rank R's) differs from ZERO (rank 0's); lines cut to 80 bytes.
+// (rank R's) differs from ZERO (rank 0's); a long line shown around where they part (a
+// manifest is one JSON line: its first 80 bytes were alike on both, a hostile finding).
 std::string first_difference(const std::string& zero, const std::string& mine, int rank) {
   const auto line_at = [](const std::string& text, size_t at) {
     const size_t begin = text.rfind('\n', at == 0 ? 0 : at - 1);
     const size_t from = begin == std::string::npos || at == 0 ? 0 : begin + 1;
     std::string line = text.substr(from, text.find('\n', from) - from);
-    return line.size() > 80 ? line.substr(0, 77) + "..." : line;
+    const size_t col = std::min(at - from, line.size()), start = col > 30 ? col - 30 : 0;
+    const std::string cut = line.substr(start, 80);
+    return (start > 0 ? "..." : "") + cut + (start + 80 < line.size() ? "..." : "");
   };
   size_t i = 0;
   while (i < zero.size() && i < mine.size() && zero[i] == mine[i]) ++i;
@@ -31,7 +34,7 @@ std::string first_difference(const std::string& zero, const std::string& mine, i
 
 }  // namespace
 
-void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields) {
+void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields, const std::string& hint) {
   const int n = static_cast<int>(fields.size()), world = mpi.size();
   std::vector<uint64_t> mine;
   for (const auto& [name, content] : fields) mine.push_back(fnv1a64(content));
@@ -59,7 +62,7 @@ void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields) {
       where = mpi.broadcast_string(mpi.rank() == first ? first_difference(zero, content, first) : "", first);
     }
     throw UsageError("pre-flight check failed: " + fields[static_cast<size_t>(f)].first + " differs on rank(s) " + ranks +
-                     " from rank 0 (" + where + "; same binary, options and data on every rank?)");
+                     " from rank 0 (" + where + "; " + hint + ")");
   }
 }
 

@@ -25,7 +25,9 @@ class MpiRuntime;
 
 using Fingerprint = std::vector<std::pair<std::string, std::string>>;  // (field, content)
 
-void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields);
+// HINT: what the message suggests ("same binary, options and data on every rank?").
+void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields,
+                     const std::string& hint = "same binary, options and data on every rank?");
 
 
 }  // namespace lockstep

@@ -282,7 +282,7 @@ struct Doctor {
     CheckpointMeta meta;
     try {
       with_torch_errors([&] {
-        const io::CheckpointData d = io::read_checkpoint(path);
+        const io::CheckpointData d = read_on_every_rank(mpi, path);  // the same bytes on every rank
         meta = meta_from_json(d.meta_json, path);
         verdict = resume_mismatch(meta, cfg, m, model, path);
         if (verdict.empty()) {

@@ -3,11 +3,30 @@
 
 #include <torch/torch.h>
 
+#include <exception>
+#include <string_view>
+
 #include "core/data/reader_options.hpp"
+#include "core/base/hash.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/dist/preflight.hpp"
 #include "core/eval/mirror.hpp"
 
 namespace lockstep {
+namespace {
+
+// Every tensor's name, shape and bytes, FNV-1a 64: what ranks compare to know they hold one model.
+std::string weights_digest(const NamedTensors& tensors) {
+  std::string all;
+  for (const auto& [name, t] : tensors) {
+    const torch::Tensor c = t.contiguous().cpu();
+    const std::string_view bytes(static_cast<const char*>(c.data_ptr()), c.nbytes());
+    all += name + " " + std::to_string(c.numel()) + " " + std::to_string(fnv1a64(bytes)) + "\n";
+  }
+  return std::to_string(tensors.size()) + " tensors, FNV-1a " + std::to_string(fnv1a64(all));
+}
+
+}  // namespace
 
 void Inference::close() {
   if (place.comm) place.comm->destroy();
@@ -20,7 +39,20 @@ Inference open_inference(const Config& cfg, const MpiRuntime& mpi,
   fit_for(in.manifest);
   check_eval_hflip(cfg.eval_hflip, in.manifest.spec, cfg.data_dir);
   in.manifest.split(cfg.eval_split, cfg.data_dir);  // a missing split: named before any weights are read
-  in.src = read_weights(cfg.checkpoint, cfg.model);
+  // Every rank reads the file itself: copies that differ per node (or one a node cannot see)
+  // made each rank score another model, blended into one silent accuracy (a hostile finding).
+  std::string seen;
+  std::exception_ptr failed;
+  try {
+    in.src = read_weights(cfg.checkpoint, cfg.model);
+    seen = weights_digest(in.src.tensors);
+  } catch (const std::exception& e) {
+    failed = std::current_exception();
+    seen = std::string("unreadable: ") + e.what();
+  }
+  preflight_check(mpi, {{"weights of " + cfg.checkpoint + " as each rank reads them", seen}},
+                  "every rank must read one copy of the checkpoint (shared storage), not one per node");
+  if (failed) std::rethrow_exception(failed);  // every rank alike
   check_data_fits(in.src, in.manifest.spec);
   if (!cfg.any_units) check_units(in.src, in.manifest.spec);  // the data's own statistics
   in.spec = spec_for_model(in.manifest.spec, in.src);

@@ -6,10 +6,12 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <exception>
 
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
 #include "core/dist/mpi_runtime.hpp"
+#include "core/dist/preflight.hpp"
 #include "core/base/hash.hpp"
 #include "core/dist/version_info.hpp"
 #include "core/eval/mirror.hpp"
@@ -34,6 +36,22 @@ double signed_metric(const EvalResult& ev, BestMetric metric) {
 }
 
 }  // namespace
+
+io::CheckpointData read_on_every_rank(const MpiRuntime& mpi, const std::string& path) {
+  io::CheckpointData d;
+  std::string seen;  // what this rank read: its checksum, or why it could not
+  std::exception_ptr failed;
+  try {
+    d = io::read_checkpoint(path);
+    seen = fmt::format("{} bytes, CRC-32 {:08x}", d.meta_json.size() + d.payload.size(), d.crc);
+  } catch (const Error& e) {
+    failed = std::current_exception();
+    seen = std::string("unreadable: ") + e.what();
+  }
+  preflight_check(mpi, {{"checkpoint " + path + " as each rank reads it", seen}}, kSharedRunDir);
+  if (failed) std::rethrow_exception(failed);  // every rank alike
+  return d;
+}
 
 Checkpointer::Checkpointer(const Config& cfg, const io::Manifest& data, CheckpointParts parts, Recorder& rec)
     : cfg_(cfg), data_(data), spec_(data.spec), parts_(parts), rec_(rec) {}
@@ -90,6 +108,14 @@ ResumeChoice choose_resume(const Config& cfg) {
 
 std::string Checkpointer::agree_resume_path() {
   const MpiRuntime& mpi = parts_.mpi;
+  // Rank 0 alone chooses: a rank whose node sees other checkpoints (a node-local run directory,
+  // a requeue onto other nodes) started afresh or resumed another history without a word (a
+  // hostile finding). Every rank's listing must be rank 0's.
+  std::string listing;
+  for (const auto& [step, file] : io::list_checkpoints(checkpoint_dir(cfg_)))
+    listing += file.substr(file.find_last_of('/') + 1) + "\n";
+  preflight_check(mpi, {{"the checkpoints each rank sees in " + checkpoint_dir(cfg_), listing + "(end of listing)"}},
+                  kSharedRunDir);
   std::string path, problem;  // rank 0's reason to stop, shared so every rank fails the same way
   if (mpi.rank() == 0) {
     const ResumeChoice c = choose_resume(cfg_);
@@ -126,7 +152,7 @@ std::string Checkpointer::agree_resume_path() {
 }
 
 void Checkpointer::resume(const std::string& path, TrainState* state, int64_t global_batch, int64_t steps_per_epoch) {
-  const io::CheckpointData d = io::read_checkpoint(path);
+  const io::CheckpointData d = read_on_every_rank(parts_.mpi, path);
   const CheckpointMeta m = meta_from_json(d.meta_json, path);
   const std::string mismatch = resume_mismatch(m, cfg_, data_, parts_.model, path);
   if (!mismatch.empty()) throw UsageError(mismatch);

@@ -33,6 +33,7 @@
 #include "core/config/config.hpp"
 #include "core/train/checkpoint_state.hpp"
 #include "io/dataset/shard_format.hpp"
+#include "io/records/checkpoint_store.hpp"
 
 namespace torch::optim {
 class Optimizer;
@@ -74,6 +75,14 @@ struct ResumeChoice {
   std::vector<std::string> misnamed;
 };
 ResumeChoice choose_resume(const Config& cfg);
+
+// What a mismatch across ranks says: one run directory (and one checkpoint file) for all.
+inline constexpr const char* kSharedRunDir =
+    "the run directory and checkpoints must be one copy every node reads (shared storage), not a node-local one";
+// Collective: PATH read on every rank, which must read the same bytes (CRC-32), or every rank
+// throws naming the ranks that differ and what each read (a copy per node that differs, a
+// node that cannot see it: each rank's weights were another model's, silently).
+io::CheckpointData read_on_every_rank(const MpiRuntime& mpi, const std::string& path);
 
 class Checkpointer {
  public:

@@ -95,6 +95,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   d.meta_json.assign(bytes.data() + kHeaderBytes, h.meta_len);
   d.payload.assign(bytes.data() + kHeaderBytes + h.meta_len, h.payload_len);
   LOCKSTEP_REQUIRE(crc_of(d.meta_json, d.payload) == h.crc, path + ": checksum mismatch (corrupt checkpoint)");
+  d.crc = h.crc;
   return d;
 }
 

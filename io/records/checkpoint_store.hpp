@@ -19,6 +19,7 @@ namespace lockstep::io {
 struct CheckpointData {
   std::string meta_json;
   std::string payload;
+  uint32_t crc = 0;  // the header's, verified: what ranks compare to know they read one file
 };
 
 std::string checkpoint_path(const std::string& dir, int64_t step);

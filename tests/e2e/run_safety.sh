@@ -90,6 +90,34 @@ expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir nolock --epochs 1 --max-ste
 expect_output "resumed from nolock/checkpoints/step-0+14.ckpt at step 14"
 pass "a run whose lock file was deleted: train and doctor say so; recreated, it resumes"
 
+# Hostile findings (helper-49): only rank 0 looked at the run directory, and every rank read
+# the checkpoint it chose by itself. With node-local storage (here: each rank in its own
+# working directory, the run dir and checkpoint given as relative paths) a rank that saw no
+# checkpoint started afresh beside a resumed rank 0, and per-node copies that differed gave
+# each rank other weights (training and evaluate blended two models), silently.
+cat >per_rank_cwd.sh <<'SH'
+#!/usr/bin/env bash
+cd "node${OMPI_COMM_WORLD_RANK:-0}" && exec "$@"
+SH
+chmod +x per_rank_cwd.sh
+mkdir -p node0 node1
+cp -r plain node0/r && mkdir -p node1/r && touch node1/r/lock  # node 1 sees an empty run directory
+DATA_ABS=(--data "$WORK/data" --batch-size 32)
+expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./per_rank_cwd.sh "$LOCKSTEP" train "${DATA_ABS[@]}" --run-dir r --epochs 3
+expect_output "the checkpoints each rank sees in r/checkpoints differs on rank\(s\) 1 from rank 0 .*node-local"
+cp -r plain node1/r-other && cp node0/r/checkpoints/step-000000014.ckpt node1/r-other/checkpoints/step-000000028.ckpt
+rm -rf node1/r && mv node1/r-other node1/r  # same names, other bytes in step 28
+expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./per_rank_cwd.sh "$LOCKSTEP" train "${DATA_ABS[@]}" --run-dir r --epochs 3
+expect_output "checkpoint r/checkpoints/step-000000028.ckpt as each rank reads it differs on rank\(s\) 1"
+expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./per_rank_cwd.sh "$LOCKSTEP" evaluate --checkpoint r/checkpoints/step-000000028.ckpt \
+  --data "$WORK/data"
+expect_output "weights of r/checkpoints/step-000000028.ckpt as each rank reads them differs on rank\(s\) 1"
+rm node1/r/checkpoints/step-000000028.ckpt
+expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./per_rank_cwd.sh "$LOCKSTEP" evaluate --checkpoint r/checkpoints/step-000000028.ckpt \
+  --data "$WORK/data"
+expect_output "rank 1's line 1: 'unreadable: .*does not exist"
+pass "ranks that see other checkpoints, or other bytes in one, stop naming the rank (train, evaluate)"
+
 "$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir gone --epochs 200 --log-every 1 --ckpt-every 7 >gone.txt 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do [ -f gone/metrics.jsonl ] && [ "$(wc -l <gone/metrics.jsonl)" -ge 5 ] && break; sleep 0.1; done
