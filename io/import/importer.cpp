@@ -323,8 +323,14 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
   if (!opt.force && (up_to_date(opt.output_dir, fp_hash) ||
                      (!legacy_fingerprint.empty() && up_to_date(opt.output_dir, fingerprint_hash(legacy_fingerprint))))) {
     // Temp files of an import killed over this dataset (a --force re-import): nothing else
-    // would ever remove them here. Only those whose writer is gone (temp_files.hpp).
-    remove_dead_temps(opt.output_dir);
+    // would ever remove them here. Only those whose writer is gone (temp_files.hpp), and only
+    // under the directory's lock: a live import on a host of the same name (containers), whose
+    // pid is no process here, lost its temp files to this sweep (a hostile finding).
+    try {
+      DirLock lock(opt.output_dir, "dataset", "--output", [](const std::string&) { return true; });
+      remove_dead_temps(opt.output_dir, lock.previous());
+    } catch (const DirRefused&) {  // in use: its import's files are its own
+    }
     result.manifest = read_manifest(opt.output_dir);
     result.skipped = true;
     return result;

@@ -32,6 +32,16 @@ expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output busy --limit 256 --
 expect_output "dataset directory busy is in use by another job"
 [ "$(md5sum busy/* | md5sum)" = "$before" ] || fail "a refused concurrent import changed the dataset"
 pkill -f "flock busy/lock" || true
+# A hostile finding (helper-49): an "up to date" run swept the temp files of a live import
+# on a host of the same name (a container: its pid is no process here) without the lock.
+cp -r data live && tmp="live/train-00000-of-00002.h5.lockstep-tmp.999999.$(hostname)" && echo part >"$tmp"
+(flock -o live/lock sleep 30 &) && sleep 0.3
+expect_rc 0 "$LOCKSTEP" shard --input "idx:$FMNIST" --output live --limit 1024 --shards 2 --name fmnist-slice
+expect_output "up to date"
+[ -f "$tmp" ] || fail "an up-to-date run removed the temp file of an import that holds the directory"
+pkill -f "flock -o live/lock" || true
+expect_rc 0 "$LOCKSTEP" shard --input "idx:$FMNIST" --output live --limit 1024 --shards 2 --name fmnist-slice
+[ ! -e "$tmp" ] || fail "a dead writer's temp file stayed once the directory was free"
 pass "shard keeps a user's temp files and refuses a directory another import holds"
 
 cp -r data flipped
