@@ -46,6 +46,14 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   std::vector<char> all(static_cast<size_t>(size_) * (HOST_NAME_MAX + 1), 0);
   MPI_CHECK(MPI_Allgather(name, HOST_NAME_MAX + 1, MPI_CHAR, all.data(), HOST_NAME_MAX + 1, MPI_CHAR, comm_));
   for (int r = 0; r < size_; ++r) hosts_.emplace_back(all.data() + static_cast<size_t>(r) * (HOST_NAME_MAX + 1));
+  int node = rank_;  // the node's first rank, from its local rank 0
+  MPI_CHECK(MPI_Bcast(&node, 1, MPI_INT, 0, local_comm_));
+  nodes_.resize(static_cast<size_t>(size_));
+  MPI_CHECK(MPI_Allgather(&node, 1, MPI_INT, nodes_.data(), 1, MPI_INT, comm_));
+}
+
+int MpiRuntime::node_count() const {
+  return static_cast<int>(std::set<int>(nodes_.begin(), nodes_.end()).size());
 }
 
 MpiRuntime::~MpiRuntime() {

@@ -68,6 +68,11 @@ class MpiRuntime {
   void remove_abort_hook(uint64_t id) const;
   // Hosts of all ranks, gathered once at start (index = rank).
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // The node of every rank (index = rank): the world rank of its node's first rank (MPI's
+  // shared-memory split), so ranks on one node share it whatever their host names say
+  // (containers of identical names counted as one host, and their GPUs as one's).
+  const std::vector<int>& nodes() const { return nodes_; }
+  int node_count() const;
 
   // Ends every rank of the job: abort hooks (NCCL), then MPI_Abort.
   [[noreturn]] void abort(int code) const;
@@ -90,6 +95,7 @@ class MpiRuntime {
   bool initialised_here_ = false;
   std::string host_;
   std::vector<std::string> hosts_;
+  std::vector<int> nodes_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
   mutable std::mutex hooks_mu_;

@@ -10,11 +10,11 @@
 
 namespace lockstep {
 
-std::string shared_gpu_problem(const std::vector<std::string>& hosts, const std::vector<std::string>& gpu_ids,
-                               const std::vector<int>& devices) {
-  std::map<std::string, size_t> first;  // host + GPU -> lowest rank using it
-  for (size_t r = 0; r < hosts.size() && r < gpu_ids.size(); ++r) {
-    const auto [it, fresh] = first.emplace(hosts[r] + "|" + gpu_ids[r], r);
+std::string shared_gpu_problem(const std::vector<std::string>& hosts, const std::vector<int>& nodes,
+                               const std::vector<std::string>& gpu_ids, const std::vector<int>& devices) {
+  std::map<std::pair<int, std::string>, size_t> first;  // node + GPU -> lowest rank using it
+  for (size_t r = 0; r < hosts.size() && r < nodes.size() && r < gpu_ids.size(); ++r) {
+    const auto [it, fresh] = first.emplace(std::make_pair(nodes[r], gpu_ids[r]), r);
     if (fresh) continue;
     const size_t a = it->second;
     return "ranks " + std::to_string(a) + " and " + std::to_string(r) + " share GPU " +
@@ -41,7 +41,7 @@ void check_gpu_identities(const MpiRuntime& mpi, int device, const std::string& 
       std::memcpy(&d, &all[off + kWidth], sizeof d);
       devices.push_back(d);
     }
-    problem = shared_gpu_problem(mpi.hosts(), ids, devices);
+    problem = shared_gpu_problem(mpi.hosts(), mpi.nodes(), ids, devices);
   }
   problem = mpi.broadcast_string(problem, 0);
   if (!problem.empty()) throw Error(problem);

@@ -28,9 +28,11 @@ using NcclIdBytes = std::array<char, kNcclIdBytes>;
 bool nccl_compiled();  // this build has the NCCL backend
 // Steps 1-2 of the bootstrap. Collective over MPI.
 NcclIdBytes exchange_nccl_id(const MpiRuntime& mpi);
-// The problem line when two ranks share a GPU ("" when none do): HOSTS and GPU_IDS are
-// indexed by rank. Pure; used by the NCCL bootstrap and doctor.
-std::string shared_gpu_problem(const std::vector<std::string>& hosts, const std::vector<std::string>& gpu_ids,
+// The problem line when two ranks share a GPU ("" when none do): HOSTS, NODES (MpiRuntime's
+// node of each rank: host names can repeat across nodes), GPU_IDS and DEVICES are indexed by
+// rank. Pure; used by the NCCL bootstrap.
+std::string shared_gpu_problem(const std::vector<std::string>& hosts, const std::vector<int>& nodes,
+                               const std::vector<std::string>& gpu_ids,
                                const std::vector<int>& devices);
 // Collective: throws Error naming the ranks when two ranks would use one GPU. DEVICE is
 // this rank's CUDA device index.

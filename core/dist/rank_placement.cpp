@@ -142,6 +142,7 @@ std::vector<RankPlacement> gather_placements(const MpiRuntime& mpi, const RankPl
     p.gpu_numa = io::json_get<int>(r, "gpu_numa", what);
     p.cpus = io::json_get<std::vector<int>>(r, "cpus", what);
     p.cpu_numa = io::json_get<std::vector<int>>(r, "cpu_numa", what);
+    p.node = p.rank >= 0 && p.rank < static_cast<int>(mpi.nodes().size()) ? mpi.nodes()[static_cast<size_t>(p.rank)] : -1;
     out.push_back(std::move(p));
   }
   return out;
@@ -183,12 +184,12 @@ std::string numa_mismatch(const RankPlacement& p) {
 std::string shared_gpu(const std::vector<RankPlacement>& all) {
   std::map<std::pair<std::string, std::string>, std::vector<int>> by;
   for (const auto& p : all)
-    if (p.gpu >= 0 && !p.gpu_bus.empty()) by[{p.host, p.gpu_bus}].push_back(p.rank);
+    if (p.gpu >= 0 && !p.gpu_bus.empty()) by[{p.host + "#" + std::to_string(p.node), p.gpu_bus}].push_back(p.rank);
   for (const auto& [key, ranks] : by)
     if (ranks.size() > 1) {
       std::string r;
       for (int x : ranks) r += (r.empty() ? "" : ", ") + std::to_string(x);
-      return fmt::format("ranks {} share the GPU {} on {}", r, key.second, key.first);
+      return fmt::format("ranks {} share the GPU {} on {}", r, key.second, key.first.substr(0, key.first.rfind('#')));
     }
   return "";
 }

@@ -30,6 +30,7 @@ struct RankPlacement {
   int gpu_numa = -1;          // the GPU's NUMA node (-1 unknown)
   std::vector<int> cpus;      // the CPUs the rank may run on
   std::vector<int> cpu_numa;  // the NUMA nodes of those CPUs (sorted, unique; empty unknown)
+  int node = -1;              // MpiRuntime::nodes()' entry (set by gather_placements at rank 0)
 };
 
 // "0-3,8,10-11"; and back (a malformed list throws Error naming TEXT).

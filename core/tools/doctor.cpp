@@ -158,8 +158,7 @@ struct Doctor {
 
   // What NCCL and MPI will use on the network, and settings known to hurt (network_report.hpp).
   void network_check() {
-    const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
-    NetworkFacts facts = gather_network_facts(static_cast<int>(hosts.size()));
+    NetworkFacts facts = gather_network_facts(mpi.node_count());
     facts.ranks = mpi.size();
     facts.mpi_gradients = !torch::cuda::is_available();
     const NetworkReport r = report_network(facts);
@@ -331,7 +330,7 @@ struct Doctor {
                " GB/s bus bandwidth");
     if (!cfg.doctor_out.empty() && mpi.rank() == 0) {
       const io::Json o = {{"ranks", mpi.size()},
-                          {"hosts", std::set<std::string>(mpi.hosts().begin(), mpi.hosts().end()).size()},
+                          {"hosts", mpi.node_count()},
                           {"small_bytes", static_cast<int64_t>(small * 4)}, {"small_seconds", t_small},
                           {"big_bytes", static_cast<int64_t>(big * 4)}, {"big_seconds", t_big}, {"busbw_gbs", busbw}};
       io::write_file_atomic(cfg.doctor_out, io::dump_json(o) + "\n");

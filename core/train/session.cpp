@@ -257,7 +257,6 @@ std::string Session::reader_key() const {
 }
 
 std::string Session::describe() const {
-  const std::set<std::string> hosts(mpi.hosts().begin(), mpi.hosts().end());
   const auto& split = manifest.split(cfg.train_split, cfg.data_dir);
   const auto split_text = [&](const io::RankReader* reader, const std::string& name, const char* when) {
     return reader ? fmt::format("'{}' ({} samples{})", name, manifest.split(name, cfg.data_dir).count(), when)
@@ -276,7 +275,7 @@ std::string Session::describe() const {
       "{})\n"
       "batch {}/rank x world {} x accumulation {} = effective batch {}, {} steps/epoch ({} remainder)\n"
       "optimizer {}{}: lr {:g} x {} scaling for world {} = effective lr {:g} ({}){}{}",
-      lockstep_version(), torch_version(), mpi.size(), hosts.size(), place.comm->name(), place.device.str(),
+      lockstep_version(), torch_version(), mpi.size(), mpi.node_count(), place.comm->name(), place.device.str(),
       cudnn_benchmark ? " (cudnn benchmark)" : "", cfg.threads,
       cfg.amp != Amp::kNone ? std::string(", amp ") + to_string(cfg.amp) : "",  //
       cfg.data_dir, manifest.spec.name, split.count(), split.shards.size(),

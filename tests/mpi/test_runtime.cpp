@@ -21,6 +21,9 @@ TEST(MpiRuntime, RanksAndHosts) {
   EXPECT_LT(mpi().local_rank(), mpi().local_size());
   EXPECT_EQ(static_cast<int>(mpi().hosts().size()), mpi().size());
   EXPECT_EQ(mpi().hosts()[mpi().rank()], mpi().host());
+  // One machine: every rank on the node of rank 0 (the shared-memory split, not host names).
+  EXPECT_EQ(mpi().nodes(), std::vector<int>(static_cast<size_t>(mpi().size()), 0));
+  EXPECT_EQ(mpi().node_count(), 1);
 }
 
 TEST(MpiRuntime, BroadcastStringAndReductions) {
