@@ -6,7 +6,8 @@
 # (GPU g attached to the socket of the g-th core group) each rank's GPU is next to its cores;
 # lockstep's start-up lines and `lockstep doctor` show where each rank landed.
 # More ranks on a node than GPUs in its list share them round-robin, with a warning (NCCL
-# allows one rank per GPU: lockstep refuses that at start; the MPI backend can share).
+# allows one rank per GPU: lockstep refuses that at start). A list that names no GPU
+# (Slurm's NoDevFiles, -1: none given or hidden on purpose) is passed on as it is.
 set -euo pipefail
 IFS=, read -ra listed <<<"${CUDA_VISIBLE_DEVICES:-}"
 gpus=()
@@ -19,6 +20,7 @@ case "$rank" in
   ''|*[!0-9]*) echo "bind_gpu.sh: the node-local rank '$rank' (OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID) is not a number" >&2
                exit 2 ;;
 esac
+case "${CUDA_VISIBLE_DEVICES:-}" in NoDevFiles|-1) gpus=() ;; esac
 if [ "${#gpus[@]}" -gt 0 ]; then
   if [ "$rank" -ge "${#gpus[@]}" ]; then
     echo "bind_gpu.sh: warning: node-local rank $rank shares GPU ${gpus[$((rank % ${#gpus[@]}))]}: the node lists" \

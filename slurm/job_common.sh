@@ -67,7 +67,7 @@ srun_placement() {
   gpus=$(gpus_per_node)
   if [ "${ranks:-1}" -gt "$gpus" ]; then
     echo "job_common.sh: ${ranks} ranks per node but ${gpus} GPU(s) per node: NCCL needs one GPU per rank (set" \
-         "--ntasks-per-node=${gpus}, or LOCKSTEP_GPU_BIND=none with --dist.backend mpi)" >&2
+         "--ntasks-per-node=${gpus}; LOCKSTEP_GPU_BIND=none with --dist.backend mpi trains on the CPUs instead)" >&2
     return 2
   fi
   echo "--gpus-per-task=1 --gpu-bind=${LOCKSTEP_GPU_BIND:-single:1}"
