@@ -146,6 +146,11 @@ void check_output(const ImportOptions& opt, const std::string& source) {
     try {
       const Manifest m = read_manifest(out);
       if (m.source != source) other = "dataset '" + m.spec.name + "' made from " + m.source;
+      // The same input under another name (--name left out): runs on the old dataset could no
+      // longer resume (a run continues on its own data, by name) after a silent replacement.
+      else if (m.spec.name != opt.name)
+        other = "dataset '" + m.spec.name + "' (this import would name it '" + opt.name + "': --name " + m.spec.name +
+                " re-imports it under its name)";
     } catch (const Error& e) {
       other = "an unreadable manifest (" + std::string(e.what()) + ")";
     }

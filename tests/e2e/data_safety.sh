@@ -18,6 +18,11 @@ expect_output "lies in --output data and this import would overwrite or delete i
 [ "$(md5sum data/*.h5 data/manifest.json | md5sum)" = "$before" ] || fail "a refused import changed the dataset"
 expect_rc 0 "$LOCKSTEP" shard --input "idx:$FMNIST" --output data --limit 1024 --shards 2 --name fmnist-slice
 expect_output "up to date"
+# A hostile finding (helper-48): the same input re-imported under another name (--name left
+# out) replaced the dataset silently, and runs on it could no longer resume.
+expect_rc 2 "$LOCKSTEP" shard --input "idx:$FMNIST" --output data --limit 1024 --shards 3
+expect_output "data holds dataset 'fmnist-slice' \(this import would name it 'dataset': --name fmnist-slice re-imports it"
+[ "$(md5sum data/*.h5 data/manifest.json | md5sum)" = "$before" ] || fail "a refused re-import changed the dataset"
 pass "shard refuses a foreign directory, another dataset and its own input (even with --force)"
 
 # Issue 31 (2): a user's *.tmp.* file is not a killed import's (before: deleted); two
