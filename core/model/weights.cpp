@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
+#include <set>
 #include <regex>
 
 #include "core/base/error.hpp"
@@ -141,12 +143,17 @@ LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<
   for (const auto& p : model.named_parameters()) by_key.emplace(p.key(), model.public_name(p.key()));
   for (const auto& b : model.named_buffers()) by_key.emplace(b.key(), model.public_name(b.key()));
   LoadReport r;
+  std::set<std::string> used;  // the EXCLUDE prefixes that matched
   std::map<std::string, bool> seen;
   for (const auto& [given, t] : source) {
     const auto key = by_key.find(given);
     const std::string& name = target.count(given) || key == by_key.end() ? given : key->second;
     bool skip = false;  // by either name (--init-exclude fc__ was the only spelling before 2026-11-29)
-    for (const auto& prefix : exclude) skip = skip || starts_with(name, prefix) || starts_with(given, prefix);
+    for (const auto& prefix : exclude)
+      if (starts_with(name, prefix) || starts_with(given, prefix)) {
+        skip = true;
+        used.insert(prefix);
+      }
     if (skip) {
       r.excluded.push_back(name);
       seen[name] = true;
@@ -167,6 +174,8 @@ LoadReport load_named(Net& model, const NamedTensors& source, const std::vector<
   }
   for (const auto& [name, t] : target)
     if (!seen.count(name)) r.missing.push_back(name);
+  for (const auto& prefix : exclude)
+    if (!used.count(prefix)) r.unused_exclude.push_back(prefix);
   return r;
 }
 

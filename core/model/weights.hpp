@@ -42,6 +42,7 @@ NamedTensors from_safetensors(const io::SafeTensors& st, const std::string& fami
 
 struct LoadReport {
   std::vector<std::string> loaded, missing, unexpected, mismatched, excluded;
+  std::vector<std::string> unused_exclude;  // EXCLUDE prefixes that left nothing out
   std::string table() const;  // one line per category with counts and the first names
 };
 

@@ -30,6 +30,15 @@ void init_weights(const Config& cfg, Net& model) {
     // a file one rank cannot read fails alike everywhere.
     const WeightSource src = read_weights(cfg.init_from, cfg.model);
     const LoadReport r = load_named(model, src.tensors, split_list(cfg.init_exclude));
+    // A prefix that excludes nothing loaded the head it meant to drop (fc. on a model whose
+    // head is fc1./fc2.), silently; --model.freeze refuses the same mistake.
+    if (!r.unused_exclude.empty()) {
+      std::string names;
+      for (size_t i = 0; i < src.tensors.size() && i < 8; ++i) names += (i ? ", " : "") + src.tensors[i].first;
+      throw UsageError(fmt::format("--model.init-exclude {}: no tensor of {} starts with it, so nothing was left out "
+                                   "(its names: {}{})",
+                                   r.unused_exclude.front(), cfg.init_from, names, src.tensors.size() > 8 ? ", ..." : ""));
+    }
     if (r.loaded.empty())
       throw UsageError(fmt::format("--model.init-from {}: no tensor of it fits model '{}' ({} of its names are unknown "
                                    "here, {} have another shape)",

@@ -90,9 +90,10 @@ Session::Session(const Config& c, const MpiRuntime& m) : cfg(c), mpi(m) {
                        "split, which then also selects best.ckpt)",
                        ropt);
   test = optional_split(*this, cfg.use_test, cfg.test_split, "the final test evaluation", "", ropt);
-  if (val && cfg.val_split == cfg.test_split)
+  // The test split by either name: --data.test-split none left validation on 'test' unsaid.
+  if (val && (cfg.val_split == cfg.test_split || cfg.val_split == Config{}.test_split))
     log::warn0("validating on the test split '" + cfg.val_split + "' (--data.val-split): best.ckpt and every "
-               "evaluation during training are chosen on test data, so the test accuracy reported is optimistic");
+               "evaluation during training are chosen on test data, so a test score of these weights is optimistic");
 
   // 2. model, preflight, placement
   torch::manual_seed(cfg.seed);

@@ -278,6 +278,10 @@ expect_rc 0 run_mpi 2 train "${COMMON[@]}" --run-dir head --epochs 1 --init-from
 expect_output "loaded +14"
 expect_output "excluded +2 +fc2.weight, fc2.bias"
 expect_output "frozen: 3 parameter tensor\(s\) under conv1.,bn1."
+# A hostile finding (helper-48): a prefix that excluded nothing (fc. on the cnn, whose head is
+# fc1./fc2.) loaded the head the user meant to drop, silently.
+expect_rc 2 run_mpi 2 train "${COMMON[@]}" --run-dir head2 --epochs 1 --init-from "$ckpt" --init-exclude fc.
+expect_output "--model.init-exclude fc.: no tensor of .* starts with it, so nothing was left out \(its names: conv1"
 pass "--init-from (export and checkpoint): the same validation ($val_acc), partial loading with a table, --freeze"
 
 "$PYTHON" - <<'PY'
@@ -289,7 +293,7 @@ with h5py.File("rgb.h5", "w") as f:
     f["samples"] = x
     f["labels"] = y
 PY
-"$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --val-fraction 0 >/dev/null
+"$LOCKSTEP" shard --input hdf5:rgb.h5 --output rgb --name rgb --val-fraction 0 >/dev/null
 "$PYTHON" - <<'PY'
 import torch, torchvision
 from safetensors.torch import save_file
