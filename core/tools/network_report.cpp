@@ -188,7 +188,7 @@ NetworkReport report_network(const NetworkFacts& f) {
     r.warnings.push_back(std::string("munge's socket ") + kMungeSocket +
                          " refuses connections (munged is not running): mpirun waits ~2.3 s in PMIx's munge "
                          "security plugin at every start; start munged (Slurm needs it) or launch with "
-                         "PMIX_MCA_psec=^munge");
+                         "PMIX_MCA_psec=^munge (a rank cannot see whether its mpirun had it: if so, this costs nothing)");
   return r;
 }
 

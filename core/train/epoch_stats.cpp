@@ -84,7 +84,9 @@ WindowStats LogWindow::peek(const AllreduceSum& sum, double lr) const {
   for (size_t i = 0; i + 1 < v.size(); ++i) {
     if (!std::isfinite(v[i])) {
       if (skip_nonfinite_) continue;
-      throw Error("training loss is " + fmt::format("{:g}", v[i] / world) + " at step " +
+      // "nan" whatever its sign bit ("-nan" did not match what the docs quote)
+      throw Error("training loss is " + (std::isnan(v[i]) ? std::string("nan") : fmt::format("{:g}", v[i] / world)) +
+                  " at step " +
                   std::to_string(first_step_ + static_cast<int64_t>(i)) + " (lr " + fmt::format("{:g}", lr) +
                   "; lower --train.lr, or try --train.clip-norm)");
     }

@@ -303,7 +303,9 @@ def build(meta):
 
 
 def normalise(raw, meta):
-    """Raw samples [N, C, ...] (any dtype, as in the shards) -> the float inputs lockstep feeds."""
+    """Raw samples [N, C, ...] (any dtype, as in the shards; a tensor or a NumPy array) -> the
+    float inputs lockstep feeds."""
+    raw = torch.as_tensor(raw)
     mean = torch.tensor(json.loads(meta["mean"]) if isinstance(meta["mean"], str) else meta["mean"])
     std = torch.tensor(json.loads(meta["std"]) if isinstance(meta["std"], str) else meta["std"])
     shape = [1, -1] + [1] * (raw.dim() - 2)
