@@ -69,9 +69,10 @@ int scaling(const std::string& dir, bool force) {
   std::vector<std::string> outputs{dir + "/scaling.svg", dir + "/report.md"};
   if (!report.model_json.empty()) outputs.push_back(dir + "/model.json");
   check_outputs(outputs, force, "");
-  io::write_file_atomic(dir + "/scaling.svg", report.svg);
-  io::write_file_atomic(dir + "/report.md", report.markdown);
-  if (!report.model_json.empty()) io::write_file_atomic(dir + "/model.json", report.model_json);
+  std::vector<std::pair<std::string, std::string>> files{{dir + "/scaling.svg", report.svg},
+                                                         {dir + "/report.md", report.markdown}};
+  if (!report.model_json.empty()) files.emplace_back(dir + "/model.json", report.model_json);
+  io::write_files_atomic(files);  // all or none: a full disk left some files new, some old
   std::cout << report.markdown << "\nwrote " << dir << "/report.md, " << dir << "/scaling.svg"
             << (report.model_json.empty() ? "" : " and " + dir + "/model.json") << "\n";
   return kExitOk;
@@ -124,9 +125,7 @@ int cmd_report(const Args& args) {
   for (const auto& note : r.notes) log::warn(note);
   check_outputs({out + "/report.md", out + "/curves.svg", out + "/report.html"}, force, ", or --out another folder");
   io::make_dirs(out);
-  io::write_file_atomic(out + "/report.md", r.table);
-  io::write_file_atomic(out + "/curves.svg", r.svg);
-  io::write_file_atomic(out + "/report.html", r.html);
+  io::write_files_atomic({{out + "/report.md", r.table}, {out + "/curves.svg", r.svg}, {out + "/report.html", r.html}});
   std::cout << r.table << "\nwrote " << out << "/report.md, " << out << "/curves.svg and " << out
             << "/report.html (curves of";
   for (const auto& m : r.metrics) std::cout << " " << m;

@@ -24,14 +24,16 @@ int run_under_mpi(int* argc, char*** argv, const std::vector<std::string>& args,
   double worst[2] = {code_of(parsed.status), mpi.rank() == 0 ? code_of(parsed.status) : 0.0};  // any rank's, rank 0's
   if (mpi.size() > 1) mpi.allreduce_max(worst, 2);
   if (worst[0] == 2.0) {
-    if (parsed.status == ParseStatus::kError && (mpi.rank() == 0 || worst[1] != 2.0))
+    // Rank 0's reason, and each other rank's that differs from it (one line when all agree).
+    const std::string first = mpi.size() > 1 ? mpi.broadcast_string(mpi.rank() == 0 ? parsed.message : "", 0) : "";
+    if (parsed.status == ParseStatus::kError && (mpi.rank() == 0 || worst[1] != 2.0 || parsed.message != first))
       log::error(parsed.message + " (see --help)");
     else if (mpi.rank() == 0 && parsed.status != ParseStatus::kError)
       log::error("a rank other than 0 refused its options (each such rank prints why): every rank stops");
     return kExitUsage;
   }
-  if (worst[0] == 1.0) {
-    if (mpi.rank() == 0) std::cout << parsed.message;
+  if (worst[0] == 1.0) {  // --help (or --version) on some rank: each rank that asked prints once, rank 0 first
+    if (parsed.status == ParseStatus::kExitOk && (mpi.rank() == 0 || worst[1] != 1.0)) std::cout << parsed.message;
     return kExitOk;
   }
   mpi.start_watchdog(cfg.comm_timeout);

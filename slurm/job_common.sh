@@ -104,11 +104,15 @@ launch_ranks() {
     *) echo "LAUNCHER must be srun or mpirun, not '$LAUNCHER'" >&2; return 2 ;;
   esac
   pid=$!
-  trap 'echo "batch shell: SIGUSR1, passed to the ranks"; kill -USR1 "$pid" 2>/dev/null' USR1
+  # (|| true: under set -e a failed kill in a trap, the launcher already gone, ended the shell.)
+  trap 'echo "batch shell: SIGUSR1, passed to the ranks"; LOCKSTEP_GOT_USR1=1; kill -USR1 "$pid" 2>/dev/null || true' USR1
   # SIGTERM (scancel, preemption, a node's shutdown): the batch shell died at once (exit 143)
-  # and left the launcher running on (a hostile finding); now the ranks get it, checkpoint and
-  # exit 3, and the shell waits for them. LOCKSTEP_TERMINATED: run_lockstep does not requeue.
-  trap 'echo "batch shell: SIGTERM, passed to the ranks"; LOCKSTEP_TERMINATED=1; kill -TERM "$pid" 2>/dev/null' TERM
+  # and left the launcher running on (a hostile finding). The ranks are asked to stop as for
+  # USR1 — passed on as USR1, since srun answers a SIGTERM by SIGKILLing its tasks and mpirun
+  # by killing the job after its grace — and the shell waits for them. A TERM after a USR1 is
+  # the time limit that USR1 announced: requeued as usual; one without (LOCKSTEP_TERMINATED)
+  # is scancel or preemption: not requeued by run_lockstep.
+  trap 'echo "batch shell: SIGTERM, the ranks asked to stop (USR1)"; [ "${LOCKSTEP_GOT_USR1:-0}" = 1 ] || LOCKSTEP_TERMINATED=1; kill -USR1 "$pid" 2>/dev/null || true' TERM
   # wait returns early (> 128) when a trap ran: wait again until the launcher has ended.
   while :; do
     rc=0
@@ -135,7 +139,7 @@ run_lockstep() {
   # The marker below must be this launch's: one an earlier job left turned a start-up failure
   # (a moved dataset, no GPU) into "resumable", and the job requeued itself again and again.
   rm -f "$RUN_DIR/resumable"
-  LOCKSTEP_TERMINATED=0
+  LOCKSTEP_TERMINATED=0 LOCKSTEP_GOT_USR1=0
   launch_ranks "$LOCKSTEP_BIN" train --config "$JOB_CONFIG" --train.threads "${SLURM_CPUS_PER_TASK:-1}" \
     --run.dir "$RUN_DIR" --run.resume auto "$@" || rc=$?
   # A failed job whose run directory holds a durable checkpoint is requeued (a node lost, a

@@ -126,11 +126,12 @@ struct Doctor {
     mpi.allreduce_min(&gpu[0], 1);
     mpi.allreduce_max(&gpu[1], 1);
     if (gpu[0] == 0) {
-      if (gpu[1] == 1.0 && cfg.backend != Backend::kMpi) {
+      if (!mine && cfg.backend == Backend::kNccl) {
+        if (gpu[1] == 1.0 || mpi.rank() == 0)  // each GPU-less rank names its host; none: rank 0 says it once
+          problem("--dist.backend nccl needs a CUDA GPU on every rank, and none is usable on " + mpi.host());
+      } else if (gpu[1] == 1.0 && cfg.backend == Backend::kAuto) {
         if (!mine) problem("no usable CUDA GPU on " + mpi.host() + ", but other ranks have one: train refuses to "
                            "mix backends (fix or exclude this node, or pass --dist.backend mpi)");
-      } else if (!mine && cfg.backend == Backend::kNccl) {
-        if (mpi.rank() == 0) problem("--dist.backend nccl needs a CUDA GPU on every rank, and none is visible");
       } else if (const std::string w = unusable_gpu_warning(cfg.backend, mine, env::get(env::kCudaVisibleDevices),
                                                             mpi.host());
                  !w.empty()) {

@@ -5,8 +5,10 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <exception>
+#include <thread>
 
 #include "core/base/error.hpp"
 #include "core/base/log.hpp"
@@ -44,7 +46,7 @@ io::CheckpointData read_on_every_rank(const MpiRuntime& mpi, const std::string& 
   try {
     d = io::read_checkpoint(path);
     seen = fmt::format("{} bytes, CRC-32 {:08x}", d.meta_json.size() + d.payload.size(), d.crc);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // any: one rank alone leaving before the collective ends the job unsaid
     failed = std::current_exception();
     seen = std::string("unreadable: ") + e.what();
   }
@@ -71,7 +73,7 @@ ResumeChoice choose_resume(const Config& cfg) {
             dir, &c.skipped, [&](int64_t named, const std::string& path, const io::CheckpointData& d) -> std::string {
               const int64_t step = meta_from_json(d.meta_json, path).pos.step;
               if (step == named) {
-                c.step = step;
+                c.meta_json = d.meta_json;
                 return "";
               }
               c.misnamed.push_back(path);
@@ -111,11 +113,18 @@ std::string Checkpointer::agree_resume_path() {
   // Rank 0 alone chooses: a rank whose node sees other checkpoints (a node-local run directory,
   // a requeue onto other nodes) started afresh or resumed another history without a word (a
   // hostile finding). Every rank's listing must be rank 0's.
-  std::string listing;
-  for (const auto& [step, file] : io::list_checkpoints(checkpoint_dir(cfg_)))
-    listing += file.substr(file.find_last_of('/') + 1) + "\n";
-  preflight_check(mpi, {{"the checkpoints each rank sees in " + checkpoint_dir(cfg_), listing + "(end of listing)"}},
-                  kSharedRunDir);
+  const auto listing = [&] {
+    std::string names;
+    for (const auto& [step, file] : io::list_checkpoints(checkpoint_dir(cfg_)))
+      names += file.substr(file.find_last_of('/') + 1) + "\n";
+    return Fingerprint{{"the checkpoints each rank sees in " + checkpoint_dir(cfg_), names + "(end of listing)"}};
+  };
+  try {
+    preflight_check(mpi, listing(), kSharedRunDir);
+  } catch (const UsageError&) {  // every rank alike: once more, after a network file system's cached listing expired
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    preflight_check(mpi, listing(), kSharedRunDir);
+  }
   std::string path, problem;  // rank 0's reason to stop, shared so every rank fails the same way
   if (mpi.rank() == 0) {
     const ResumeChoice c = choose_resume(cfg_);
@@ -130,11 +139,11 @@ std::string Checkpointer::agree_resume_path() {
     if (!path.empty() && problem.empty()) {
       try {  // only a resume that will happen moves anything: a refused one leaves the folder as it was
         std::vector<std::string> later = c.misnamed;
-        int64_t step = c.step;
+        const CheckpointMeta m =
+            meta_from_json(cfg_.resume_mode == ResumeMode::kPath ? io::read_checkpoint_meta(path) : c.meta_json, path);
+        problem = resume_mismatch(m, cfg_, data_, parts_.model, path);  // refused: nothing moved
+        const int64_t step = m.pos.step;
         if (cfg_.resume_mode == ResumeMode::kPath) {
-          const CheckpointMeta m = meta_from_json(io::read_checkpoint_meta(path), path);
-          problem = resume_mismatch(m, cfg_, data_, parts_.model, path);
-          step = m.pos.step;
           io::FileIdentity resumed, other;
           const bool known = io::file_identity(path, &resumed);
           for (const auto& [s, file] : io::list_checkpoints(checkpoint_dir(cfg_)))

@@ -69,9 +69,9 @@ struct CheckpointParts {
 struct ResumeChoice {
   std::string path, problem;
   std::vector<std::string> skipped;
-  // --resume auto: PATH's recorded step, and the checkpoints past it whose name says another
+  // --resume auto: PATH's meta (read once), and the checkpoints past it whose name says another
   // step than they hold (a renamed copy: pruning by name would keep them over the real ones).
-  int64_t step = -1;
+  std::string meta_json;
   std::vector<std::string> misnamed;
 };
 ResumeChoice choose_resume(const Config& cfg);

@@ -334,7 +334,7 @@ ImportResult run_import(std::vector<InputSplit> inputs, const ImportOptions& opt
     try {
       DirLock lock(opt.output_dir, "dataset", "--output", [](const std::string&) { return true; });
       remove_dead_temps(opt.output_dir, lock.previous());
-    } catch (const DirRefused&) {  // in use: its import's files are its own
+    } catch (const Error&) {  // in use (its import's files are its own), or not ours to lock (read-only)
     }
     result.manifest = read_manifest(opt.output_dir);
     result.skipped = true;

@@ -16,7 +16,8 @@ constexpr const char* kDatasetManifest = "manifest.json";
 
 bool doctor_file(const std::string& name) { return name == "doctor.json"; }
 
-std::unique_ptr<DirLock> lock_run_dir(const std::string& dir) {
+// What RunDir refuses before its lock (a dataset, a run whose lock file was deleted).
+void refuse_run_dir(const std::string& dir) {
   if (path_exists(dir + "/" + kDatasetManifest))
     throw DirRefused("--run.dir " + dir + " is a dataset directory (it holds " + kDatasetManifest +
                      "): a run writes its own directory; choose another --run.dir");
@@ -40,13 +41,18 @@ std::unique_ptr<DirLock> lock_run_dir(const std::string& dir) {
                        "one (a running job holds it with flock). If no job runs in " + dir + ", recreate it (touch " +
                        dir + "/" + kLockName + ") and start again");
   }
+}
+
+std::unique_ptr<DirLock> lock_run_dir(const std::string& dir) {
+  refuse_run_dir(dir);
   return std::make_unique<DirLock>(dir, "run", "--run.dir", doctor_file);
 }
 
 }  // namespace
 
 void probe_run_dir(const std::string& dir) {
-  if (is_directory(dir)) lock_run_dir(dir);  // taken and released
+  refuse_run_dir(dir);
+  DirLock::probe(dir, "run", "--run.dir", doctor_file);
 }
 
 bool is_run_dir(const std::string& dir) {

@@ -36,8 +36,8 @@ inline constexpr std::array<const char*, 4> kRunFolders = {"checkpoints", "tb", 
 // Whether DIR is a run directory of lockstep's (it carries the lock mark).
 bool is_run_dir(const std::string& dir);
 // What RunDir(DIR) would refuse (DirRefused: another live job holds it, it is not lockstep's,
-// its lock file was deleted), without making anything: `lockstep doctor`. The lock is taken
-// and released when DIR exists; nothing happens when it does not.
+// its lock file was deleted), changing nothing (no lock file made or rewritten: the next job
+// reads the previous holder from it): `lockstep doctor`.
 void probe_run_dir(const std::string& dir);
 
 class RunDir {

@@ -114,6 +114,23 @@ DirLock::DirLock(const std::string& dir, const std::string& kind, const std::str
   }
 }
 
+void DirLock::probe(const std::string& dir, const std::string& kind, const std::string& option,
+                    const Adoptable& adoptable, const std::string& hint) {
+  if (dir.empty()) throw DirRefused(option + " is empty: name the " + kind + "'s directory");
+  if (!is_directory(dir)) return;
+  refuse_unmarked(dir, kind, option, adoptable, hint);
+  const std::string lock = dir + "/" + kLockName;
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // no lock file yet: the job makes it
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;  // released by the close
+  const std::string holder = busy ? read_holder(fd) : "";
+  ::close(fd);
+  if (busy)
+    throw DirRefused(kind + " directory " + dir + " is in use by another job (" +
+                     (holder.empty() ? std::string("holder unknown") : holder) + "): one " + kind +
+                     " directory holds one job; wait for it, stop it, or choose another " + option);
+}
+
 DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }

@@ -48,6 +48,12 @@ class DirLock {
 
   const Writer& previous() const { return previous_; }
 
+  // What the constructor would refuse (DirRefused), changing nothing: no directory or lock
+  // file made, the holder line not rewritten (`lockstep doctor` before a job). A missing DIR
+  // passes.
+  static void probe(const std::string& dir, const std::string& kind, const std::string& option,
+                    const Adoptable& adoptable, const std::string& hint = "");
+
  private:
   int fd_ = -1;
   Writer previous_;

@@ -97,7 +97,10 @@ void write_all(int fd, const std::string& data, const std::string& what) {
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& data) {
+namespace {
+
+// Steps 1-2 of write_file_atomic: PATH's temp file written and synced; its name.
+std::string write_synced_temp(const std::string& path, const std::string& data) {
   const std::string tmp = temp_name_for(path);
   ::unlink(tmp.c_str());  // a stale temp (or a link planted under its name) goes first
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0664);
@@ -114,7 +117,24 @@ void write_file_atomic(const std::string& path, const std::string& data) {
     ::unlink(tmp.c_str());
     throw Error("cannot flush " + tmp + ": " + why);
   }
-  commit_temp(tmp, path);
+  return tmp;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  commit_temp(write_synced_temp(path, data), path);
+}
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> temps;
+  try {
+    for (const auto& [path, data] : files) temps.push_back(write_synced_temp(path, data));
+  } catch (...) {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+    throw;
+  }
+  for (size_t i = 0; i < files.size(); ++i) commit_temp(temps[i], files[i].first);
 }
 
 std::string base_name(const std::string& path) { return fs::path(path).filename().string(); }

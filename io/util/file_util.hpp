@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockstep::io {
@@ -29,6 +30,10 @@ void require_regular_file(const std::string& path);
 std::string read_text_file(const std::string& path);  // both check require_regular_file
 std::vector<char> read_binary_file(const std::string& path);
 void write_file_atomic(const std::string& path, const std::string& data);
+// Several (PATH, DATA) written as one: every temp file written and synced before the first
+// rename, so a full disk leaves the old set, not old and new files mixed (a report's
+// table beside another run's curves). Throws naming the temp file that failed.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 void fsync_path(const std::string& path);     // a file or a directory
 std::vector<std::string> list_dir(const std::string& dir);  // names, sorted
 void remove_file(const std::string& path);  // no error if missing

@@ -126,6 +126,23 @@ preempt)
   ! grep -q 'requeueing job' "$out" || { cat "$out"; fail "a start-up failure was requeued on an old marker"; }
   grep -q "dataset directory $WORK/moved does not exist" "$out" || { cat "$out"; fail "no error naming the moved dataset"; }
   pass "a start-up failure in a run dir with an earlier stop's marker fails once, no requeue"
+  # SIGTERM to the batch shell (scancel, preemption): the shell died at once (143) and left the
+  # launcher running (a hostile finding). Now the ranks are asked to stop (as USR1: srun
+  # SIGKILLs its tasks on a TERM), checkpoint and exit 3, and the job is not requeued.
+  for launcher in srun mpirun; do
+    out=$WORK/term-$launcher.out run=$WORK/term-$launcher
+    id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$run submit -o "$out" slurm/single_node.sbatch \
+         "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
+    for _ in $(seq 1 240); do grep -Eq '"step": ?20,' "$run/metrics.jsonl" 2>/dev/null && break; sleep 0.25; done
+    grep -Eq '"step": ?20,' "$run/metrics.jsonl" || { cat "$out"; fail "$launcher: the job never reached step 20"; }
+    scancel --batch --signal=TERM "$id"
+    for _ in $(seq 1 240); do [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break; sleep 0.25; done
+    grep -q 'batch shell: SIGTERM, the ranks asked to stop' "$out" || { cat "$out"; fail "$launcher: no TERM line"; }
+    grep -q 'signal 10 received: checkpointing at step' "$out" || { cat "$out"; fail "$launcher: the ranks did not checkpoint"; }
+    grep -q 'on SIGTERM (exit 3): not requeued' "$out" || { cat "$out"; fail "$launcher: requeued or no exit 3 on SIGTERM"; }
+    scontrol show job -o "$id" | grep -q 'Restarts=0' || fail "$launcher: a SIGTERM'd job was requeued"
+    pass "SIGTERM to the batch shell with $launcher: the ranks checkpointed, exit 3, not requeued"
+  done
   ;;
 installed)
   [ -f /etc/profile.d/lmod.sh ] || { echo "skipped: Debian's lmod is not installed"; exit 77; }

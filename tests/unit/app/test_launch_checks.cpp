@@ -13,12 +13,12 @@ using namespace lockstep::app;
 
 namespace {
 
-// Sets NAME=VALUE for one scope, restoring what was there.
+// Sets NAME=VALUE (nullptr: unsets it) for one scope, restoring what was there.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
   }
   ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
 
@@ -30,7 +30,15 @@ class ScopedEnv {
 
 }  // namespace
 
+// The test may itself run under a launcher (ctest inside an srun step): none of its variables.
+struct NoLauncher {
+  ScopedEnv a{"OMPI_COMM_WORLD_SIZE", nullptr}, b{"PMI_SIZE", nullptr}, c{"PMIX_SIZE", nullptr},
+      d{"SLURM_STEP_NUM_TASKS", nullptr};
+};
+
 TEST(LaunchChecks, ASerialToolStartedAsSeveralCopiesIsRefused) {
+  const NoLauncher clean;
+  EXPECT_NO_THROW(require_single_process("export"));
   {
     ScopedEnv size("PMI_SIZE", "1");
     EXPECT_NO_THROW(require_single_process("export"));
@@ -41,6 +49,13 @@ TEST(LaunchChecks, ASerialToolStartedAsSeveralCopiesIsRefused) {
 }
 
 TEST(LaunchChecks, RanksTheLauncherStartedButMpiDidNotConnectAreRefused) {
+  const NoLauncher clean;
+  {
+    ScopedEnv step("SLURM_STEP_NUM_TASKS", "8");  // a task of an srun step starting a 1-rank job
+    EXPECT_NO_THROW(require_connected_ranks(1));
+    ScopedEnv inner("OMPI_COMM_WORLD_SIZE", "1");  // mpirun -np 1 inside a bigger launch
+    EXPECT_NO_THROW(require_connected_ranks(1));
+  }
   ScopedEnv size("PMI_SIZE", "3");
   EXPECT_THROW(require_connected_ranks(1), UsageError);
   EXPECT_ERROR_CONTAINS(require_connected_ranks(1), "several processes (PMI_SIZE=3), but MPI gives this one a world of 1");
