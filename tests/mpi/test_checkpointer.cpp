@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -32,6 +33,13 @@ using lockstep::testing::mpi;
 namespace {
 
 io::DatasetSpec tiny() { return lockstep::testing::image_spec("tiny", 4, 3, 10.0, 2.0); }
+
+io::Manifest tiny_data() {
+  io::Manifest data;
+  data.spec = tiny();
+  data.source = "csv:tiny.csv";
+  return data;
+}
 
 // A run of the mlp in DIR that keeps every checkpoint and chooses best.ckpt on val_acc.
 Config mlp_run(const std::string& dir) {
@@ -73,6 +81,26 @@ EvalResult accuracy(double acc) {
   return ev;
 }
 
+// A run of steps 1..LAST in CFG's folder: best.ckpt at step BEST (val_acc 0.8, before that
+// step's checkpoint), a checkpoint at each step SAVE_AT says.
+void write_history(const Config& cfg, const io::Manifest& data, Parts& parts, int64_t global_batch, int last, int best,
+                   const std::function<bool(int)>& save_at) {
+  std::unique_ptr<Recorder> rec = open_recorder(cfg, mpi());
+  rec->start(0, 0);
+  Checkpointer ck(cfg, data, parts.view(), *rec);
+  TrainState st(cfg);
+  st.set_lr(0.05);
+  for (int step = 1; step <= last; ++step) {
+    st.advance_step(step, global_batch);
+    if (step == best) {
+      st.observe_eval(accuracy(0.8), 1.0);
+      ck.update_best(st);
+    }
+    if (save_at(step)) ck.save(st);
+  }
+  rec->wait_checkpoints();
+}
+
 bool same_weights(Net& a, Net& b) {
   const auto x = a.state_tensors(), y = b.state_tensors();
   if (x.size() != y.size()) return false;
@@ -93,9 +121,7 @@ TEST(Checkpointer, SavesTheDeviceStepCountAndResumesIt) {
   cfg.model = "mlp";
   cfg.optimizer = OptimizerKind::kAdam;
   cfg.tensorboard = false;
-  io::Manifest data;
-  data.spec = tiny();
-  data.source = "csv:tiny.csv";
+  const io::Manifest data = tiny_data();
   const auto device_steps = [](Parts& p, int steps, int skip_every) {
     const torch::Tensor found_inf = torch::zeros({});
     for (int i = 0; i < steps; ++i) {
@@ -133,9 +159,7 @@ TEST(Checkpointer, ResumeRestoresEveryPartAndTheTrainState) {
   Config cfg = mlp_run(dir);
   cfg.early_stop_metric = BestMetric::kValAcc;
   cfg.early_stop_patience = 3;
-  io::Manifest data;
-  data.spec = tiny();
-  data.source = "csv:tiny.csv";
+  const io::Manifest data = tiny_data();
   const io::DatasetSpec& spec = data.spec;
   const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
 
@@ -245,27 +269,10 @@ TEST(Checkpointer, AResumeFromAnEarlierStepSetsTheLaterHistoryAside) {
   const MpiRuntime& m = mpi();
   const std::string dir = fresh_shared_dir("ckpt_branch");
   Config cfg = mlp_run(dir);
-  io::Manifest data;
-  data.spec = tiny();
-  data.source = "csv:tiny.csv";
+  const io::Manifest data = tiny_data();
   const int64_t global_batch = 8 * m.size(), steps_per_epoch = 10;
   Parts parts(data.spec, 3);
-  {
-    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
-    rec->start(0, 0);
-    Checkpointer ck(cfg, data, parts.view(), *rec);
-    TrainState st(cfg);
-    st.set_lr(0.05);
-    for (int step = 1; step <= 7; ++step) {
-      st.advance_step(step, global_batch);
-      if (step == 5) {
-        st.observe_eval(accuracy(0.8), 1.0);
-        ck.update_best(st);  // best.ckpt at step 5
-      }
-      if (step % 2 == 1) ck.save(st);  // steps 1, 3, 5, 7
-    }
-    rec->wait_checkpoints();
-  }
+  write_history(cfg, data, parts, global_batch, 7, 5, [](int s) { return s % 2 == 1; });  // best at 5; 1, 3, 5, 7
   m.barrier();
   const std::string ckpts = dir + "/checkpoints";
   cfg.resume = ckpts + "/step-000000003.ckpt";
@@ -307,27 +314,12 @@ TEST(Checkpointer, NothingPastTheResumedStepStaysInTheFolder) {
   const std::string dir = fresh_shared_dir("ckpt_later");
   const std::string ckpts = dir + "/checkpoints";
   Config cfg = mlp_run(dir);
-  io::Manifest data;
-  data.spec = tiny();
-  data.source = "csv:tiny.csv";
+  const io::Manifest data = tiny_data();
   const int64_t global_batch = 8 * m.size();
   Parts parts(data.spec, 3);
-  {
-    std::unique_ptr<Recorder> rec = open_recorder(cfg, m);
-    rec->start(0, 0);
-    Checkpointer ck(cfg, data, parts.view(), *rec);
-    TrainState st(cfg);
-    st.set_lr(0.05);
-    for (int step = 1; step <= 6; ++step) {
-      st.advance_step(step, global_batch);
-      if (step == 6) {
-        st.observe_eval(accuracy(0.8), 1.0);
-        ck.update_best(st);  // best.ckpt at step 6, written before step 6's checkpoint
-      }
-      if (step % 2 == 0 && step < 6) ck.save(st);  // 2, 4; the job dies before step 6's
-    }
-    rec->wait_checkpoints();
-  }
+  // best.ckpt at step 6 (written before that step's checkpoint), checkpoints at 2 and 4: the
+  // job dies before step 6's.
+  write_history(cfg, data, parts, global_batch, 6, 6, [](int s) { return s % 2 == 0 && s < 6; });
   m.barrier();
   const auto steps = [&] {
     std::vector<int64_t> out;
