@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -64,6 +65,20 @@ void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields, const std
     throw UsageError("pre-flight check failed: " + fields[static_cast<size_t>(f)].first + " differs on rank(s) " + ranks +
                      " from rank 0 (" + where + "; " + hint + ")");
   }
+}
+
+void preflight_read(const MpiRuntime& mpi, const std::string& field, const std::string& hint,
+                    const std::function<std::string()>& read) {
+  std::string seen;
+  std::exception_ptr failed;
+  try {
+    seen = read();
+  } catch (const std::exception& e) {  // any: one rank alone leaving before the collective ends the job unsaid
+    failed = std::current_exception();
+    seen = std::string("unreadable: ") + e.what();
+  }
+  preflight_check(mpi, {{field, seen}}, hint);
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace lockstep

@@ -13,6 +13,7 @@
 // e.g. the parameters' layouts once chosen, runs where every rank arrives alike).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,14 @@ using Fingerprint = std::vector<std::pair<std::string, std::string>>;  // (field
 // HINT: what the message suggests ("same binary, options and data on every rank?").
 void preflight_check(const MpiRuntime& mpi, const Fingerprint& fields,
                      const std::string& hint = "same binary, options and data on every rank?");
+
+// Collective: READ runs on every rank and returns what it read as text (a checksum); a rank
+// whose READ throws contributes "unreadable: why". The texts must be rank 0's (FIELD, HINT as
+// above); then a rank's own exception is rethrown, every rank alike. So a file that differs
+// per node, or that one node cannot see, stops every rank naming it instead of one rank
+// leaving the job or each rank using other bytes.
+void preflight_read(const MpiRuntime& mpi, const std::string& field, const std::string& hint,
+                    const std::function<std::string()>& read);
 
 
 }  // namespace lockstep

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <set>
 
 #include "core/base/env.hpp"
@@ -182,14 +183,15 @@ std::string numa_mismatch(const RankPlacement& p) {
 }
 
 std::string shared_gpu(const std::vector<RankPlacement>& all) {
-  std::map<std::pair<std::string, std::string>, std::vector<int>> by;
+  // (node, host, bus) -> its ranks: one host name can stand for several nodes (containers).
+  std::map<std::tuple<int, std::string, std::string>, std::vector<int>> by;
   for (const auto& p : all)
-    if (p.gpu >= 0 && !p.gpu_bus.empty()) by[{p.host + "#" + std::to_string(p.node), p.gpu_bus}].push_back(p.rank);
+    if (p.gpu >= 0 && !p.gpu_bus.empty()) by[{p.node, p.host, p.gpu_bus}].push_back(p.rank);
   for (const auto& [key, ranks] : by)
     if (ranks.size() > 1) {
       std::string r;
       for (int x : ranks) r += (r.empty() ? "" : ", ") + std::to_string(x);
-      return fmt::format("ranks {} share the GPU {} on {}", r, key.second, key.first.substr(0, key.first.rfind('#')));
+      return fmt::format("ranks {} share the GPU {} on {}", r, std::get<2>(key), std::get<1>(key));
     }
   return "";
 }

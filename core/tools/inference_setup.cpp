@@ -3,7 +3,6 @@
 
 #include <torch/torch.h>
 
-#include <exception>
 #include <string_view>
 
 #include "core/data/reader_options.hpp"
@@ -41,18 +40,11 @@ Inference open_inference(const Config& cfg, const MpiRuntime& mpi,
   in.manifest.split(cfg.eval_split, cfg.data_dir);  // a missing split: named before any weights are read
   // Every rank reads the file itself: copies that differ per node (or one a node cannot see)
   // made each rank score another model, blended into one silent accuracy (a hostile finding).
-  std::string seen;
-  std::exception_ptr failed;
-  try {
-    in.src = read_weights(cfg.checkpoint, cfg.model);
-    seen = weights_digest(in.src.tensors);
-  } catch (const std::exception& e) {
-    failed = std::current_exception();
-    seen = std::string("unreadable: ") + e.what();
-  }
-  preflight_check(mpi, {{"weights of " + cfg.checkpoint + " as each rank reads them", seen}},
-                  "every rank must read one copy of the checkpoint (shared storage), not one per node");
-  if (failed) std::rethrow_exception(failed);  // every rank alike
+  preflight_read(mpi, "weights of " + cfg.checkpoint + " as each rank reads them",
+                 "every rank must read one copy of the checkpoint (shared storage), not one per node", [&] {
+                   in.src = read_weights(cfg.checkpoint, cfg.model);
+                   return weights_digest(in.src.tensors);
+                 });
   check_data_fits(in.src, in.manifest.spec);
   if (!cfg.any_units) check_units(in.src, in.manifest.spec);  // the data's own statistics
   in.spec = spec_for_model(in.manifest.spec, in.src);

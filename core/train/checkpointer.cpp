@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <thread>
 
 #include "core/base/error.hpp"
@@ -41,17 +40,10 @@ double signed_metric(const EvalResult& ev, BestMetric metric) {
 
 io::CheckpointData read_on_every_rank(const MpiRuntime& mpi, const std::string& path) {
   io::CheckpointData d;
-  std::string seen;  // what this rank read: its checksum, or why it could not
-  std::exception_ptr failed;
-  try {
+  preflight_read(mpi, "checkpoint " + path + " as each rank reads it", kSharedRunDir, [&] {
     d = io::read_checkpoint(path);
-    seen = fmt::format("{} bytes, CRC-32 {:08x}", d.meta_json.size() + d.payload.size(), d.crc);
-  } catch (const std::exception& e) {  // any: one rank alone leaving before the collective ends the job unsaid
-    failed = std::current_exception();
-    seen = std::string("unreadable: ") + e.what();
-  }
-  preflight_check(mpi, {{"checkpoint " + path + " as each rank reads it", seen}}, kSharedRunDir);
-  if (failed) std::rethrow_exception(failed);  // every rank alike
+    return fmt::format("{} bytes, CRC-32 {:08x}", d.meta_json.size() + d.payload.size(), d.crc);
+  });
   return d;
 }
 
@@ -95,7 +87,7 @@ ResumeChoice choose_resume(const Config& cfg) {
       case ResumeMode::kPath:
         c.path = cfg.resume;
         try {
-          io::read_checkpoint(c.path);
+          c.meta_json = io::read_checkpoint(c.path).meta_json;  // verified, and its meta kept
         } catch (const Error& e) {
           c.problem = std::string("--resume ") + e.what();
         }
@@ -134,13 +126,12 @@ std::string Checkpointer::agree_resume_path() {
     // The run's history continues from the resumed step: nothing past it may stay where
     // pruning (by step number), a later --resume auto or the final test (best.ckpt) would
     // take it. --resume PATH (this folder's or a copy from anywhere): every later checkpoint.
-    // --resume auto: what is past its choice does not verify (left in place: set aside, the
-    // corrupt files of a long run under chaos filled its disk) or is misnamed (set aside).
+    // --resume auto: what is past its choice either does not verify (left in place: moved
+    // aside, a long run's corrupt files under chaos filled its disk) or is misnamed (set aside).
     if (!path.empty() && problem.empty()) {
       try {  // only a resume that will happen moves anything: a refused one leaves the folder as it was
         std::vector<std::string> later = c.misnamed;
-        const CheckpointMeta m =
-            meta_from_json(cfg_.resume_mode == ResumeMode::kPath ? io::read_checkpoint_meta(path) : c.meta_json, path);
+        const CheckpointMeta m = meta_from_json(c.meta_json, path);
         problem = resume_mismatch(m, cfg_, data_, parts_.model, path);  // refused: nothing moved
         const int64_t step = m.pos.step;
         if (cfg_.resume_mode == ResumeMode::kPath) {

@@ -69,8 +69,9 @@ struct CheckpointParts {
 struct ResumeChoice {
   std::string path, problem;
   std::vector<std::string> skipped;
-  // --resume auto: PATH's meta (read once), and the checkpoints past it whose name says another
-  // step than they hold (a renamed copy: pruning by name would keep them over the real ones).
+  // PATH's meta (from the read that verified it); --resume auto: the checkpoints past it whose
+  // name says another step than they hold (a renamed copy: pruning by name would keep them
+  // over the real ones).
   std::string meta_json;
   std::vector<std::string> misnamed;
 };

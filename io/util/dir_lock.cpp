@@ -35,6 +35,13 @@ void refuse_unmarked(const std::string& dir, const std::string& kind, const std:
                    "did not make (choose a new or empty " + option + hint + ")");
 }
 
+// DIR, held by another process (HOLDER: its lock file's text, "" unknown): refused.
+DirRefused in_use(const std::string& dir, const std::string& kind, const std::string& option, const std::string& holder) {
+  return DirRefused(kind + " directory " + dir + " is in use by another job (" +
+                    (holder.empty() ? std::string("holder unknown") : holder) + "): one " + kind +
+                    " directory holds one job; wait for it, stop it, or choose another " + option);
+}
+
 }  // namespace
 
 std::vector<std::string> foreign_entries(const std::string& dir, const Adoptable& own) {
@@ -97,10 +104,7 @@ DirLock::DirLock(const std::string& dir, const std::string& kind, const std::str
     const std::string holder = read_holder(fd_);
     ::close(fd_);
     fd_ = -1;
-    if (err == EWOULDBLOCK)
-      throw DirRefused(kind + " directory " + dir + " is in use by another job (" +
-                       (holder.empty() ? std::string("holder unknown") : holder) + "): one " + kind +
-                       " directory holds one job; wait for it, stop it, or choose another " + option);
+    if (err == EWOULDBLOCK) throw in_use(dir, kind, option, holder);
     throw Error("cannot lock " + lock + ": " + std::strerror(err));
   }
   previous_ = parse_lock_holder(read_holder(fd_));
@@ -125,10 +129,7 @@ void DirLock::probe(const std::string& dir, const std::string& kind, const std::
   const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;  // released by the close
   const std::string holder = busy ? read_holder(fd) : "";
   ::close(fd);
-  if (busy)
-    throw DirRefused(kind + " directory " + dir + " is in use by another job (" +
-                     (holder.empty() ? std::string("holder unknown") : holder) + "): one " + kind +
-                     " directory holds one job; wait for it, stop it, or choose another " + option);
+  if (busy) throw in_use(dir, kind, option, holder);
 }
 
 DirLock::~DirLock() {

@@ -61,6 +61,17 @@ wait_array() {
 make_slice data 2048 2
 DATA=(--data.path "$WORK/data")
 
+# submit_running LAUNCHER OUT RUN: single_node.sbatch with a run long enough that a signal
+# always lands mid-run, however loaded the machine is; echoes its id once it is at step 20.
+submit_running() {
+  local launcher=$1 out=$2 run=$3 id
+  id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$run submit -o "$out" slurm/single_node.sbatch \
+       "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
+  for _ in $(seq 1 240); do grep -Eq '"step": ?20,' "$run/metrics.jsonl" 2>/dev/null && break; sleep 0.25; done
+  grep -Eq '"step": ?20,' "$run/metrics.jsonl" || { cat "$out" >&2; fail "$launcher: the job never reached step 20"; }
+  echo "$id"
+}
+
 case "$MODE" in
 single)
   SECONDS=0
@@ -90,11 +101,7 @@ preempt)
   for launcher in srun mpirun; do
     SECONDS=0
     out=$WORK/pre-$launcher.out run=$WORK/pre-$launcher
-    # Long enough that the signal always lands mid-run, however loaded the machine is.
-    id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$run submit -o "$out" slurm/single_node.sbatch \
-         "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
-    for _ in $(seq 1 240); do grep -Eq '"step": ?20,' "$run/metrics.jsonl" 2>/dev/null && break; sleep 0.25; done
-    grep -Eq '"step": ?20,' "$run/metrics.jsonl" || { cat "$out"; fail "$launcher: the job never reached step 20"; }
+    id=$(submit_running "$launcher" "$out" "$run") || exit 1
     scancel --batch --signal=USR1 "$id"
     for _ in $(seq 1 240); do
       scontrol show job -o "$id" | grep -q 'Restarts=1' && break; sleep 0.25
@@ -131,10 +138,7 @@ preempt)
   # SIGKILLs its tasks on a TERM), checkpoint and exit 3, and the job is not requeued.
   for launcher in srun mpirun; do
     out=$WORK/term-$launcher.out run=$WORK/term-$launcher
-    id=$(LAUNCHER=$launcher MPIRUN_ARGS="--bind-to none" RUN_DIR=$run submit -o "$out" slurm/single_node.sbatch \
-         "${DATA[@]}" --train.epochs 12 --train.max-steps 300 --train.log-every 10)
-    for _ in $(seq 1 240); do grep -Eq '"step": ?20,' "$run/metrics.jsonl" 2>/dev/null && break; sleep 0.25; done
-    grep -Eq '"step": ?20,' "$run/metrics.jsonl" || { cat "$out"; fail "$launcher: the job never reached step 20"; }
+    id=$(submit_running "$launcher" "$out" "$run") || exit 1
     scancel --batch --signal=TERM "$id"
     for _ in $(seq 1 240); do [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break; sleep 0.25; done
     grep -q 'batch shell: SIGTERM, the ranks asked to stop' "$out" || { cat "$out"; fail "$launcher: no TERM line"; }
