@@ -203,14 +203,21 @@ po::options_description export_options(Config* c) {
   return d;
 }
 
+// The checkpoint a command reads and what guards its outputs: evaluate, predict and export.
+po::options_description weights_options(Config* c) {
+  po::options_description d("Weights");
+  d.add_options()
+      ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to read (alias --checkpoint)")
+      ("force", po::bool_switch(&c->force_output), "replace an existing output file; without it one is refused")
+      ("eval.any-units", po::bool_switch(&c->any_units), "take data whose spread is 16x off the model's training data in every channel (other units, refused without it: pixels 0-1 for 0-255) as it is (alias --any-units)");
+  return d;
+}
+
 po::options_description eval_options(Config* c) {
   po::options_description d("Evaluation");
   d.add_options()
-      ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to evaluate (alias --checkpoint)")
       ("eval.split", po::value(&c->eval_split)->default_value(c->eval_split), "split to evaluate on (alias --split)")
-      ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here")
-      ("force", po::bool_switch(&c->force_output), "replace an existing output file (--out, --eval.out); without it one is refused")
-      ("eval.any-units", po::bool_switch(&c->any_units), "take data whose spread is 16x off the model's training data in every channel (other units, refused without it: pixels 0-1 for 0-255) as it is (alias --any-units)");
+      ("eval.out", po::value(&c->eval_out), "also write the result (metrics, per-class recall, confusion matrix) as JSON here");
   return d;
 }
 
@@ -353,7 +360,7 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
       try {
         Config scratch;  // the training options, only their names read
         po::options_description job;
-        job.add(common_options(&scratch)).add(train_options(&scratch));
+        job.add(common_options(&scratch)).add(train_options(&scratch)).add(eval_options(&scratch));
         po::store(config_options(parse_ini(text.str(), path), desc, path, command == "train" ? nullptr : &job), vm);
       } catch (const UsageError& e) {
         return {ParseStatus::kError, e.what()};
@@ -414,7 +421,7 @@ ParseResult parse_doctor(const std::vector<std::string>& args, Config* cfg) {
 
 ParseResult parse_predict(const std::vector<std::string>& args, Config* cfg) {
   po::options_description all;
-  all.add(common_options(cfg)).add(eval_options(cfg)).add(predict_options(cfg));
+  all.add(common_options(cfg)).add(weights_options(cfg)).add(eval_options(cfg)).add(predict_options(cfg));
   return parse("predict", args, all, cfg, {"data.path", "eval.checkpoint", "predict.out"});
 }
 
@@ -430,13 +437,13 @@ ParseResult parse_export(const std::vector<std::string>& args, Config* cfg) {
     }
   }
   po::options_description all;
-  all.add(common_options(cfg)).add(eval_options(cfg)).add(export_options(cfg));
+  all.add(common_options(cfg)).add(weights_options(cfg)).add(export_options(cfg));
   return parse("export", rewritten, all, cfg, {"eval.checkpoint", "export.out"});
 }
 
 ParseResult parse_evaluate(const std::vector<std::string>& args, Config* cfg) {
   po::options_description all;
-  all.add(common_options(cfg)).add(eval_options(cfg));
+  all.add(common_options(cfg)).add(weights_options(cfg)).add(eval_options(cfg));
   return parse("evaluate", args, all, cfg, {"data.path", "eval.checkpoint"});
 }
 

@@ -9,7 +9,9 @@
 #include "core/base/hash.hpp"
 #include "core/dist/mpi_runtime.hpp"
 #include "core/dist/preflight.hpp"
+#include "core/dist/version_info.hpp"
 #include "core/eval/mirror.hpp"
+#include "io/dataset/shard_format.hpp"
 
 namespace lockstep {
 namespace {
@@ -35,6 +37,12 @@ Inference open_inference(const Config& cfg, const MpiRuntime& mpi,
                          const std::function<void(const io::Manifest&)>& fit_for) {
   Inference in;
   in.manifest = io::read_manifest(cfg.data_dir);
+  // What training compares, compared here too: a rank given another split, batch or
+  // --eval.hflip scored other samples (or scored them otherwise), blended into one result.
+  preflight_check(mpi, {{"resolved config", cfg.resolved_ini},
+                        {"dataset manifest", io::manifest_to_json(in.manifest)},
+                        {"lockstep version", lockstep_version()},
+                        {"LibTorch version", torch_version()}});
   fit_for(in.manifest);
   check_eval_hflip(cfg.eval_hflip, in.manifest.spec, cfg.data_dir);
   in.manifest.split(cfg.eval_split, cfg.data_dir);  // a missing split: named before any weights are read

@@ -1,6 +1,8 @@
 // output_guard: see output_guard.hpp.
 #include "core/tools/output_guard.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/base/error.hpp"
@@ -76,6 +78,9 @@ void check_output(const std::string& option, const std::string& out, const std::
   if (!io::is_directory(io::parent_dir(out)))
     throw UsageError(option + " " + out + " is in a folder that does not exist (" + io::parent_dir(out) +
                      "; nothing was written)");
+  if (const size_t n = io::base_name(out).size(); n > 255)  // NAME_MAX: refused after the work otherwise
+    throw UsageError(fmt::format("{} {} is a file name of {} bytes, over the 255 a file system takes (nothing "
+                                 "was written; choose a shorter name)", option, out, n));
   if (!replace && (io::path_exists(out) || io::is_symlink(out)))
     throw UsageError(option + " " + out + " is an existing file: pass --force to replace it (nothing was written)");
   // What a writer of this output killed mid-write left (OUT.lockstep-tmp.PID.HOST: a SIGTERM

@@ -14,10 +14,12 @@ extern "C" {
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -55,6 +57,19 @@ struct PacketFreer {
 struct SwsFreer {
   void operator()(SwsContext* s) const { sws_freeContext(s); }
 };
+
+// The integer in an enum-typed field a decoder filled from the file's own bytes. A codec
+// copies some of them straight from the bitstream (an H.264 VUI's matrix coefficients can be
+// any byte), so the value may name no enumerator, and loading it as the enum type is
+// undefined behaviour (the video fuzzer found one in colorspace). Every such field is read
+// through here, as the int FFmpeg stores.
+template <typename Enum>
+int raw_enum(const Enum& field) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(int), "an FFmpeg enum field, stored as an int");
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
 
 // FFmpeg's own log lines would repeat (less clearly) what the errors below say.
 void quiet_ffmpeg() {
@@ -267,14 +282,15 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
         // YUV to RGB with the frame's own matrix (BT.709 for most HD cameras), and to gray
         // too with the frame's own range: libswscale assumes BT.601 limited range otherwise,
         // and stretched a full-range video's levels (30 became 16) in gray alone.
-        const int space = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : frame->colorspace;
-        const int full = frame->color_range == AVCOL_RANGE_JPEG ? 1 : 0;
+        // sws_getCoefficients maps a value it does not know to its default.
+        const int space = raw_enum(frame->colorspace);
+        const int full = raw_enum(frame->color_range) == AVCOL_RANGE_JPEG ? 1 : 0;
         int* in_coef = nullptr;
         int* out_coef = nullptr;
         int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
         if (sws_getColorspaceDetails(sws.get(), &in_coef, &in_full, &out_coef, &out_full, &brightness, &contrast,
                                      &saturation) >= 0)
-          sws_setColorspaceDetails(sws.get(), sws_getCoefficients(space), full || in_full, out_coef, out_full,
+          sws_setColorspaceDetails(sws.get(), sws_getCoefficients(space == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : space), full || in_full, out_coef, out_full,
                                    brightness, contrast, saturation);
       }
     } else if (frame->width != src_w || frame->height != src_h || frame->format != src_fmt) {

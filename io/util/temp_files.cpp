@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/base/error.hpp"
+#include "core/base/hash.hpp"
 #include "io/util/file_util.hpp"
 
 namespace lockstep::io {
@@ -32,9 +35,22 @@ bool writer_gone(const Writer& w, const Writer& released) {
 
 Writer this_writer() { return Writer{static_cast<long>(::getpid()), host_name()}; }
 
+std::string temp_stem(const std::string& name) {
+  // The longest mark a writer adds: the mark, a 10-digit PID, '.', a 64-byte host name
+  // (HOST_NAME_MAX). A name that leaves less than that under NAME_MAX (255) keeps its first
+  // bytes and a hash of the whole: an output named up to 255 bytes was refused only after
+  // the work, naming its temporary file ("File name too long"; a hostile finding).
+  constexpr size_t kName = 255, kMarkMax = 14 + 10 + 1 + 64, kKeep = kName - kMarkMax;
+  if (name.size() <= kKeep) return name;
+  const std::string hash = fmt::format("~{:016x}", fnv1a64(name));
+  return name.substr(0, kKeep - hash.size()) + hash;
+}
+
 std::string temp_name_for(const std::string& path) {
   const Writer me = this_writer();
-  return path + kMark + std::to_string(me.pid) + "." + me.host;
+  const size_t slash = path.rfind('/');
+  const size_t at = slash == std::string::npos ? 0 : slash + 1;
+  return path.substr(0, at) + temp_stem(path.substr(at)) + kMark + std::to_string(me.pid) + "." + me.host;
 }
 
 bool parse_temp_name(const std::string& name, Writer* who, std::string* target) {
@@ -57,7 +73,7 @@ TempSweep remove_dead_temps(const std::string& dir, const Writer& released, cons
   for (const std::string& name : list_dir(dir)) {
     Writer w;
     std::string of;
-    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != target)) continue;
+    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != temp_stem(target))) continue;
     if (!writer_gone(w, released)) {
       out.kept.push_back(name);
       continue;

@@ -137,6 +137,24 @@ TEST(Options, EvaluateNeedsCheckpoint) {
   EXPECT_EQ(cfg.eval_split, "train");
 }
 
+// export reads a checkpoint and writes a file: its help lists no split to evaluate and no
+// JSON result, and such an option is refused as unknown (it listed evaluate's, taken and unused).
+TEST(Options, ExportListsOnlyWhatItUses) {
+  Config cfg;
+  const auto help = parse_export({"--help"}, &cfg);
+  ASSERT_EQ(help.status, ParseStatus::kExitOk);
+  EXPECT_NE(help.message.find("eval.checkpoint"), std::string::npos) << help.message;
+  EXPECT_NE(help.message.find("eval.any-units"), std::string::npos) << help.message;
+  EXPECT_EQ(help.message.find("eval.split"), std::string::npos) << help.message;
+  EXPECT_EQ(help.message.find("eval.out"), std::string::npos) << help.message;
+  Config ex;
+  const auto r = parse_export({"--checkpoint", "c.ckpt", "--out", "w.safetensors", "--split", "test"}, &ex);
+  ASSERT_EQ(r.status, ParseStatus::kError);
+  EXPECT_NE(r.message.find("eval.split"), std::string::npos) << r.message;
+  ASSERT_EQ(parse_export({"--checkpoint", "c.ckpt", "--out", "w.safetensors", "--force"}, &ex).status, ParseStatus::kRun);
+  EXPECT_TRUE(ex.force_output);
+}
+
 // The job file a run was trained with serves evaluate and predict too: its [train] keys
 // were "unrecognised options"; a key no command knows is still one. An empty switch
 // (`sync-bn =`, a value deleted) read as true.

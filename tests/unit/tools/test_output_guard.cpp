@@ -114,3 +114,11 @@ TEST_F(OutputGuard, ADeadWritersTempOfThatOutputGoes) {
   EXPECT_TRUE(io::path_exists(remote));
   EXPECT_TRUE(io::path_exists(other));
 }
+
+// A name over NAME_MAX is refused before the work; one up to it is fine (its temporary file's
+// name is cut to fit: temp_files). Both failed after the work, naming the temporary file.
+TEST_F(OutputGuard, ANameOverNameMaxBeforeTheWork) {
+  EXPECT_NE(refused(root_ + "/" + std::string(256, 'p') , "--predict.out").find("a file name of 256 bytes"),
+            std::string::npos);
+  EXPECT_EQ(refused(root_ + "/" + std::string(251, 'p') + ".csv", "--predict.out"), "");
+}

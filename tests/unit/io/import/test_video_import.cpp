@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <unistd.h>
 
@@ -235,6 +237,33 @@ TEST_F(VideoImport, RgbKeepsThePlanesInOrder) {
   EXPECT_GE(data[0], 250);          // R
   EXPECT_LE(data[plane], 5);        // G
   EXPECT_LE(data[2 * plane], 5);    // B
+}
+
+// A colour matrix or range number no standard defines (a Matroska Colour element, an MPEG-2
+// sequence display extension: copied from the file as is) decodes with the defaults, BT.601
+// and limited range; it was loaded as FFmpeg's enum type, undefined behaviour the video
+// fuzzer reported (its seed regress-colour-enums.mkv runs it under UBSan on every CI run).
+TEST_F(VideoImport, ColourNumbersNoStandardDefinesDecodeWithTheDefaults) {
+  const std::string good = dir_ + "/bt601.mkv", odd = dir_ + "/odd.mkv";
+  sh("ffmpeg -v error -f lavfi -i testsrc=size=16x16:rate=25 -frames:v 3 -c:v ffv1 -pix_fmt yuv420p "
+     "-colorspace bt470bg -color_range tv " + good);
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (const char* element : {"\x55\xb1\x81", "\x55\xb9\x81"}) {  // MatrixCoefficients, Range: 1-byte values
+    const size_t at = bytes.find(element, 0, 3);
+    ASSERT_NE(at, std::string::npos) << "ffmpeg wrote no Colour element";
+    bytes[at + 3] = static_cast<char>(200);
+  }
+  std::ofstream(odd, std::ios::binary) << bytes;
+  FrameFormat rgb;
+  rgb.rgb = true;
+  std::vector<uint8_t> want, got;
+  ASSERT_EQ(decode_frames(good, 0, 2, rgb, &want), 3);
+  ASSERT_EQ(decode_frames(odd, 0, 2, rgb, &got), 3);
+  EXPECT_EQ(got, want);
 }
 
 TEST_F(VideoImport, BadLabelsAreRefusedNamingTheLine) {

@@ -70,6 +70,29 @@ TEST(TempMark, OnlyMarkedFilesOfAGoneWriterAreRemoved) {
   EXPECT_TRUE(path_exists(dir + "/thesis.tex.tmp.4242"));
 }
 
+// An output named up to NAME_MAX (255 bytes) is written: its temporary name keeps the mark
+// within NAME_MAX on any host name (cut names stay apart and still match their output's
+// sweep); it failed after the work with "File name too long".
+TEST(TempMark, NamesUpToNameMaxGetATempNameWithinIt) {
+  const std::string dir = fresh_dir("longname");
+  const std::string a(255, 'a'), b = std::string(254, 'a') + "b";
+  for (const std::string& name : {a, b, std::string(166, 'c'), std::string(167, 'c')}) {
+    const std::string tmp = base_name(temp_name_for(dir + "/" + name));
+    EXPECT_LE(tmp.size() - this_writer().host.size(), 255u - 64) << tmp;
+    write_file_atomic(dir + "/" + name, "x");
+    EXPECT_EQ(read_text_file(dir + "/" + name), "x");
+  }
+  EXPECT_EQ(temp_stem(std::string(166, 'c')), std::string(166, 'c'));  // short enough: as it is
+  EXPECT_NE(temp_stem(a), temp_stem(b));
+  EXPECT_EQ(temp_stem(a).size(), 166u);
+  // A killed writer's temp file of the long name is swept with its output, not another's.
+  touch(dir + "/" + temp_stem(a) + ".lockstep-tmp." + std::to_string(exited_pid()) + "." + this_writer().host);
+  touch(dir + "/" + temp_stem(b) + ".lockstep-tmp." + std::to_string(exited_pid()) + "." + this_writer().host);
+  EXPECT_EQ(remove_dead_temps(dir, {}, a).removed.size(), 1u);
+  EXPECT_EQ(remove_dead_temps(dir, {}, a).removed.size(), 0u);
+  EXPECT_EQ(remove_dead_temps(dir, {}, b).removed.size(), 1u);
+}
+
 TEST(DirLock, ADirectoryWithoutTheMarkIsRefusedAndLeftAsItWas) {
   const std::string dir = fresh_dir("foreign");
   std::ofstream(dir + "/config.ini") << "[mine]\n";
