@@ -14,6 +14,15 @@ using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 double unix_seconds();  // wall clock, for timestamps in metrics rows
 
+// The job's clock, in unix seconds: rank 0's wall clock read at the job's start
+// (MpiRuntime calls set_job_clock with it), carried forward by this process's steady clock.
+// Records whose times are compared across ranks, or across a span of the job (the flight
+// recorder, the step trace), take it: neither a skew between hosts' clocks nor a step of the
+// wall clock during the job moves it (both made the diagnosis of a hang, its "fresh" records
+// and the trace's timeline wrong: a hostile finding). Before set_job_clock: the wall clock.
+double job_seconds();
+void set_job_clock(double unix_now);  // job_seconds() is UNIX_NOW at this moment
+
 // Where the time of a span of steps went. SECONDS is host wall time; the phases are host
 // times on the CPU and device times (CUDA events) on a GPU (step_timer.hpp).
 struct Times {

@@ -47,7 +47,7 @@ std::optional<std::vector<std::string>> diagnose_flight_dir(const std::string& d
   }
   for (const FlightDump& d : dumps)
     if (d.rank < rank) return std::nullopt;  // a lower rank answered: it prints
-  return diagnose_flight(dumps, world, unix_seconds(), cause);
+  return diagnose_flight(dumps, world, job_seconds(), cause);
 }
 
 }  // namespace lockstep

@@ -13,7 +13,7 @@ namespace lockstep {
 
 uint64_t FlightRecorder::begin(const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.push_back(Entry{next_, what, unix_seconds()});
+  entries_.push_back(Entry{next_, what, job_seconds()});
   if (entries_.size() > capacity_) entries_.pop_front();
   return next_++;
 }
@@ -22,7 +22,7 @@ void FlightRecorder::end(uint64_t seq, bool failed) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
     if (it->seq == seq) {
-      it->end = unix_seconds();
+      it->end = job_seconds();
       it->state = failed ? 2 : 1;
       return;
     }
@@ -33,7 +33,7 @@ std::string FlightRecorder::to_json(int rank, const std::string& host) const {
   io::Json j;
   j["rank"] = rank;
   j["host"] = host;
-  j["dumped"] = unix_seconds();
+  j["dumped"] = job_seconds();
   j["entries"] = io::Json::array();
   std::lock_guard<std::mutex> lock(mu_);
   for (const Entry& e : entries_)

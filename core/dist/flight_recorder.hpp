@@ -7,7 +7,8 @@
 //    every rank), end() when it completes or fails. The last CAPACITY entries are kept.
 // 2. to_json() is the dump: rank, host, and each entry's sequence number, what it is
 //    (kind and size, e.g. "gradient bucket 0 (1.6 MB)", "MPI_Allreduce (sum) of 6
-//    doubles"), start and end (unix seconds), state (running, done, failed).
+//    doubles"), start and end (unix seconds on the job clock, clock.hpp: comparable across
+//    ranks and never stepped), state (running, done, failed).
 // 3. diagnose() reads the dumps of the ranks that could write one (a stopped or killed rank
 //    cannot): where each rank is — the collective it is in, or the last one it finished —
 //    which ranks are behind the others, and which ranks left no record.
@@ -26,7 +27,7 @@ class FlightRecorder {
   struct Entry {
     uint64_t seq;
     std::string what;
-    double start, end = 0;  // unix seconds; end 0 while running
+    double start, end = 0;  // job clock (unix seconds); end 0 while running
     int state = 0;          // 0 running, 1 done, 2 failed
   };
   explicit FlightRecorder(size_t capacity = 4096) : capacity_(capacity) {}
@@ -49,11 +50,11 @@ class FlightRecorder {
 struct FlightDump {
   int rank = 0;
   std::string host;
-  double dumped = 0;         // unix seconds
+  double dumped = 0;         // job clock (unix seconds)
   uint64_t last_done = 0;    // the last collective it finished (0: none)
   uint64_t running = 0;      // the collective it is in (0: none)
   std::string running_what, last_what;
-  double running_since = 0;  // unix seconds
+  double running_since = 0;  // job clock (unix seconds)
 };
 
 // Parses a to_json() text; throws Error naming WHAT when it is not one.

@@ -50,6 +50,11 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_CHECK(MPI_Bcast(&node, 1, MPI_INT, 0, local_comm_));
   nodes_.resize(static_cast<size_t>(size_));
   MPI_CHECK(MPI_Allgather(&node, 1, MPI_INT, nodes_.data(), 1, MPI_INT, comm_));
+  // Every rank is here (the gathers above): rank 0's wall clock becomes the job's (clock.hpp),
+  // late by one broadcast's latency on the others.
+  double job_now = unix_seconds();
+  MPI_CHECK(MPI_Bcast(&job_now, 1, MPI_DOUBLE, 0, comm_));
+  set_job_clock(job_now);
 }
 
 int MpiRuntime::node_count() const {
@@ -94,10 +99,10 @@ void MpiRuntime::dump_flight(bool diagnose, double grace, bool error) const {
   }
   const auto say = [error](const std::string& line) { error ? log::error(line) : log::warn(line); };
   try {
-    const double since = unix_seconds() - 1.0;
+    const double since = job_seconds() - 1.0;
     const std::string json = watchdog_->flight().to_json(rank_, host_);
     if (dir.empty()) {
-      for (const auto& line : diagnose_flight({parse_flight_dump(json, "flight record")}, 1, unix_seconds()))
+      for (const auto& line : diagnose_flight({parse_flight_dump(json, "flight record")}, 1, job_seconds()))
         say("flight recorder: " + line);
       return;
     }

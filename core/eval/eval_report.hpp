@@ -10,6 +10,9 @@
 
 namespace lockstep {
 
+// CTC: " (N of them cannot be aligned ...: not in the loss)", "" when every sample aligned.
+std::string unaligned_note(const EvalResult& ev);
+
 // "WHAT at step STEP on 'SPLIT' (N samples NOTE): loss ... accuracy ... macro-F1 ..." (CER
 // and WER for sequences), then, with DETAIL and class labels, the tables below. Nothing
 // when EV counted no samples.

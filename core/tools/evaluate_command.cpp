@@ -30,15 +30,15 @@ int evaluate_impl(const Config& cfg, const MpiRuntime& mpi) {
   const auto t0 = Clock::now();
   const EvalResult ev = evaluate(*in.model, *in.data, *in.maker, cfg.batch_size, cfg.prefetch, manifest.spec.num_classes, mpi, cfg.eval_hflip);
   if (ev.sequence) {
-    log::info0(fmt::format("evaluate {} (step {}) on {} split '{}': CER {:.4f} WER {:.4f} loss {:.4f} over {} samples, "
+    log::info0(fmt::format("evaluate {} (step {}) on {} split '{}': CER {:.4f} WER {:.4f} loss {:.4f} over {} samples{}, "
                            "{} rank(s), {:.2f} s",
                            cfg.checkpoint, src.step, cfg.data_dir, cfg.eval_split, ev.cer, ev.wer, ev.loss, ev.count,
-                           mpi.size(), seconds_since(t0)));
+                           unaligned_note(ev), mpi.size(), seconds_since(t0)));
     if (!cfg.eval_out.empty() && mpi.rank() == 0)
       io::write_file_atomic(cfg.eval_out, io::dump_json(io::Json{{"checkpoint", cfg.checkpoint}, {"step", src.step},
                                                                  {"split", cfg.eval_split}, {"samples", ev.count},
                                                                  {"loss", ev.loss}, {"cer", ev.cer}, {"wer", ev.wer},
-                                                                 {"ranks", mpi.size()}}) + "\n");
+                                                                 {"unaligned", ev.unaligned}, {"ranks", mpi.size()}}) + "\n");
     in.close();
     return kExitOk;
   }

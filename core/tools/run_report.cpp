@@ -113,15 +113,35 @@ std::string duration(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+// The seconds the run's jobs trained until row AT: each job from its start row to its last
+// row up to AT. Time queued between jobs counts nothing, nor does a wall clock set back
+// between them (the first start's time subtracted from the best row's came out negative
+// after a resume on a clock 2 h behind: a hostile finding). Empty without a start row.
+std::optional<double> seconds_until(const std::vector<MetricsRow>& rows, size_t at) {
+  std::optional<double> total, job_start, job_last;
+  const auto close_job = [&] {
+    if (job_start) total = total.value_or(0) + std::max(0.0, *job_last - *job_start);
+  };
+  for (size_t i = 0; i <= at && i < rows.size(); ++i) {
+    if (!rows[i].unix_time) continue;
+    if (rows[i].kind == RowKind::kStart) {
+      close_job();
+      job_start = job_last = *rows[i].unix_time;
+    } else if (job_start) {
+      job_last = *rows[i].unix_time;
+    }
+  }
+  close_job();
+  return total;
+}
+
 Summary summarize(const Run& r) {
   Summary s;
-  double start = 0;
   int64_t last_step = 0;
   const MetricsRow* end = io::standing_end(r.rows);
   const MetricsRow* test = nullptr;
   std::vector<double> speeds;
   for (const auto& row : r.rows) {
-    if (row.kind == RowKind::kStart && start == 0 && row.unix_time) start = *row.unix_time;
     if (row.kind == RowKind::kTest) test = &row;
     if (row.kind == RowKind::kTrain && row.samples_per_s) speeds.push_back(*row.samples_per_s);
     last_step = std::max(last_step, row.step);
@@ -137,7 +157,7 @@ Summary summarize(const Run& r) {
   }
   if (best) {
     s.best = fmt::format("{} {:.4f} (step {})", metric, *best, r.rows[at].step);
-    if (start > 0 && r.rows[at].unix_time) s.to_best = duration(*r.rows[at].unix_time - start);
+    if (const auto t = seconds_until(r.rows, at)) s.to_best = duration(*t);
   }
   if (test) {
     const auto& t = *test;

@@ -2,8 +2,8 @@
 // each left in its directory (metrics.jsonl in metrics_row's schema, config.ini):
 //   - one table (markdown): the run, its overrides (the config keys whose values differ
 //     between the runs compared, run.dir aside), the best validation score by the run's
-//     --ckpt.best-metric and its step, the test scores, the wall time from the run's first
-//     start to that best score, samples/s, and how it ended (completed, stopped early and
+//     --ckpt.best-metric and its step, the test scores, the time its jobs trained until
+//     that best score (each job from its start; not the queue between jobs), samples/s, and how it ended (completed, stopped early and
 //     why, resumable after a signal, or still running / killed);
 //   - learning curves of any metric of the rows (train_loss, val_acc, lr, ...): one SVG
 //     with a chart per metric, and a self-contained HTML page (no network: the data and

@@ -98,7 +98,10 @@ std::vector<TraceFile> read_trace_files(const std::string& dir, std::vector<std:
   return files;
 }
 
-// The job of the newest file that says which (else the older lockstep's files).
+// The job of the newest file that says which (else the older lockstep's files). Its time is
+// the job clock (rank 0's, clock.hpp): one job's ranks on hosts whose clocks differ no longer
+// pass for two jobs, the newer one dropped (a hostile finding). By time, not by step: a resume
+// from an earlier checkpoint (--resume PATH) is newer than the job it went back from.
 TraceHeader newest_job(const std::vector<TraceFile>& files) {
   const TraceFile* newest = nullptr;
   for (const TraceFile& f : files)

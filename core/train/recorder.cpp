@@ -96,16 +96,6 @@ class Rank0Recorder final : public Recorder {
       log::info0("metrics.jsonl: dropped " + std::to_string(dropped) + " row(s) past step " + std::to_string(start_step) +
                  (open_epoch > 0 ? " or of an end work its checkpoint did not record" : "") +
                  " (written after the last checkpoint by an earlier run; this run writes them again)");
-    if (cfg_.tensorboard) {
-      tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());
-      // TensorBoard drops what earlier event files hold at or past the start step: the rows an
-      // earlier job wrote past its checkpoint, and rows at the step this job writes again (a redone
-      // end work: its points appeared twice). The rows kept there go in again, from metrics.jsonl.
-      tb_->session_start(start_step);
-      for (const io::MetricsRow& r : metrics_->rows_at_start())
-        if (const auto s = r.scalars(); !s.empty()) tb_->scalars(r.step, s);
-      tb_->hparams_start(hparams(cfg_.resolved_ini));
-    }
     writer_ = std::make_unique<CheckpointWriter>();
   }
 
@@ -136,10 +126,28 @@ class Rank0Recorder final : public Recorder {
   void row(const io::MetricsRow& row) override {
     dir_->check();
     metrics_->write(io::dump_json(row.to_json()));
-    if (!tb_) return;
+    io::TbWriter* tb = tensorboard();
+    if (!tb) return;
     const auto s = row.scalars();
-    if (!s.empty()) tb_->scalars(row.step, s);
-    if (row.kind == io::RowKind::kEnd) tb_->hparams_end(/*success=*/true);
+    if (!s.empty()) tb->scalars(row.step, s);
+    if (row.kind == io::RowKind::kEnd) tb->hparams_end(/*success=*/true);
+  }
+
+  // The job's TensorBoard writer, opened with its first row: a job with nothing to do (a
+  // finished run started again) adds no event file (one per such job, each an HParams
+  // session that never ended: a hostile finding).
+  io::TbWriter* tensorboard() {
+    if (!cfg_.tensorboard) return nullptr;
+    if (tb_) return tb_.get();
+    tb_ = std::make_unique<io::TbWriter>(cfg_.run_dir + "/tb", mpi_.host());
+    // TensorBoard drops what earlier event files hold at or past the start step: the rows an
+    // earlier job wrote past its checkpoint, and rows at the step this job writes again (a redone
+    // end work: its points appeared twice). The rows kept there go in again, from metrics.jsonl.
+    tb_->session_start(start_step_);
+    for (const io::MetricsRow& r : metrics_->rows_at_start())
+      if (const auto s = r.scalars(); !s.empty()) tb_->scalars(r.step, s);
+    tb_->hparams_start(hparams(cfg_.resolved_ini));
+    return tb_.get();
   }
 
   void write_checkpoint(int64_t step, std::string meta, Payload make_payload, int keep_last) override {

@@ -76,7 +76,7 @@ StepTrace::StepTrace(TraceRange range, int rank, int world, std::string host, st
   if (ops && on()) ops_ = std::make_unique<OpProfile>(cuda, rank_, dir_);
   profiled_ = ops_ != nullptr;
   const double steady = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-  offset_us_ = (unix_seconds() - steady) * 1e6;
+  offset_us_ = (job_seconds() - steady) * 1e6;  // the flight recorder's clock: collectives line up with steps
 }
 
 double StepTrace::us(Clock::time_point t) const {
@@ -153,7 +153,7 @@ void StepTrace::finish() {
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
   // The steps this process ran: after a resume inside the range, from first_traced_ on.
-  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, unix_seconds()};
+  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, job_seconds()};
   std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" + trace_header_json(header) + ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});

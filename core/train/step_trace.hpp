@@ -47,7 +47,7 @@ struct TraceHeader {
   int64_t first_step = 0, last_step = 0;  // the steps traced
   int64_t job_first_step = 0;             // the job's first step (a resumed job's is past 1)
   bool ops = false;                       // --trace.ops: the job wrote ops-rank-R files
-  double unix_time = 0;                   // when the file was written
+  double unix_time = 0;                   // when the file was written, on the job clock (clock.hpp: rank 0's)
 };
 std::string trace_header_json(const TraceHeader& h);
 // Throws Error naming WHAT for a missing or malformed field.

@@ -229,8 +229,11 @@ std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled
     }
     u.line = no;
     u.source = path;
+    // Named from both sides: a tab inside line 1's transcript made it the odd one.
     LOCKSTEP_REQUIRE(out.empty() || out.front().speaker.empty() == u.speaker.empty(),
-                     where + ": a speaker column on some lines only");
+                     where + ": a speaker column on some lines only: this line has " + std::to_string(f.size()) +
+                         " tab-separated fields, line " + std::to_string(out.front().line) + " has " +
+                         (out.front().speaker.empty() ? "2" : "3") + " (a tab inside a transcript counts as one)");
     out.push_back(std::move(u));
   }
   LOCKSTEP_REQUIRE(!out.empty(), path + ": no utterances");
@@ -248,11 +251,15 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
   }
   // A file listed twice weighs twice in training, or with two transcripts teaches both; in the
   // training and a test manifest it is tested on what it trained on (video refuses the same).
+  // One file however the manifests spell it: by its identity (an absolute and a relative
+  // path, a link), by its path text only when it does not exist (refused when read).
   std::map<std::string, const Utterance*> listed;
   for (const std::vector<Utterance>& m : manifests)
     for (const Utterance& u : m) {
       const std::string file = std::filesystem::path(u.path).lexically_normal().string();
-      const auto [it, fresh] = listed.emplace(file, &u);
+      FileIdentity id;
+      const std::string key = file_identity(u.path, &id) ? std::to_string(id.dev) + ":" + std::to_string(id.ino) : file;
+      const auto [it, fresh] = listed.emplace(key, &u);
       LOCKSTEP_REQUIRE(fresh, u.source + ":" + std::to_string(u.line) + ": " + file + " is listed twice (also " +
                                   (it->second->source == u.source ? "on line " : "in " + it->second->source + ":") +
                                   std::to_string(it->second->line) + ")");
@@ -318,7 +325,9 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
                              "transcripts need (first: " + first + "): CTC cannot align them";
     if (short_ones == static_cast<int64_t>(targets[s].size()))
       throw UsageError(what + "; check that the manifest pairs each file with its own transcript");
-    log::warn(what + "; they train nothing (lockstep train says how many per epoch)");
+    log::warn(what + (split_files[s].first == "train"
+                          ? "; they train nothing (lockstep train says how many per epoch)"
+                          : "; they are left out of the loss (evaluation counts them in CER/WER and says how many)"));
   }
   if (resampled + downmixed > 0)
     log::info0("note: " + std::to_string(resampled) + " audio file(s) resampled to " +

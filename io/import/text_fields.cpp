@@ -2,6 +2,7 @@
 #include "io/import/text_fields.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/base/error.hpp"
@@ -82,7 +83,9 @@ bool parse_float(const std::string& s, float* out) {
   char* end = nullptr;
   errno = 0;
   const float v = std::strtof(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE) return false;
+  // ERANGE is also an underflow (1e-40: a denormal or 0), a finite value; only an overflow
+  // (inf) is not one (a hostile finding: 1e-40 was "not a finite number").
+  if (end != s.c_str() + s.size() || (errno == ERANGE && std::isinf(v))) return false;
   *out = v;
   return true;
 }

@@ -237,6 +237,9 @@ with torch.no_grad():
 ours, plain = h5py.File("mirror.h5"), h5py.File("pred.h5")
 flag = lambda f: np.asarray(f.attrs["eval_hflip"]).item()
 assert flag(ours) == 1 and flag(plain) == 0, (flag(ours), flag(plain))
+# class_names as docs/after-training.md reads it: one string, the names joined by newlines
+names = plain.attrs["class_names"].decode()
+assert (names.split("\n") if names else []) == manifest.get("class_names", []), names
 diff = np.abs(ours["prob"][:] - probs).max()
 assert diff < 1e-4, diff
 assert np.abs(ours["prob"][:] - plain["prob"][:]).max() > 1e-3, "mirroring changed nothing"

@@ -45,7 +45,17 @@ pass "a stopped rank: the flight recorder says which collective the others wait 
 # record, one diagnosis is logged, and the run goes on.
 # mpiexec itself in the background (not run_mpi: $! would be a subshell whose kill leaves the
 # job training on, slowing every later test)
-timeout 300 "$MPIEXEC" -n 2 "$LOCKSTEP" train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2.txt 2>&1 &
+# Rank 1's wall clock runs 90 s ahead (hosts whose clocks differ): the records are dated on the
+# job's clock, so rank 0 still takes rank 1's as fresh (before: "only rank(s) 0 answered" from
+# rank 0 and the same of rank 1 from rank 1, each judging the other's record by its own clock).
+command -v faketime >/dev/null || fail "faketime is not installed (.ci/setup installs it)"
+cat >skew1.sh <<'SH'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then FAKETIME_DONT_FAKE_MONOTONIC=1 exec faketime -f '+90s' "$@"; fi
+exec "$@"
+SH
+chmod +x skew1.sh
+timeout 300 "$MPIEXEC" -n 2 ./skew1.sh "$LOCKSTEP" train --data fm --epochs 40 --batch-size 16 --log-every 100 --run-dir usr2 >usr2.txt 2>&1 &
 LAUNCHER=$!
 for _ in $(seq 1 100); do grep -q "epoch 2/40" usr2.txt 2>/dev/null && break; sleep 0.2; done
 pkill -USR2 -f "^$LOCKSTEP train --data fm --epochs 40" || fail "no ranks to signal"
@@ -64,7 +74,8 @@ wait "$LAUNCHER" || true
 [ -f usr2/flight/rank-0.json ] && [ -f usr2/flight/rank-1.json ] || { cat usr2.txt usr2dup.txt; fail "SIGUSR2 did not make every rank dump, or the refused job removed the records"; }
 grep -Eq "flight recorder: rank [01] \(.*\) is " usr2.txt || { cat usr2.txt; fail "no diagnosis after SIGUSR2"; }
 grep -Eq "epoch [3-9]/40|epoch [1-9][0-9]/40" usr2.txt || { cat usr2.txt; fail "the run did not go on after SIGUSR2"; }
-pass "SIGUSR2: every rank's record, one diagnosis, the run goes on"
+grep -q "answered the SIGUSR2 request" usr2.txt && { cat usr2.txt; fail "a rank's fresh record was taken as stale (its host's clock is ahead)"; }
+pass "SIGUSR2: every rank's record, one diagnosis, the run goes on (one rank's clock 90 s ahead)"
 
 # Issue 31 (15): SIGUSR2 to one rank only: its record, and no stall claimed (before: the
 # healthy rank "in collective ... for 3.1 s" and the other "left no flight record").

@@ -159,4 +159,22 @@ printf 'lr=0.1 train.lr=0.2\n' >aliases.txt
 expect_rc 2 "$LOCKSTEP" sweep aliases.txt
 expect_output "aliases.txt: run 0 \(lr=0.1,train.lr=0.2\): lr and train.lr are one option \(--train.lr\)"
 pass "slurm/sweep.sh refuses --run-dir after --, a bad option after --, and another sweep in a sweep's directory"
+# A run resumed at step 12 on a clock 2 h behind (another node's): the time to best counts each
+# job from its own start; from the first start's time it came out negative ("-7175 s").
+mkdir -p clocks && cp -r "sweep/lr=0.1,batch-size=32" clocks/back
+"$PYTHON" - "sweep/lr=0.1,batch-size=32/metrics.jsonl" >clocks/back/metrics.jsonl <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+cut = next(i for i, r in enumerate(rows) if r["step"] > 12)
+restart = dict(rows[0], step=12, unix_time=rows[cut]["unix_time"] - 0.5)
+for r in rows[cut:] + [restart]:
+    r["unix_time"] -= 7200
+    if r["kind"] == "eval" and r["step"] == 24:
+        r["val_f1"] = 0.99  # the best comes after the resume
+for r in rows[:cut] + [restart] + rows[cut:]:
+    print(json.dumps(r))
+PY
+expect_rc 0 "$LOCKSTEP" report clocks/back
+expect_output '^\| back \| .* \| val_f1 0.9900 \(step 24\) \| .* \| [0-9.]+ (s|min) \| [0-9]+ \| completed at step 24 \|$'
+pass "report: the time to best counts each job from its start (a clock set back between jobs)"
 echo "e2e runs_report: all passed"

@@ -161,7 +161,8 @@ for np in 1 2; do
     --eval.split test --eval.out eval$np.json
 done
 "$PYTHON" -c "import json; a, b = (json.load(open(f'eval{n}.json')) for n in (1, 2)); \
-assert (a['cer'], a['wer'], a['samples']) == (b['cer'], b['wer'], b['samples']), (a, b); print(a['cer'], a['wer'])" ||
+assert (a['cer'], a['wer'], a['samples'], a['unaligned']) == (b['cer'], b['wer'], b['samples'], b['unaligned']), (a, b); \
+print(a['cer'], a['wer'], a['unaligned'])" ||
   fail "CER/WER differ between 1 and 2 ranks"
 pass "evaluate: CER/WER over 1 rank equal those over 2 ranks"
 
@@ -272,6 +273,11 @@ bad 'good.wav\tone two\n' "badtest.tsv:1: character 's' is not in the vocabulary
 # A file listed twice trained twice (with two transcripts, on both); in both manifests it was tested on.
 bad 'good.wav\tone\ngood2.wav\ttwo\n./good.wav\tsix\n' "bad.tsv:3: good.wav is listed twice \\(also on line 1\\)"
 bad 'good.wav\tone\n' "badtest.tsv:1: good.wav is listed twice \\(also in .*bad.tsv:1\\)" 'good.wav\tone\n'
+# ... however it is spelled: an absolute path, a link (compared by the file's identity).
+ln -sf good.wav link.wav
+bad "good.wav\tone\n$PWD/good.wav\tsix\n" "bad.tsv:2: .*/good.wav is listed twice \\(also on line 1\\)"
+bad 'good.wav\tone\n' "badtest.tsv:1: .*link.wav is listed twice \\(also in .*bad.tsv:1\\)" 'link.wav\tone\n'
+bad 'good.wav\tone\ttwo\ngood2.wav\tsix\n' "bad.tsv:2: a speaker column on some lines only: this line has 2 tab-separated fields, line 1 has 3"
 pass "bad audio input: one line naming the file, non-zero exit, nothing written"
 printf 'good.wav\tone\tspk1\n' >tr.tsv
 printf 'good2.wav\tone\tspk1\n' >te.tsv

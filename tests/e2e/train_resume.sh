@@ -103,8 +103,11 @@ cp "$pending" pending.ckpt
 cp -r edge edge-max
 expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k"
 [ "$(json_rows edge-max/metrics.jsonl epoch step)" = "$k" ] || fail "epoch rows at: $(json_rows edge-max/metrics.jsonl epoch step)"
+tb_before=$(ls edge-max/tb)
 expect_rc 0 run_mpi 2 train "${EDGE[@]/edge/edge-max}" --batch-size 32 --max-steps "$k"
 expect_output "nothing to do: the run is complete at step $k"
+# ... and adds no TensorBoard event file (one per re-run, each an HParams session never ended).
+[ "$(ls edge-max/tb)" = "$tb_before" ] || fail "a run with nothing to do wrote TensorBoard files: $(ls edge-max/tb)"
 # A re-run of a finished run with other options (a resubmitted sweep): nothing to do, and its
 # config.ini stays the one it trained with (it was rewritten: report named it by lr 0.3).
 cp edge-max/config.ini config.before

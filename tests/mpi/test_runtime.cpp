@@ -4,6 +4,7 @@
 #include <numeric>
 #include <thread>
 
+#include "core/base/clock.hpp"
 #include "core/dist/communicator.hpp"
 #include "core/dist/mpi_communicator.hpp"
 #include "core/base/error.hpp"
@@ -24,6 +25,15 @@ TEST(MpiRuntime, RanksAndHosts) {
   // One machine: every rank on the node of rank 0 (the shared-memory split, not host names).
   EXPECT_EQ(mpi().nodes(), std::vector<int>(static_cast<size_t>(mpi().size()), 0));
   EXPECT_EQ(mpi().node_count(), 1);
+}
+
+// Every rank reads the job's clock (rank 0's, set by the runtime at start) alike: the
+// records compared across ranks (flight dumps, traces) are dated on it.
+TEST(MpiRuntime, RanksShareTheJobClock) {
+  mpi().barrier();
+  double spread[2] = {job_seconds(), -job_seconds()};
+  mpi().allreduce_max(spread, 2);
+  EXPECT_LT(spread[0] + spread[1], 0.5) << "the ranks' job clocks differ by " << spread[0] + spread[1] << " s";
 }
 
 TEST(MpiRuntime, BroadcastStringAndReductions) {

@@ -84,3 +84,21 @@ TEST(FlightRecorder, RecordsMeetInADirectoryAndTheLowestRankDiagnoses) {
   ASSERT_TRUE(late);
   EXPECT_TRUE(has_line(*late, "rank(s) 0, 1 left no flight record"));
 }
+
+// The recorder dates its entries and dumps on the job's clock (rank 0's wall clock at the
+// start, carried by this rank's steady clock): a rank on a host whose wall clock is 90 s
+// ahead, or stepped back an hour mid-wait, dates them as rank 0 would. Its dump was taken
+// as stale by rank 0, and a wait came out as -3591 s (a hostile finding).
+TEST(FlightRecorder, EntriesAreDatedOnTheJobClock) {
+  set_job_clock(unix_seconds() - 90);  // this host's wall clock: 90 s ahead of rank 0's
+  FlightRecorder f;
+  const uint64_t open = f.begin("MPI_Allreduce (sum) of 6 doubles");
+  const FlightDump d = parse_flight_dump(f.to_json(1, "n1"), "dump");
+  EXPECT_NEAR(d.running_since, unix_seconds() - 90, 1.0);
+  EXPECT_NEAR(d.dumped, job_seconds(), 1.0);
+  EXPECT_GE(d.dumped, d.running_since);
+  f.end(open);
+  EXPECT_NEAR(f.entries().back().end, unix_seconds() - 90, 1.0);
+  set_job_clock(unix_seconds());  // as a 1-rank job has it
+  EXPECT_NEAR(job_seconds(), unix_seconds(), 0.1);
+}

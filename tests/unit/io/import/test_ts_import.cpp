@@ -2,6 +2,7 @@
 // the file and line.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -46,6 +47,17 @@ TEST(TsImport, CasesBecomeChannelsFirstSamplesWithDeclaredClassOrder) {
   EXPECT_EQ(t.classes, (std::vector<std::string>{"walk", "run", "sit"}));
   EXPECT_EQ(t.labels, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(t.values, (std::vector<float>{1, 2, 3, 4, 5, 6, -1.5f, 0, 0.2f, 7, 8, 9}));
+}
+
+// A value too small for a float is a finite one (a denormal, or 0): strtof's ERANGE on an
+// underflow refused it as "not a finite number"; an overflow (1e99 above) still is refused.
+TEST(TsImport, ValuesBelowTheSmallestFloatAreReadAsTheNearestFloat) {
+  const TsTable t = parse(std::string(kHeader) + "1,1e-40,1e-50:-1e-45,5,6:run\n");
+  ASSERT_EQ(t.values.size(), 6u);
+  EXPECT_EQ(t.values[1], std::strtof("1e-40", nullptr));
+  EXPECT_GT(t.values[1], 0.0f);
+  EXPECT_EQ(t.values[2], 0.0f);
+  EXPECT_LE(t.values[3], 0.0f);
 }
 
 TEST(TsImport, HeaderKeysAreCaseInsensitiveAndUnlabeledFilesHaveNoClasses) {
