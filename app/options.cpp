@@ -358,9 +358,9 @@ ParseResult parse(const std::string& command, const std::vector<std::string>& ar
       std::ostringstream text;
       text << in.rdbuf();
       try {
-        Config scratch;  // the training options, only their names read
+        Config scratch;  // every job key, only their names read
         po::options_description job;
-        job.add(common_options(&scratch)).add(train_options(&scratch)).add(eval_options(&scratch));
+        job.add(common_options(&scratch)).add(train_options(&scratch)).add(weights_options(&scratch)).add(eval_options(&scratch));
         po::store(config_options(parse_ini(text.str(), path), desc, path, command == "train" ? nullptr : &job), vm);
       } catch (const UsageError& e) {
         return {ParseStatus::kError, e.what()};

@@ -20,6 +20,8 @@ double unix_seconds();  // wall clock, for timestamps in metrics rows
 // recorder, the step trace), take it: neither a skew between hosts' clocks nor a step of the
 // wall clock during the job moves it (both made the diagnosis of a hang, its "fresh" records
 // and the trace's timeline wrong: a hostile finding). Before set_job_clock: the wall clock.
+// One value per process, as the wall clock is one: MpiRuntime sets it once at start-up,
+// before the threads that read it start, and every recorder of the process dates on it.
 double job_seconds();
 void set_job_clock(double unix_now);  // job_seconds() is UNIX_NOW at this moment
 

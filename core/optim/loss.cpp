@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/base/error.hpp"
@@ -41,13 +42,10 @@ std::vector<double> class_weights(const std::string& spec, const std::vector<int
   std::stringstream in(spec);
   std::string item;
   while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    // strtod, not stod: an underflow (1e-400) is the finite 0, which stod refused as no number.
+    char* end = nullptr;
+    const double v = item.empty() ? NAN : std::strtod(item.c_str(), &end);
+    const size_t used = end ? static_cast<size_t>(end - item.c_str()) : 0;
     if (used == 0 || used != item.size() || !std::isfinite(v) || v < 0 || v > 1e30)
       throw UsageError("--train.class-weights: '" + item + "' is not a number in [0, 1e30] (give auto, none or " +
                        std::to_string(k) + " comma-separated weights)");

@@ -21,6 +21,7 @@
 #include "core/dist/version_info.hpp"
 #include "core/dist/nccl_communicator.hpp"
 #include "core/dist/placement.hpp"
+#include "core/dist/preflight.hpp"
 #include "core/dist/rank_placement.hpp"
 #include "core/tools/network_report.hpp"
 #include "core/base/clock.hpp"
@@ -342,6 +343,8 @@ struct Doctor {
 }  // namespace
 
 int run_doctor(const Config& cfg, const MpiRuntime& mpi) {
+  // Ranks told other sizes or backends would run collectives that never meet: named first.
+  preflight_check(mpi, {{"resolved config", cfg.resolved_ini}, {"lockstep version", lockstep_version()}});
   torch::set_num_threads(cfg.threads);
   if (!cfg.doctor_out.empty()) check_output("--doctor.out", cfg.doctor_out, {cfg.config_file}, cfg.force_output);
   Doctor d{cfg, mpi};

@@ -78,9 +78,11 @@ void check_output(const std::string& option, const std::string& out, const std::
   if (!io::is_directory(io::parent_dir(out)))
     throw UsageError(option + " " + out + " is in a folder that does not exist (" + io::parent_dir(out) +
                      "; nothing was written)");
-  if (const size_t n = io::base_name(out).size(); n > 255)  // NAME_MAX: refused after the work otherwise
-    throw UsageError(fmt::format("{} {} is a file name of {} bytes, over the 255 a file system takes (nothing "
-                                 "was written; choose a shorter name)", option, out, n));
+  // A name over the file system's limit failed after the work otherwise.
+  if (const size_t n = io::base_name(out).size(), max = io::name_max(io::parent_dir(out)); n > max)
+    throw UsageError(fmt::format("{} {} is a file name of {} bytes, over the {} its file system takes (nothing "
+                                 "was written; choose a shorter name)",
+                                 option, out, n, max));
   if (!replace && (io::path_exists(out) || io::is_symlink(out)))
     throw UsageError(option + " " + out + " is an existing file: pass --force to replace it (nothing was written)");
   // What a writer of this output killed mid-write left (OUT.lockstep-tmp.PID.HOST: a SIGTERM

@@ -113,25 +113,23 @@ std::string duration(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
-// The seconds the run's jobs trained until row AT: each job from its start row to its last
-// row up to AT. Time queued between jobs counts nothing, nor does a wall clock set back
-// between them (the first start's time subtracted from the best row's came out negative
-// after a resume on a clock 2 h behind: a hostile finding). Empty without a start row.
+// The seconds the run's jobs trained until row AT: the gaps between consecutive rows of a
+// job, a job starting at its start row (one without a time still ends the job before it).
+// Time queued between jobs counts nothing, nor does a wall clock stepped back (between jobs:
+// the first start's time subtracted from the best row's came out negative after a resume on
+// a clock 2 h behind, a hostile finding; within one: that gap alone). Empty without a start row.
 std::optional<double> seconds_until(const std::vector<MetricsRow>& rows, size_t at) {
-  std::optional<double> total, job_start, job_last;
-  const auto close_job = [&] {
-    if (job_start) total = total.value_or(0) + std::max(0.0, *job_last - *job_start);
-  };
+  std::optional<double> total, last;  // LAST: the job's latest time (none right after a start without one)
   for (size_t i = 0; i <= at && i < rows.size(); ++i) {
-    if (!rows[i].unix_time) continue;
     if (rows[i].kind == RowKind::kStart) {
-      close_job();
-      job_start = job_last = *rows[i].unix_time;
-    } else if (job_start) {
-      job_last = *rows[i].unix_time;
+      total = total.value_or(0);
+      last = rows[i].unix_time ? std::optional<double>(*rows[i].unix_time) : std::nullopt;
+      continue;
     }
+    if (!rows[i].unix_time || !total) continue;
+    if (last) *total += std::max(0.0, *rows[i].unix_time - *last);
+    last = *rows[i].unix_time;
   }
-  close_job();
   return total;
 }
 

@@ -15,12 +15,13 @@
 namespace lockstep {
 namespace {
 
-// Appends the X events of PATH (a Kineto trace of rank RANK) to OUT as threads of process
-// RANK, moved to unix microseconds. Returns how many.
-int64_t merge_ops(const std::string& path, int rank, io::Json& out) {
+// Appends the X events of PATH (a Kineto trace of rank RANK, on that host's wall clock) to
+// OUT as threads of process RANK, moved to the job clock's microseconds (its step trace's:
+// WALL_MINUS_JOB seconds earlier). Returns how many.
+int64_t merge_ops(const std::string& path, int rank, double wall_minus_job, io::Json& out) {
   const io::Json t = io::parse_json(io::read_text_file(path), path);
   LOCKSTEP_REQUIRE(t.contains("traceEvents") && t["traceEvents"].is_array(), path + ": not a Chrome trace (no traceEvents)");
-  const double base_us = io::json_get_or<double>(t, "baseTimeNanoseconds", 0.0, path) / 1000.0;
+  const double base_us = io::json_get_or<double>(t, "baseTimeNanoseconds", 0.0, path) / 1000.0 - wall_minus_job * 1e6;
   std::map<std::pair<std::string, std::string>, int> threads;  // (pid, tid) as text -> our tid
   int64_t n = 0;
   for (const auto& e : t["traceEvents"]) {
@@ -155,7 +156,7 @@ TraceSummary merge_traces(const std::string& run_dir) {
     if (f.header.ops && io::path_exists(ops)) {
       try {
         io::Json spans = io::Json::array();  // all of the file's, or none
-        s.op_spans += merge_ops(ops, f.header.rank, spans);
+        s.op_spans += merge_ops(ops, f.header.rank, f.header.wall_minus_job, spans);
         for (auto& e : spans) merged["traceEvents"].push_back(std::move(e));
       } catch (const std::exception& e) {  // lockstep's errors, and the JSON library's type errors
         s.skipped.push_back("ops-rank-" + std::to_string(f.header.rank) + ".json (" + e.what() + ")");

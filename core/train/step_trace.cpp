@@ -131,7 +131,8 @@ void StepTrace::stop_ops(int64_t last) {
 
 std::string trace_header_json(const TraceHeader& h) {
   return io::dump_json({{"rank", h.rank}, {"world", h.world}, {"first_step", h.first_step}, {"last_step", h.last_step},
-                        {"job_first_step", h.job_first_step}, {"ops", h.ops}, {"unix_time", h.unix_time}});
+                        {"job_first_step", h.job_first_step}, {"ops", h.ops}, {"unix_time", h.unix_time},
+                        {"wall_minus_job", h.wall_minus_job}});
 }
 
 TraceHeader parse_trace_header(const std::string& json, const std::string& what) {
@@ -144,6 +145,7 @@ TraceHeader parse_trace_header(const std::string& json, const std::string& what)
   h.job_first_step = io::json_get<int64_t>(m, "job_first_step", what);
   h.ops = io::json_get<bool>(m, "ops", what);
   h.unix_time = io::json_get<double>(m, "unix_time", what);
+  h.wall_minus_job = io::json_get_or<double>(m, "wall_minus_job", 0.0, what);  // 0: written before the job clock
   return h;
 }
 
@@ -153,7 +155,7 @@ void StepTrace::finish() {
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
   // The steps this process ran: after a resume inside the range, from first_traced_ on.
-  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, job_seconds()};
+  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, job_seconds(), unix_seconds() - job_seconds()};
   std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" + trace_header_json(header) + ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});

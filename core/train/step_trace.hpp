@@ -48,6 +48,7 @@ struct TraceHeader {
   int64_t job_first_step = 0;             // the job's first step (a resumed job's is past 1)
   bool ops = false;                       // --trace.ops: the job wrote ops-rank-R files
   double unix_time = 0;                   // when the file was written, on the job clock (clock.hpp: rank 0's)
+  double wall_minus_job = 0;              // this host's wall clock minus the job clock, s: the op profile's shift
 };
 std::string trace_header_json(const TraceHeader& h);
 // Throws Error naming WHAT for a missing or malformed field.

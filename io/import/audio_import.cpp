@@ -194,6 +194,7 @@ std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled
   LOCKSTEP_REQUIRE(in.good(), path + ": cannot open the audio manifest");
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   std::vector<Utterance> out;
+  size_t first_fields = 0;  // the first line's, for the speaker column's message
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -230,10 +231,11 @@ std::vector<Utterance> read_audio_manifest(const std::string& path, bool labeled
     u.line = no;
     u.source = path;
     // Named from both sides: a tab inside line 1's transcript made it the odd one.
+    if (out.empty()) first_fields = f.size();
     LOCKSTEP_REQUIRE(out.empty() || out.front().speaker.empty() == u.speaker.empty(),
                      where + ": a speaker column on some lines only: this line has " + std::to_string(f.size()) +
                          " tab-separated fields, line " + std::to_string(out.front().line) + " has " +
-                         (out.front().speaker.empty() ? "2" : "3") + " (a tab inside a transcript counts as one)");
+                         std::to_string(first_fields) + " (a tab inside a transcript counts as one)");
     out.push_back(std::move(u));
   }
   LOCKSTEP_REQUIRE(!out.empty(), path + ": no utterances");
@@ -258,7 +260,8 @@ std::vector<InputSplit> open_audio(const std::vector<std::pair<std::string, std:
     for (const Utterance& u : m) {
       const std::string file = std::filesystem::path(u.path).lexically_normal().string();
       FileIdentity id;
-      const std::string key = file_identity(u.path, &id) ? std::to_string(id.dev) + ":" + std::to_string(id.ino) : file;
+      const std::string key = file_identity(u.path, &id) ? "id " + std::to_string(id.dev) + ":" + std::to_string(id.ino)
+                                                         : "path " + file;
       const auto [it, fresh] = listed.emplace(key, &u);
       LOCKSTEP_REQUIRE(fresh, u.source + ":" + std::to_string(u.line) + ": " + file + " is listed twice (also " +
                                   (it->second->source == u.source ? "on line " : "in " + it->second->source + ":") +

@@ -24,7 +24,8 @@ std::vector<std::string> split_quoted_fields(const std::string& line, char delim
                                              int64_t line_no);
 
 // The whole of S as a float (strtof syntax, "nan"/"inf" included); false when S is empty,
-// has trailing characters, or is out of float range.
+// has trailing characters, or overflows a float (an underflow is the nearest float: 0 or a
+// denormal).
 bool parse_float(const std::string& s, float* out);
 
 }  // namespace lockstep::io

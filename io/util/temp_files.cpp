@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,22 +36,31 @@ bool writer_gone(const Writer& w, const Writer& released) {
 
 Writer this_writer() { return Writer{static_cast<long>(::getpid()), host_name()}; }
 
-std::string temp_stem(const std::string& name) {
+size_t name_max(const std::string& dir) {
+  const long n = ::pathconf(dir.empty() ? "." : dir.c_str(), _PC_NAME_MAX);
+  return n > 0 ? static_cast<size_t>(n) : 255;
+}
+
+std::string temp_stem(const std::string& name, size_t name_max) {
   // The longest mark a writer adds: the mark, a 10-digit PID, '.', a 64-byte host name
-  // (HOST_NAME_MAX). A name that leaves less than that under NAME_MAX (255) keeps its first
-  // bytes and a hash of the whole: an output named up to 255 bytes was refused only after
-  // the work, naming its temporary file ("File name too long"; a hostile finding).
-  constexpr size_t kName = 255, kMarkMax = 14 + 10 + 1 + 64, kKeep = kName - kMarkMax;
-  if (name.size() <= kKeep) return name;
-  const std::string hash = fmt::format("~{:016x}", fnv1a64(name));
-  return name.substr(0, kKeep - hash.size()) + hash;
+  // (HOST_NAME_MAX). A name that leaves less than that under NAME_MAX keeps its first bytes
+  // (whole UTF-8 characters) and a hash of the whole: an output named up to NAME_MAX was
+  // refused only after the work, naming its temporary file ("File name too long"; a hostile
+  // finding).
+  constexpr size_t kMarkMax = 14 + 10 + 1 + 64, kHash = 17;
+  const size_t keep = std::max(name_max, kMarkMax + kHash + 8) - kMarkMax;
+  if (name.size() <= keep) return name;
+  size_t cut = keep - kHash;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return name.substr(0, cut) + fmt::format("~{:016x}", fnv1a64(name));
 }
 
 std::string temp_name_for(const std::string& path) {
   const Writer me = this_writer();
   const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const size_t at = slash == std::string::npos ? 0 : slash + 1;
-  return path.substr(0, at) + temp_stem(path.substr(at)) + kMark + std::to_string(me.pid) + "." + me.host;
+  return path.substr(0, at) + temp_stem(path.substr(at), name_max(dir)) + kMark + std::to_string(me.pid) + "." + me.host;
 }
 
 bool parse_temp_name(const std::string& name, Writer* who, std::string* target) {
@@ -73,7 +83,7 @@ TempSweep remove_dead_temps(const std::string& dir, const Writer& released, cons
   for (const std::string& name : list_dir(dir)) {
     Writer w;
     std::string of;
-    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != temp_stem(target))) continue;
+    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != temp_stem(target, name_max(dir)))) continue;
     if (!writer_gone(w, released)) {
       out.kept.push_back(name);
       continue;

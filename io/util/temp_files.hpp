@@ -35,9 +35,11 @@ void close_synced(std::FILE*& f, const std::string& tmp);
 void commit_temp(const std::string& tmp, const std::string& path);
 
 // PATH.lockstep-tmp.PID.HOST for this process. A file name too long to carry the mark within
-// NAME_MAX is cut to its temp_stem: its first bytes and '~' and a hash of the whole name.
+// NAME_MAX (the folder's, name_max) is cut to its temp_stem: its first bytes (whole UTF-8
+// characters) and '~' and a hash of the whole name.
 std::string temp_name_for(const std::string& path);
-std::string temp_stem(const std::string& name);
+std::string temp_stem(const std::string& name, size_t name_max = 255);
+size_t name_max(const std::string& dir);  // pathconf's _PC_NAME_MAX, 255 when it says nothing
 // Whether NAME (a file name, no folder) carries the mark; fills WHO (its writer) and
 // TARGET (the name it was to be renamed to, as its temp_stem) when given.
 bool parse_temp_name(const std::string& name, Writer* who = nullptr, std::string* target = nullptr);

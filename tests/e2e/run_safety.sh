@@ -118,20 +118,29 @@ expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./per_rank_cwd.sh "$LOCKSTEP" evaluate -
 expect_output "rank 1's line 1: 'unreadable: .*does not exist"
 # Options compared as training compares them: a rank told another split scored other samples
 # into the one accuracy (evaluate) or wrote rows of another split (predict).
-cat >rank1_test_split.sh <<'SH'
+cat >rank1_val_split.sh <<'SH'
 #!/usr/bin/env bash
-if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then exec "$@" --split test; fi
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then exec "$@" --split val; fi
 exec "$@"
 SH
-chmod +x rank1_test_split.sh
+chmod +x rank1_val_split.sh
 for cmd in evaluate "predict --out preds.h5"; do
   # shellcheck disable=SC2086
-  expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./rank1_test_split.sh "$LOCKSTEP" $cmd --checkpoint node0/r/checkpoints/step-000000028.ckpt \
+  expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./rank1_val_split.sh "$LOCKSTEP" $cmd --checkpoint node0/r/checkpoints/step-000000028.ckpt \
     --data "$WORK/data"
   expect_output "resolved config differs on rank\(s\) 1 from rank 0.*split"
 done
 [ ! -e preds.h5 ] || fail "a refused predict wrote preds.h5"
-pass "ranks that see other checkpoints, or other bytes in one, or run with other options, stop naming the rank (train, evaluate, predict)"
+# doctor too: a rank told another all-reduce size timed collectives that never met (a hang).
+cat >rank1_bigger.sh <<'SH'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then exec "$@" --doctor.allreduce-mb 2; fi
+exec "$@"
+SH
+chmod +x rank1_bigger.sh
+expect_rc 2 timeout 120 "$MPIEXEC" -n 2 ./rank1_bigger.sh "$LOCKSTEP" doctor --data "$WORK/data"
+expect_output "resolved config differs on rank\(s\) 1 from rank 0.*allreduce-mb"
+pass "ranks that see other checkpoints, or other bytes in one, or run with other options, stop naming the rank (train, evaluate, predict, doctor)"
 
 "$MPIEXEC" -n 2 "$LOCKSTEP" train "${COMMON[@]}" --run-dir gone --epochs 200 --log-every 1 --ckpt-every 7 >gone.txt 2>&1 &
 pid=$!

@@ -28,7 +28,8 @@ TEST(MpiRuntime, RanksAndHosts) {
 }
 
 // Every rank reads the job's clock (rank 0's, set by the runtime at start) alike: the
-// records compared across ranks (flight dumps, traces) are dated on it.
+// records compared across ranks (flight dumps, traces) are dated on it. On one host this is
+// a smoke test (one wall clock); tests/e2e/observability.sh sets a rank's clock 90 s apart.
 TEST(MpiRuntime, RanksShareTheJobClock) {
   mpi().barrier();
   double spread[2] = {job_seconds(), -job_seconds()};

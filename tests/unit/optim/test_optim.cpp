@@ -26,6 +26,8 @@ TEST(ClassWeights, AutoIsInverseFrequencyNormalisedToOneWhenBalanced) {
   EXPECT_ERROR_CONTAINS(class_weights("1,x", {1, 2}), "'x' is not a number in [0, 1e30]");
   EXPECT_ERROR_CONTAINS(class_weights("1,-2", {1, 2}), "'-2'");
   EXPECT_ERROR_CONTAINS(class_weights("1,1e39", {1, 2}), "'1e39' is not a number in [0, 1e30]");
+  EXPECT_EQ(class_weights("1,1e-400", {1, 2}), (std::vector<double>{1, 0}));  // an underflow is 0, not "no number"
+  EXPECT_ERROR_CONTAINS(class_weights("1,1e999", {1, 2}), "'1e999' is not a number in [0, 1e30]");
   EXPECT_ERROR_CONTAINS(class_weights("1,2,", {1, 2}), "ends with a comma");
   EXPECT_ERROR_CONTAINS(class_weights("0,0", {1, 2}), "every weight is 0");
   const std::string table = class_weight_table(w, {60, 30, 10, 0}, {"walk", "sit", "lie", "run"});

@@ -85,6 +85,11 @@ TEST(TempMark, NamesUpToNameMaxGetATempNameWithinIt) {
   EXPECT_EQ(temp_stem(std::string(166, 'c')), std::string(166, 'c'));  // short enough: as it is
   EXPECT_NE(temp_stem(a), temp_stem(b));
   EXPECT_EQ(temp_stem(a).size(), 166u);
+  std::string accents;  // 2-byte UTF-8 characters: the cut keeps whole ones
+  for (int i = 0; i < 150; ++i) accents += "\xc3\xa9";
+  const std::string stem = temp_stem(accents);
+  EXPECT_EQ(stem.find('~') % 2, 0u) << stem;
+  EXPECT_LE(temp_stem(std::string(200, 'd'), 143).size() + 89, 143u);  // a folder that takes 143 (eCryptfs)
   // A killed writer's temp file of the long name is swept with its output, not another's.
   touch(dir + "/" + temp_stem(a) + ".lockstep-tmp." + std::to_string(exited_pid()) + "." + this_writer().host);
   touch(dir + "/" + temp_stem(b) + ".lockstep-tmp." + std::to_string(exited_pid()) + "." + this_writer().host);
