@@ -203,9 +203,8 @@ po::options_description export_options(Config* c) {
   return d;
 }
 
-// The checkpoint a command reads and what guards its outputs: evaluate, predict and export.
 po::options_description weights_options(Config* c) {
-  po::options_description d("Weights");
+  po::options_description d("Weights");  // the checkpoint read and the outputs' guard: evaluate, predict, export
   d.add_options()
       ("eval.checkpoint", po::value(&c->checkpoint), "checkpoint file to read (alias --checkpoint)")
       ("force", po::bool_switch(&c->force_output), "replace an existing output file; without it one is refused")
