@@ -3,8 +3,9 @@
 //   - one table (markdown): the run, its overrides (the config keys whose values differ
 //     between the runs compared, run.dir aside), the best validation score by the run's
 //     --ckpt.best-metric and its step, the test scores, the time its jobs trained until
-//     that best score (each job from its start; not the queue between jobs), samples/s, and how it ended (completed, stopped early and
-//     why, resumable after a signal, or still running / killed);
+//     that best score (each job from its start; not the queue between jobs), samples/s,
+//     and how it ended (completed, stopped early and why, resumable after a signal, or
+//     still running / killed);
 //   - learning curves of any metric of the rows (train_loss, val_acc, lr, ...): one SVG
 //     with a chart per metric, and a self-contained HTML page (no network: the data and
 //     the script are in it) with the table and the curves, each run shown or hidden by its

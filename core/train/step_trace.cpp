@@ -155,7 +155,8 @@ void StepTrace::finish() {
   const int64_t last = std::min(range_.last, step_);
   stop_ops(last);
   // The steps this process ran: after a resume inside the range, from first_traced_ on.
-  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, job_seconds(), unix_seconds() - job_seconds()};
+  const double job_now = job_seconds();
+  const TraceHeader header{rank_, world_, first_traced_, last, done_ + 1, profiled_, job_now, unix_seconds() - job_now};
   std::string out = "{\"displayTimeUnit\":\"ms\",\"lockstep\":" + trace_header_json(header) + ",\"traceEvents\":[\n";
   out += io::dump_json({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
                         {"args", {{"name", fmt::format("rank {} ({})", rank_, host_)}}}});

@@ -290,8 +290,8 @@ int64_t decode_frames(const std::string& path, int64_t first, int64_t last, cons
         int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
         if (sws_getColorspaceDetails(sws.get(), &in_coef, &in_full, &out_coef, &out_full, &brightness, &contrast,
                                      &saturation) >= 0)
-          sws_setColorspaceDetails(sws.get(), sws_getCoefficients(space == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : space), full || in_full, out_coef, out_full,
-                                   brightness, contrast, saturation);
+          sws_setColorspaceDetails(sws.get(), sws_getCoefficients(space == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : space),
+                                   full || in_full, out_coef, out_full, brightness, contrast, saturation);
       }
     } else if (frame->width != src_w || frame->height != src_h || frame->format != src_fmt) {
       const auto fmt_name = [](int f) {

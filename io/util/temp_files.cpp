@@ -80,10 +80,11 @@ bool parse_temp_name(const std::string& name, Writer* who, std::string* target) 
 TempSweep remove_dead_temps(const std::string& dir, const Writer& released, const std::string& target) {
   TempSweep out;
   if (!is_directory(dir)) return out;
+  const std::string stem = target.empty() ? "" : temp_stem(target, name_max(dir));  // what its temp files carry
   for (const std::string& name : list_dir(dir)) {
     Writer w;
     std::string of;
-    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != temp_stem(target, name_max(dir)))) continue;
+    if (!parse_temp_name(name, &w, &of) || (!target.empty() && of != stem)) continue;
     if (!writer_gone(w, released)) {
       out.kept.push_back(name);
       continue;
