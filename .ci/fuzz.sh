@@ -5,9 +5,11 @@
 # that is not lockstep::Error fails the run; libFuzzer saves the input as crash-* in the
 # work directory, to become a regression seed (and a unit test).
 #   bash .ci/fuzz.sh [SECONDS] [WORK_DIR]        bench/fuzz.sh runs the same longer.
+#   bash .ci/fuzz.sh build [WORK_DIR]            builds the targets only (.ci/run, beside CTest)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${1:-20}
+[ "$SECS" = build ] || [[ "$SECS" =~ ^[0-9]+$ ]] || { echo "usage: fuzz.sh [SECONDS|build] [WORK_DIR]" >&2; exit 2; }
 WORK=${2:-$ROOT/build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
 mkdir -p "$WORK"
@@ -16,6 +18,7 @@ if [ ! -f "$WORK/CMakeCache.txt" ]; then
     { cat "$WORK/configure.log"; exit 1; }
 fi
 cmake --build "$WORK" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
+[ "$SECS" = build ] && { echo "fuzz: targets built in $WORK"; exit 0; }
 # One target per core at a time (each libFuzzer process is single-threaded: every target
 # still gets SECS of a core of its own); the results are printed in target order.
 fuzz_one() {  # fuzz_one SEEDS_DIR: runs one target, writes its summary to fuzz_TARGET.result

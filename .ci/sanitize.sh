@@ -16,10 +16,17 @@
 # files name absolute paths: 100 misses, 299 s for a warm ASan build; 2026-11-27).
 # tests/unity_names.py keeps file-local names from colliding in a batch.
 # Suppressions (tests/sanitizers/*.supp) name third-party libraries only.
-#   bash .ci/sanitize.sh [asan|tsan|all]      after .ci/setup (same venv and packages)
+#   bash .ci/sanitize.sh [asan|tsan|all] [build|test]   after .ci/setup (same venv and packages);
+#                                           without a phase: build, then test
+# .ci/run builds both while the CTest suite runs (at idle priority) and tests them after it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHICH=${1:-all}
+PHASE=${2:-both}
+case "$WHICH $PHASE" in
+  asan\ build|asan\ test|asan\ both|tsan\ build|tsan\ test|tsan\ both|all\ build|all\ test|all\ both) ;;
+  *) echo "usage: sanitize.sh [asan|tsan|all] [build|test]" >&2; exit 2 ;;
+esac
 VENV=${LOCKSTEP_VENV:-$HOME/.cache/lockstep/venv-torch2.11}
 PREFIX=$("$VENV/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 SUPP=$ROOT/tests/sanitizers
@@ -30,6 +37,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_memory=^patcher OMPI_MCA_mca_base_component_disable_dlclose=1
 
 build() {  # build NAME SANITIZERS TARGET...
+  [ "$PHASE" = test ] && return
   local dir=$ROOT/build-$1
   # Configured every time (a second configure is quick), so an older build directory turns
   # into this unity build too (and off CMake's own, which an older one used).
@@ -44,7 +52,9 @@ build() {  # build NAME SANITIZERS TARGET...
 }
 
 run_tests() {  # run_tests NAME REGEX
+  [ "$PHASE" = build ] && return
   local dir=$ROOT/build-$1
+  [ -f "$dir/CMakeCache.txt" ] || { echo "sanitize: build-$1 is not built (bash .ci/sanitize.sh $1 build)"; exit 1; }
   SECONDS=0
   ctest --test-dir "$dir" -R "$2" --output-on-failure || { echo "sanitize: $1 tests FAILED"; exit 1; }
   echo "sanitize: $1 tests passed in $SECONDS s"
