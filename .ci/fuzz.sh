@@ -9,15 +9,16 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${1:-20}
-[ "$SECS" = build ] || [[ "$SECS" =~ ^[0-9]+$ ]] || { echo "usage: fuzz.sh [SECONDS|build] [WORK_DIR]" >&2; exit 2; }
+[ "$SECS" = build ] || [[ "$SECS" =~ ^[1-9][0-9]*$ ]] || { echo "usage: fuzz.sh [SECONDS|build] [WORK_DIR]" >&2; exit 2; }
 WORK=${2:-$ROOT/build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
 mkdir -p "$WORK"
+JOBS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone answers OMP_NUM_THREADS
 if [ ! -f "$WORK/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$WORK" -DLOCKSTEP_FUZZ_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$WORK/configure.log" 2>&1 ||
     { cat "$WORK/configure.log"; exit 1; }
 fi
-cmake --build "$WORK" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
+cmake --build "$WORK" -j"$JOBS" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
 [ "$SECS" = build ] && { echo "fuzz: targets built in $WORK"; exit 0; }
 # One target per core at a time (each libFuzzer process is single-threaded: every target
 # still gets SECS of a core of its own); the results are printed in target order.
@@ -39,7 +40,7 @@ fuzz_one() {  # fuzz_one SEEDS_DIR: runs one target, writes its summary to fuzz_
 }
 rm -f "$WORK"/fuzz_*.result
 for seeds in "$ROOT"/tests/fuzz/seeds/*/; do
-  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
   fuzz_one "$seeds" &
 done
 wait

@@ -27,6 +27,9 @@ case "$WHICH $PHASE" in
   asan\ build|asan\ test|asan\ both|tsan\ build|tsan\ test|tsan\ both|all\ build|all\ test|all\ both) ;;
   *) echo "usage: sanitize.sh [asan|tsan|all] [build|test]" >&2; exit 2 ;;
 esac
+# The cores to compile on. GNU nproc answers OMP_NUM_THREADS when it is set, and the TSan
+# stage sets it to 1 below: its build ran one compiler at a time (-j1) until 2026-11-30.
+JOBS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 VENV=${LOCKSTEP_VENV:-$HOME/.cache/lockstep/venv-torch2.11}
 PREFIX=$("$VENV/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 SUPP=$ROOT/tests/sanitizers
@@ -36,25 +39,29 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 # so that reports through them have names.
 export OMPI_MCA_memory=^patcher OMPI_MCA_mca_base_component_disable_dlclose=1
 
-build() {  # build NAME SANITIZERS TARGET...
-  [ "$PHASE" = test ] && return
+build() {  # build NAME SANITIZERS TARGET...: configures (not in the test phase), then builds
   local dir=$ROOT/build-$1
-  # Configured every time (a second configure is quick), so an older build directory turns
-  # into this unity build too (and off CMake's own, which an older one used).
-  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE=-O1 \
-    -DCMAKE_C_FLAGS_SANITIZE=-O1 -DCMAKE_PREFIX_PATH="$PREFIX" \
-    -DLOCKSTEP_SANITIZE="$2" -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON="$VENV/bin/python" \
-    -DCMAKE_UNITY_BUILD=OFF -DLOCKSTEP_UNITY=ON -DLOCKSTEP_CUDA_ARCHITECTURES=90-real >"$dir.log" 2>&1 ||
-    { cat "$dir.log"; exit 1; }
+  if [ "$PHASE" != test ]; then
+    # Configured every time (a second configure is quick), so an older build directory turns
+    # into this unity build too (and off CMake's own, which an older one used).
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE=-O1 \
+      -DCMAKE_C_FLAGS_SANITIZE=-O1 -DCMAKE_PREFIX_PATH="$PREFIX" \
+      -DLOCKSTEP_SANITIZE="$2" -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON="$VENV/bin/python" \
+      -DCMAKE_UNITY_BUILD=OFF -DLOCKSTEP_UNITY=ON -DLOCKSTEP_CUDA_ARCHITECTURES=90-real >"$dir.log" 2>&1 ||
+      { cat "$dir.log"; exit 1; }
+  elif [ ! -f "$dir/CMakeCache.txt" ]; then
+    echo "sanitize: build-$1 is not configured (bash .ci/sanitize.sh $1 build)"; exit 1
+  fi
+  # In the test phase too: nothing to do when the build phase finished, and never a test of
+  # binaries older than the sources.
   SECONDS=0
-  cmake --build "$dir" -j"$(nproc)" --target "${@:3}" >"$dir.log" 2>&1 || { tail -40 "$dir.log"; exit 1; }
+  cmake --build "$dir" -j"$JOBS" --target "${@:3}" >>"$dir.log" 2>&1 || { tail -40 "$dir.log"; exit 1; }
   echo "sanitize: build-$1 ($2) built in $SECONDS s"
 }
 
 run_tests() {  # run_tests NAME REGEX
   [ "$PHASE" = build ] && return
   local dir=$ROOT/build-$1
-  [ -f "$dir/CMakeCache.txt" ] || { echo "sanitize: build-$1 is not built (bash .ci/sanitize.sh $1 build)"; exit 1; }
   SECONDS=0
   ctest --test-dir "$dir" -R "$2" --output-on-failure || { echo "sanitize: $1 tests FAILED"; exit 1; }
   echo "sanitize: $1 tests passed in $SECONDS s"
