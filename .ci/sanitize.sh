@@ -11,7 +11,7 @@
 # Both are unity builds (cmake/unity.cmake: 8 sources per translation unit, each load of the
 # precompiled torch header and each template instantiation shared by 8): with an empty
 # compiler cache, ASan's targets below 1255 s -> 344 s and TSan's 1091 s -> 255 s (fresh
-# clones, the 2-core CI VM; 2026-11-26 and -27). Their batch files name sources relative to
+# clones, the 2-core CI VM; 2026-11-26 and -27; TSan's both at -j1, see JOBS). Their batch files name sources relative to
 # the source tree, so a clone at another path hits the compiler cache (CMake's own unity
 # files name absolute paths: 100 misses, 299 s for a warm ASan build; 2026-11-27).
 # tests/unity_names.py keeps file-local names from colliding in a batch.

@@ -1,7 +1,7 @@
 """File-local names that would collide in a unity build, found in every test run.
 
-The sanitizer builds (.ci/sanitize.sh) compile each target as a unity build: cmake/unity.cmake pastes
-its .cpp files, 8 at a time, into one translation unit, which cuts a cold build by ~4x.
+CI's builds (.ci/run, .ci/sanitize.sh) compile each target as a unity build: cmake/unity.cmake pastes
+its .cpp files, 8 at a time, into one translation unit, which cuts a cold build by ~3-4x.
 Two files of one target that each define a helper of the same name in an anonymous
 namespace (or `static`) then collide — a redefinition, or an ambiguous overload — but only
 when they land in the same batch, and only in CI. This check, a CTest test, finds them in
