@@ -11,9 +11,10 @@
 # Both are unity builds (cmake/unity.cmake: 8 sources per translation unit, each load of the
 # precompiled torch header and each template instantiation shared by 8): with an empty
 # compiler cache, ASan's targets below 1255 s -> 344 s and TSan's 1091 s -> 255 s (fresh
-# clones, the 2-core CI VM; 2026-11-26 and -27; TSan's both at -j1, see JOBS). Their batch files name sources relative to
-# the source tree, so a clone at another path hits the compiler cache (CMake's own unity
-# files name absolute paths: 100 misses, 299 s for a warm ASan build; 2026-11-27).
+# clones, the 2-core CI VM; 2026-11-26 and -27; TSan's both at -j1, see JOBS). Their batch
+# files name sources relative to the source tree, so a clone at another path hits the
+# compiler cache (CMake's own unity files name absolute paths: 100 misses, 299 s for a warm
+# ASan build; 2026-11-27).
 # tests/unity_names.py keeps file-local names from colliding in a batch.
 # Suppressions (tests/sanitizers/*.supp) name third-party libraries only.
 #   bash .ci/sanitize.sh [asan|tsan|all] [build|test]   after .ci/setup (same venv and packages);
@@ -23,10 +24,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHICH=${1:-all}
 PHASE=${2:-both}
-case "$WHICH $PHASE" in
-  asan\ build|asan\ test|asan\ both|tsan\ build|tsan\ test|tsan\ both|all\ build|all\ test|all\ both) ;;
-  *) echo "usage: sanitize.sh [asan|tsan|all] [build|test]" >&2; exit 2 ;;
-esac
+usage() { echo "usage: sanitize.sh [asan|tsan|all] [build|test]" >&2; exit 2; }
+case "$WHICH" in asan|tsan|all) ;; *) usage ;; esac
+case "$PHASE" in build|test|both) ;; *) usage ;; esac
 # The cores to compile on. GNU nproc answers OMP_NUM_THREADS when it is set, and the TSan
 # stage sets it to 1 below: its build ran one compiler at a time (-j1) until 2026-11-30.
 JOBS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
